@@ -1,0 +1,169 @@
+/*
+ * numapage.h — the public API of libnumapage, a NUMA-aware memory allocator.
+ *
+ * Three doors: LD_PRELOAD=libnumapage.so (replaces malloc for a whole program), linking with
+ * -lnumapage (same), and the functions below for programs that want pages on a chosen node.
+ *
+ * Node ids are the operating system's NUMA node numbers (as in numactl and /sys), which may be
+ * sparse (0, 2, 5). A "memoryless" node has CPUs but no memory: its threads are served from the
+ * nearest node that has memory. Every function is thread-safe and may be called from any thread,
+ * including threads the library has never seen.
+ *
+ * Error convention: functions returning a pointer return NULL and set errno (ENOMEM when memory
+ * is exhausted, EINVAL for an invalid argument); functions returning int return 0 (or a value
+ * >= 0) on success and -1 with errno set on failure. Freeing a pointer this library did not hand
+ * out, or freeing twice, is reported on stderr ("numapage: <call>: <reason> <ptr>") and aborts.
+ */
+#ifndef NUMAPAGE_H
+#define NUMAPAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NUMA_PAGE_VERSION_MAJOR 0
+#define NUMA_PAGE_VERSION_MINOR 1
+#define NUMA_PAGE_VERSION_PATCH 0
+/* One number to compare against: 100 * 100 * major + 100 * minor + patch. */
+#define NUMA_PAGE_VERSION \
+	(NUMA_PAGE_VERSION_MAJOR * 10000 + NUMA_PAGE_VERSION_MINOR * 100 + NUMA_PAGE_VERSION_PATCH)
+
+#if defined(__GNUC__)
+#define NUMA_PAGE_API __attribute__((visibility("default")))
+#else
+#define NUMA_PAGE_API
+#endif
+
+/* The run-time version, "MAJOR.MINOR.PATCH". */
+NUMA_PAGE_API const char *numa_page_version(void);
+
+/* ---- Topology ------------------------------------------------------------------------------ */
+
+/* Number of NUMA nodes in the topology the library uses (the real machine, or the rehearsal
+ * topology named by NUMAPAGE_TOPOLOGY). */
+NUMA_PAGE_API int numa_page_node_count(void);
+/* Highest node id, or -1 before initialisation failed. */
+NUMA_PAGE_API int numa_page_max_node(void);
+
+/* ---- Pages ---------------------------------------------------------------------------------- */
+
+/* Page-aligned memory of at least size bytes from the calling thread's home node (or, when that
+ * node has no memory or is exhausted, from its nearest node with memory). Not zeroed.
+ * size 0 returns a valid one-page allocation; sizes that overflow return NULL with ENOMEM. */
+NUMA_PAGE_API void *numa_page_alloc(size_t size);
+/* As numa_page_alloc, but on the given node. A memoryless node is served from its nearest memory
+ * node (counted as a miss, never a failure while memory exists on an allowed node). A node id that
+ * does not exist returns NULL with errno = EINVAL. */
+NUMA_PAGE_API void *numa_page_alloc_onnode(size_t size, int node);
+/* Pages spread round-robin over the allowed nodes with memory, for data every thread reads. */
+NUMA_PAGE_API void *numa_page_alloc_interleaved(size_t size);
+/* Frees anything this library handed out: numa_page_alloc*, numa_page_malloc and friends, and,
+ * when libnumapage replaces malloc, malloc and friends. NULL is a no-op. errno is preserved. */
+NUMA_PAGE_API void numa_page_free(void *p);
+/* The node the memory at p was bound to (for interleaved memory: the node of p's page), or -1
+ * with errno = EINVAL when p is not memory of this library. */
+NUMA_PAGE_API int numa_page_node_of(const void *p);
+
+/* The calling thread's home node: where its allocations come from. It starts as the node of the
+ * CPU the thread runs on and follows the thread when it migrates, until it is set explicitly.
+ * numa_page_set_home_node(-1) returns to following the CPU. An unknown node is EINVAL. */
+NUMA_PAGE_API int numa_page_set_home_node(int node);
+NUMA_PAGE_API int numa_page_home_node(void);
+
+/* ---- The malloc family under its own names ------------------------------------------------ */
+/* Same contracts as the C library's; memory from these is freed with numa_page_free (or free,
+ * when libnumapage replaces malloc). */
+NUMA_PAGE_API void *numa_page_malloc(size_t size);
+NUMA_PAGE_API void *numa_page_calloc(size_t nmemb, size_t size);
+NUMA_PAGE_API void *numa_page_realloc(void *p, size_t size);
+NUMA_PAGE_API void *numa_page_reallocarray(void *p, size_t nmemb, size_t size);
+NUMA_PAGE_API int numa_page_posix_memalign(void **out, size_t alignment, size_t size);
+NUMA_PAGE_API void *numa_page_aligned_alloc(size_t alignment, size_t size);
+NUMA_PAGE_API void *numa_page_memalign(size_t alignment, size_t size);
+NUMA_PAGE_API size_t numa_page_usable_size(const void *p);
+/* Gives free memory held by the library back to the operating system. Returns 1 if any memory
+ * was released, 0 otherwise (as malloc_trim). */
+NUMA_PAGE_API int numa_page_trim(void);
+
+/* ---- Statistics ----------------------------------------------------------------------------- */
+
+/*
+ * Every per-node counter, declared once. X(name, kind, description); kind is EVENT (a count
+ * that only grows), GAUGE (a level that goes up and down), or BYTE_EVENT / BYTE_GAUGE for the
+ * same counted in bytes rather than pages or occurrences. The meanings of the numa_* and
+ * *_node counters are those of Linux's numastat:
+ *   numa_hit      served on the intended node
+ *   numa_miss     served on this node although another node was intended
+ *   numa_foreign  intended for this node but served elsewhere
+ *   local_node    served on this node to a thread homed on this node
+ *   other_node    served on this node to a thread homed on another node
+ * All page counts are in pages of the system page size.
+ */
+#define NUMA_PAGE_STAT_ITEMS(X) \
+	X(numa_hit, EVENT, "pages served on the intended node") \
+	X(numa_miss, EVENT, "pages served on this node though another was intended") \
+	X(numa_foreign, EVENT, "pages intended for this node but served elsewhere") \
+	X(local_node, EVENT, "pages served on this node to a thread homed here") \
+	X(other_node, EVENT, "pages served on this node to a thread homed elsewhere") \
+	X(interleave_hit, EVENT, "interleaved pages placed on this node") \
+	X(pages_alloc, EVENT, "pages handed out by this node's pool") \
+	X(pages_free, EVENT, "pages returned to this node's pool") \
+	X(pages_in_use, GAUGE, "pages of this node in use by the program") \
+	X(pcp_refill, EVENT, "per-thread cache refills from this node's pool") \
+	X(pcp_drain, EVENT, "per-thread cache drains into this node's pool") \
+	X(pages_stolen, EVENT, "pages this node's pool took from a fuller pool") \
+	X(remote_free, EVENT, "objects or pages of this node freed by a thread of another node") \
+	X(pool_contended, EVENT, "acquisitions of this node's pool lock that had to wait") \
+	X(bind_fail, EVENT, "binds of this node's memory that the kernel refused") \
+	X(bind_skipped, EVENT, "binds skipped because the topology is a rehearsal") \
+	X(chunks_mapped, EVENT, "chunks mapped from the OS for this node") \
+	X(pages_purged, EVENT, "free pages of this node given back to the OS") \
+	X(malloc_requested, BYTE_EVENT, "bytes requested through malloc on this node") \
+	X(malloc_in_use, BYTE_GAUGE, "bytes of malloc objects of this node in use") \
+	X(threads, GAUGE, "threads homed on this node")
+
+enum numa_page_stat_item {
+#define NUMA_PAGE_STAT_ENUM_(name, kind, desc) NUMA_PAGE_STAT_##name,
+	NUMA_PAGE_STAT_ITEMS(NUMA_PAGE_STAT_ENUM_)
+#undef NUMA_PAGE_STAT_ENUM_
+	NUMA_PAGE_STAT_NITEMS
+};
+
+struct numa_page_node_stats {
+	int node; /* OS node id these counters belong to */
+#define NUMA_PAGE_STAT_FIELD_(name, kind, desc) uint64_t name;
+	NUMA_PAGE_STAT_ITEMS(NUMA_PAGE_STAT_FIELD_)
+#undef NUMA_PAGE_STAT_FIELD_
+};
+
+/* Exact counters of one node: shared totals plus every live thread's unfolded deltas. Cost grows
+ * with the number of threads; use the cheap variant for frequent polling. 0, or -1/EINVAL. */
+NUMA_PAGE_API int numa_page_stats_get(int node, struct numa_page_node_stats *out);
+/* Shared totals only: may lag by at most (fold threshold x live threads) per counter; gauges
+ * are clamped at 0. Exact once all threads that counted have exited. */
+NUMA_PAGE_API int numa_page_stats_get_cheap(int node, struct numa_page_node_stats *out);
+/* The name and description of counter i (NULL beyond the last). */
+NUMA_PAGE_API const char *numa_page_stat_name(int item);
+NUMA_PAGE_API const char *numa_page_stat_desc(int item);
+
+#define NUMA_PAGE_STATS_TABLE 0 /* numastat-like table, one column per node */
+#define NUMA_PAGE_STATS_JSON 1  /* one JSON object */
+/* Prints exact statistics of every node. 0, or -1/EINVAL for an unknown format. */
+NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format);
+
+/* ---- Thread placement ----------------------------------------------------------------------- */
+
+#define NUMA_PAGE_PLACE_NONE 0   /* leave threads where the scheduler puts them (default) */
+#define NUMA_PAGE_PLACE_SPREAD 1 /* each new thread on the node with fewest threads */
+#define NUMA_PAGE_PLACE_FILL 2   /* fill one node's CPUs before the next */
+/* Sets the placement policy for threads created from now on. 0, or -1/EINVAL. */
+NUMA_PAGE_API int numa_page_thread_place(int policy);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NUMAPAGE_H */

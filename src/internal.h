@@ -1,0 +1,52 @@
+/*
+ * internal.h — what every module of libnumapage shares: compiler helpers, build-time
+ * configuration as constants (so every configuration is compiled and type-checked), assertions
+ * by debug level, and fatal error reporting. Lowest layer: includes nothing of the project but
+ * the public header.
+ */
+#ifndef NP_INTERNAL_H
+#define NP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "numapage.h"
+
+#define NP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define NP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NP_NOINLINE __attribute__((noinline))
+#define NP_INLINE static inline __attribute__((always_inline))
+#define NP_COLD __attribute__((cold))
+#define NP_NORETURN __attribute__((noreturn))
+#define NP_UNUSED __attribute__((unused))
+#define NP_TLS __thread __attribute__((tls_model("initial-exec")))
+#define NP_CACHELINE 64
+#define NP_ALIGNED(n) __attribute__((aligned(n)))
+#define NP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define NP_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define NP_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Largest number of NUMA nodes the library handles; a machine with more is folded onto one
+ * node with a warning (the topology module says so). */
+#define NP_MAX_NODES 64
+
+#ifndef NP_DEBUG_LEVEL
+#define NP_DEBUG_LEVEL 0
+#endif
+/* Build switches as constants: use `if (np_config_debug >= 2)`, never #ifdef. */
+static const int np_config_debug NP_UNUSED = NP_DEBUG_LEVEL;
+
+/* Reports "numapage: <what>" on stderr without allocating, then aborts. */
+NP_NORETURN NP_COLD void np_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define np_assert_level_(level, cond)                                                          \
+	do {                                                                                   \
+		if (np_config_debug >= (level) && NP_UNLIKELY(!(cond)))                         \
+			np_fatal("assertion failed: %s (%s:%d)", #cond, __FILE__, __LINE__);      \
+	} while (0)
+#define np_assert(cond) np_assert_level_(1, cond)
+#define np_assert_internal(cond) np_assert_level_(2, cond)
+#define np_assert_expensive(cond) np_assert_level_(3, cond)
+
+#endif /* NP_INTERNAL_H */

@@ -1,0 +1,108 @@
+/*
+ * topology.h — the machine as a frozen table. Only src/topology/ includes <hwloc.h>.
+ *
+ * np_topo_load() discovers the machine once with hwloc (or loads an hwloc XML file or synthetic
+ * string to rehearse another machine) and fills a plain struct np_topo that nothing changes
+ * afterwards. Everything else in the library reads that table; the running library's table is
+ * np_topo_table, filled once at initialisation.
+ *
+ * Nodes are kept in a dense index 0..nnodes-1 in increasing OS id order; node[i].os_id maps back
+ * to the kernel's number (ids may be sparse). Invariants: see np_topo_check().
+ */
+#ifndef NP_TOPOLOGY_H
+#define NP_TOPOLOGY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+#define NP_MAX_CPUS 4096
+#define NP_DISTANCE_LOCAL 10
+#define NP_DISTANCE_REMOTE 20
+
+enum np_topo_source {
+	NP_TOPO_SYSTEM,    /* discovered on this machine: binding is real */
+	NP_TOPO_XML,       /* rehearsal from an hwloc XML file */
+	NP_TOPO_SYNTHETIC, /* rehearsal from an hwloc synthetic string */
+	NP_TOPO_FALLBACK,  /* loading failed: one node with every CPU and all memory */
+};
+
+struct np_topo_node {
+	int os_id;             /* the kernel's node number */
+	uint64_t mem_bytes;    /* local memory; 0 = memoryless */
+	int ncpus;             /* CPUs of this node (allowed or not) */
+	int cpu_first;         /* node_cpus[cpu_first .. cpu_first + ncpus): OS CPU ids, ascending */
+	bool has_memory;       /* mem_bytes > 0 */
+	bool has_cpus;         /* ncpus > 0; false for a CPU-less memory node (CXL, HBM) */
+	bool mem_allowed;      /* has memory, and the process may take memory from it (cpuset, membind) */
+	bool cpus_allowed;     /* at least one of its CPUs is in the process's allowed set */
+	int nfallback;         /* entries in fallback[] */
+	/* Allowed nodes with memory, nearest first by distance from this node; ties broken by
+	 * OS id, so equidistant nodes stand next to each other and fallback_dist[] shows the
+	 * groups. A node with allowed memory lists itself first. */
+	uint8_t fallback[NP_MAX_NODES];
+	uint8_t fallback_dist[NP_MAX_NODES];
+};
+
+struct np_topo {
+	enum np_topo_source source;
+	bool is_system;              /* source == NP_TOPO_SYSTEM */
+	int nnodes;                  /* >= 1 */
+	int ncpus;                   /* cpu_to_node[] covers OS CPU ids 0 .. ncpus-1 */
+	int nallowed_cpus;           /* CPUs in the allowed set */
+	int nmem_nodes;              /* nodes with allowed memory (>= 1) */
+	uint64_t total_mem;          /* bytes over all nodes */
+	char desc[256];              /* what was loaded: "this machine", the XML path, ... */
+	int16_t cpu_to_node[NP_MAX_CPUS];   /* dense node index, -1 for ids that are no CPU */
+	uint8_t cpu_allowed[NP_MAX_CPUS];   /* 1 when the CPU is in the process's allowed set */
+	uint16_t node_cpus[NP_MAX_CPUS];    /* CPU lists of all nodes, see np_topo_node.cpu_first */
+	uint8_t distance[NP_MAX_NODES][NP_MAX_NODES]; /* SLIT, by dense index */
+	struct np_topo_node node[NP_MAX_NODES];
+};
+
+/* Restrictions applied on top of what hwloc reports; OS ids; NULL arrays mean "no restriction".
+ * Used to apply numactl --membind / --cpunodebind and cgroup cpusets, and by tests. */
+struct np_topo_allow {
+	const uint8_t *cpus;   /* cpus[id] != 0: CPU id allowed; ids >= ncpus not allowed */
+	int ncpus;
+	const uint8_t *nodes;  /* nodes[id] != 0: memory may come from OS node id */
+	int nnodes;
+};
+
+/* The running library's table (valid after initialisation; zero-filled before). */
+extern struct np_topo np_topo_table;
+
+/*
+ * Fills *t. spec NULL or "" = this machine (restricted by the process's cpuset, affinity-free
+ * allowed set and memory policy); "synthetic:<string>" = hwloc synthetic topology; anything else
+ * = an hwloc XML file. allow (may be NULL) restricts further. On any failure *t becomes one node
+ * holding every CPU and all memory, one warning naming the cause is printed, and -1 is returned;
+ * otherwise 0. Allocates only through hwloc (which, inside the library, is served by the
+ * bootstrap arena) and frees everything before returning.
+ */
+int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow);
+/* Fills *t with the one-node fallback for a machine of ncpus CPUs and mem_bytes of memory. */
+void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const char *why);
+
+/* Dense index of OS node id, or -1. */
+int np_topo_node_index(const struct np_topo *t, int os_id);
+/* Dense node index of an OS CPU id. In a rehearsal, ids beyond the fixture wrap modulo its CPU
+ * count, so any real CPU maps to some rehearsed node. Unknown CPU (or -1): node 0's index of
+ * the first node with CPUs. */
+int np_topo_cpu_node(const struct np_topo *t, int cpu);
+/* The OS CPU ids of node i. */
+static inline const uint16_t *np_topo_node_cpu_list(const struct np_topo *t, int i)
+{
+	return &t->node_cpus[t->node[i].cpu_first];
+}
+
+/* Checks every invariant of the table (fallback lists sorted and complete, cpu_to_node agrees
+ * with the CPU lists, distances sane); returns NULL when sound, else a description. */
+const char *np_topo_check(const struct np_topo *t);
+
+/* Prints the table as `numapage topology` shows it: text, or JSON when json is true. */
+void np_topo_print(const struct np_topo *t, FILE *out, bool json);
+
+#endif /* NP_TOPOLOGY_H */

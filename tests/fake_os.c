@@ -1,0 +1,215 @@
+/*
+ * fake_os.c — the test double of src/os.h (see fake_os.h). Linked into unit tests instead of
+ * src/os_linux.c. Real mmap/munmap keep memory usable; binds are only recorded.
+ */
+#include "fake_os.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "os.h"
+
+#define MAX_BINDS 65536
+
+struct bind_rec {
+	uintptr_t start, end;
+	int node; /* -2: interleave */
+	int nnodes;
+	int nodes[8];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bind_rec binds[MAX_BINDS];
+static int nbinds;
+static int fail_node = -1, fail_errno;
+static long maps_left = -1;
+static long n_binds, n_maps, n_unmaps, n_purged;
+static __thread int fake_cpu;
+
+void np_fake_os_set_cpu(int cpu) { fake_cpu = cpu; }
+
+void np_fake_os_fail_bind(int node, int neg_errno)
+{
+	pthread_mutex_lock(&lock);
+	fail_node = neg_errno ? node : -1;
+	fail_errno = neg_errno;
+	pthread_mutex_unlock(&lock);
+}
+
+void np_fake_os_fail_map_after(long n)
+{
+	__atomic_store_n(&maps_left, n, __ATOMIC_SEQ_CST);
+}
+
+long np_fake_os_binds(void) { return __atomic_load_n(&n_binds, __ATOMIC_SEQ_CST); }
+long np_fake_os_maps(void) { return __atomic_load_n(&n_maps, __ATOMIC_SEQ_CST); }
+long np_fake_os_unmaps(void) { return __atomic_load_n(&n_unmaps, __ATOMIC_SEQ_CST); }
+long np_fake_os_purged_bytes(void) { return __atomic_load_n(&n_purged, __ATOMIC_SEQ_CST); }
+
+void np_fake_os_reset(void)
+{
+	pthread_mutex_lock(&lock);
+	nbinds = 0;
+	fail_node = -1;
+	fail_errno = 0;
+	n_binds = n_maps = n_unmaps = n_purged = 0;
+	maps_left = -1;
+	pthread_mutex_unlock(&lock);
+}
+
+static int lookup_locked(uintptr_t a)
+{
+	for (int i = nbinds - 1; i >= 0; i--)
+		if (a >= binds[i].start && a < binds[i].end) {
+			if (binds[i].node != -2)
+				return binds[i].node;
+			size_t page = (a - binds[i].start) / np_os_page_size();
+			return binds[i].nodes[page % (size_t)binds[i].nnodes];
+		}
+	return -1;
+}
+
+int np_fake_os_bound_node(const void *p)
+{
+	pthread_mutex_lock(&lock);
+	int n = lookup_locked((uintptr_t)p);
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+size_t np_os_page_size(void)
+{
+	static size_t ps;
+	if (!ps)
+		ps = (size_t)sysconf(_SC_PAGESIZE);
+	return ps;
+}
+
+void *np_os_map(size_t size, size_t align)
+{
+	int saved = errno;
+	long left = __atomic_load_n(&maps_left, __ATOMIC_SEQ_CST);
+	if (left == 0)
+		return NULL;
+	if (left > 0)
+		__atomic_fetch_sub(&maps_left, 1, __ATOMIC_SEQ_CST);
+	size_t ps = np_os_page_size();
+	if (align < ps)
+		align = ps;
+	size_t span = size + align - ps;
+	char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		errno = saved;
+		return NULL;
+	}
+	uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+	if (start > (uintptr_t)p)
+		munmap(p, start - (uintptr_t)p);
+	size_t tail = span - (start - (uintptr_t)p) - size;
+	if (tail)
+		munmap((char *)start + size, tail);
+	__atomic_fetch_add(&n_maps, 1, __ATOMIC_SEQ_CST);
+	errno = saved;
+	return (void *)start;
+}
+
+int np_os_unmap(void *p, size_t size)
+{
+	int saved = errno;
+	int rc = munmap(p, size) ? -errno : 0;
+	__atomic_fetch_add(&n_unmaps, 1, __ATOMIC_SEQ_CST);
+	errno = saved;
+	return rc;
+}
+
+static int record(void *p, size_t size, int node, const int *nodes, int n)
+{
+	pthread_mutex_lock(&lock);
+	if (node >= 0 && node == fail_node) {
+		int e = fail_errno;
+		pthread_mutex_unlock(&lock);
+		return e;
+	}
+	if (nbinds == MAX_BINDS) { /* compact: keep the newest half */
+		memmove(binds, binds + MAX_BINDS / 2, sizeof(binds[0]) * (MAX_BINDS / 2));
+		nbinds = MAX_BINDS / 2;
+	}
+	struct bind_rec *b = &binds[nbinds++];
+	b->start = (uintptr_t)p;
+	b->end = (uintptr_t)p + size;
+	b->node = node;
+	b->nnodes = n < 8 ? n : 8;
+	for (int i = 0; i < b->nnodes; i++)
+		b->nodes[i] = nodes[i];
+	n_binds++;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+int np_os_bind(void *p, size_t size, int node, int policy)
+{
+	if (policy == NP_BIND_NONE)
+		return 0;
+	return record(p, size, node, NULL, 0);
+}
+
+int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
+{
+	if (n <= 0)
+		return -EINVAL;
+	return record(p, size, -2, nodes, n);
+}
+
+int np_os_purge(void *p, size_t size)
+{
+	int saved = errno;
+	int rc = madvise(p, size, MADV_DONTNEED) ? -errno : 0;
+	__atomic_fetch_add(&n_purged, (long)size, __ATOMIC_SEQ_CST);
+	errno = saved;
+	return rc;
+}
+
+int np_os_nodes_of(void *const *addrs, int n, int *status)
+{
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n; i++) {
+		int node = lookup_locked((uintptr_t)addrs[i]);
+		status[i] = node >= 0 ? node : -ENOENT;
+	}
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+int np_os_name(void *p, size_t size, const char *name)
+{
+	(void)p, (void)size, (void)name;
+	return 0;
+}
+
+int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
+{
+	*mode = 0; /* MPOL_DEFAULT */
+	if (mask)
+		memset(mask, 0, (maxnode + 7) / 8);
+	return 0;
+}
+
+int np_os_current_cpu(void) { return fake_cpu; }
+
+int np_os_tid(void) { return (int)gettid(); }
+
+static __thread int affinity_n = -1;
+
+int np_os_set_affinity(const int *cpus, int n)
+{
+	(void)cpus;
+	affinity_n = n;
+	return 0;
+}
+
+int np_os_affinity_count(void) { return affinity_n < 0 ? 1024 : affinity_n; }

@@ -1,0 +1,27 @@
+/*
+ * fake_os.h — controls for tests/fake_os.c, the test double of src/os.h. The fake maps real
+ * memory (tests touch it), records every bind instead of calling mbind, answers node queries from
+ * those records, and lets a test choose the CPU each thread "runs on" and inject bind failures.
+ */
+#ifndef NP_FAKE_OS_H
+#define NP_FAKE_OS_H
+
+#include <stddef.h>
+
+/* The CPU np_os_current_cpu() reports for the calling thread (default 0). */
+void np_fake_os_set_cpu(int cpu);
+/* Binds to this OS node fail with the given negative errno (0 = succeed again). */
+void np_fake_os_fail_bind(int node, int neg_errno);
+/* Maps fail after this many more successful maps (-1 = never, the default). */
+void np_fake_os_fail_map_after(long n);
+/* Counters since the last reset. */
+long np_fake_os_binds(void);      /* successful binds */
+long np_fake_os_maps(void);       /* successful maps */
+long np_fake_os_unmaps(void);
+long np_fake_os_purged_bytes(void);
+/* Node recorded for the page holding p by the last bind covering it, or -1. */
+int np_fake_os_bound_node(const void *p);
+/* Forgets binds and counters (not the mappings). */
+void np_fake_os_reset(void);
+
+#endif
