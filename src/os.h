@@ -54,4 +54,18 @@ int np_os_set_affinity(const int *cpus, int n);
 /* Number of CPUs in the calling thread's affinity mask, or -errno. */
 int np_os_affinity_count(void);
 
+/* ---- Shared-memory files (the live statistics view, src/vmstat/vmstat_shm.c) ---- */
+/* Creates path exclusively (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600, owned by the caller),
+ * sizes it to size bytes (zero-filled) and maps it shared read-write into *out; the descriptor
+ * is closed. 0 or -errno (-EEXIST: the name is taken); on failure no file is left behind. */
+int np_os_shm_create(const char *path, size_t size, void **out);
+/* Removes a file name. 0 or -errno. */
+int np_os_unlink(const char *path);
+/* The calling process's id and effective user id. */
+int np_os_pid(void);
+unsigned np_os_euid(void);
+/* Whether process pid exists: 1 (also when it belongs to another user: kill(pid, 0) says
+ * EPERM), 0 when kill(pid, 0) says ESRCH, or -errno. */
+int np_os_pid_alive(int pid);
+
 #endif /* NP_OS_H */

@@ -8,10 +8,13 @@
 #include "options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <numaif.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -162,4 +165,57 @@ int np_os_affinity_count(void)
 		RETURN_ERRNO(-1);
 	errno = saved_errno_;
 	return CPU_COUNT(&set);
+}
+
+int np_os_shm_create(const char *path, size_t size, void **out)
+{
+	SAVE_ERRNO;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		RETURN_ERRNO(-1);
+	/* The umask may have removed bits: the file is 0600 whatever it says. */
+	void *p = MAP_FAILED;
+	int rc = fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+	if (rc == 0) {
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			rc = -errno;
+	}
+	close(fd);
+	if (rc) {
+		unlink(path);
+		errno = saved_errno_;
+		return rc;
+	}
+	*out = p;
+	errno = saved_errno_;
+	return 0;
+}
+
+int np_os_unlink(const char *path)
+{
+	SAVE_ERRNO;
+	RETURN_ERRNO(unlink(path));
+}
+
+int np_os_pid(void)
+{
+	return (int)getpid();
+}
+
+unsigned np_os_euid(void)
+{
+	return (unsigned)geteuid();
+}
+
+int np_os_pid_alive(int pid)
+{
+	SAVE_ERRNO;
+	if (pid <= 0) {
+		errno = saved_errno_;
+		return -EINVAL;
+	}
+	int rc = kill((pid_t)pid, 0) == 0 ? 1 : errno == EPERM ? 1 : errno == ESRCH ? 0 : -errno;
+	errno = saved_errno_;
+	return rc;
 }

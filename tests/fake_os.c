@@ -5,10 +5,13 @@
 #include "fake_os.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "options.h"
@@ -213,3 +216,57 @@ int np_os_set_affinity(const int *cpus, int n)
 }
 
 int np_os_affinity_count(void) { return affinity_n < 0 ? 1024 : affinity_n; }
+
+static int shm_fail;
+
+void np_fake_os_fail_shm(int neg_errno)
+{
+	__atomic_store_n(&shm_fail, neg_errno, __ATOMIC_SEQ_CST);
+}
+
+int np_os_shm_create(const char *path, size_t size, void **out)
+{
+	int e = __atomic_load_n(&shm_fail, __ATOMIC_SEQ_CST);
+	if (e)
+		return e;
+	int saved = errno;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int rc = -errno;
+		errno = saved;
+		return rc;
+	}
+	int rc = fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+	void *p = rc ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (!rc && p == MAP_FAILED)
+		rc = -errno;
+	close(fd);
+	if (rc)
+		unlink(path);
+	else
+		*out = p;
+	errno = saved;
+	return rc;
+}
+
+int np_os_unlink(const char *path)
+{
+	int saved = errno;
+	int rc = unlink(path) ? -errno : 0;
+	errno = saved;
+	return rc;
+}
+
+int np_os_pid(void) { return (int)getpid(); }
+
+unsigned np_os_euid(void) { return (unsigned)geteuid(); }
+
+int np_os_pid_alive(int pid)
+{
+	if (pid <= 0)
+		return -EINVAL;
+	int saved = errno;
+	int rc = kill((pid_t)pid, 0) == 0 || errno == EPERM ? 1 : errno == ESRCH ? 0 : -errno;
+	errno = saved;
+	return rc;
+}

@@ -24,4 +24,8 @@ int np_fake_os_bound_node(const void *p);
 /* Forgets binds and counters (not the mappings). */
 void np_fake_os_reset(void);
 
+/* np_os_shm_create fails with this negative errno (0 = create real files again). The shm
+ * functions otherwise act for real (files in /dev/shm, real kill(pid, 0)). */
+void np_fake_os_fail_shm(int neg_errno);
+
 #endif

@@ -1,0 +1,397 @@
+/*
+ * vmstat.c — per-node counters: thresholds, per-thread deltas folded into shared totals, the
+ * registry of live threads, cheap and exact readers, fork handling, and the public
+ * numa_page_stats_get* / numa_page_stat_name / numa_page_stat_desc.
+ * Invariants: see vmstat.h (|diff| <= threshold; total + live diffs = truth).
+ * Lock: reg_lock guards reg_head and every registered diffs' next/prev/registered. It is an
+ * outer lock: never taken while an allocator pool lock is held, and it is held only for list
+ * updates and snapshot walks (no system call, no allocation under it).
+ */
+#include "vmstat.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "options.h"
+#include "os.h"
+
+int32_t np_vmstat_thr[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS];
+
+/* Where the totals live until (and unless) the live-view file takes them over. */
+static struct np_vmstat_totals static_totals[NP_MAX_NODES];
+/* Where folds go: static_totals, or the totals inside the shared-memory file. Switched once,
+ * by np_vmstat_use_totals (release), and back in a forked child. */
+static struct np_vmstat_totals *sink = static_totals;
+
+static int nnodes;
+static int os_ids[NP_MAX_NODES];
+static int page_thr[NP_MAX_NODES];
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct np_vmstat_diffs *reg_head;
+
+static const uint8_t item_kind[NUMA_PAGE_STAT_NITEMS] = {
+#define KIND_(name, kind, desc) NP_VMSTAT_KIND_##kind,
+	NUMA_PAGE_STAT_ITEMS(KIND_)
+#undef KIND_
+};
+static const char *const item_name[NUMA_PAGE_STAT_NITEMS] = {
+#define NAME_(name, kind, desc) #name,
+	NUMA_PAGE_STAT_ITEMS(NAME_)
+#undef NAME_
+};
+static const char *const item_desc[NUMA_PAGE_STAT_NITEMS] = {
+#define DESC_(name, kind, desc) desc,
+	NUMA_PAGE_STAT_ITEMS(DESC_)
+#undef DESC_
+};
+
+/* ---- Thresholds ---------------------------------------------------------------------------- */
+
+static int fls64(uint64_t x)
+{
+	return x ? 64 - __builtin_clzll(x) : 0;
+}
+
+/*
+ * Linux's calculate_normal_threshold: the threshold grows with the logarithm of the number of
+ * CPUs (more threads folding = more contention on a total) and of the node's memory (a large
+ * node's counters tolerate a larger absolute lag), capped at 125:
+ *
+ *	threshold = min(125, 2 * fls(cpus) * (1 + fls(node_memory_MB / 128)))
+ *
+ *	cpus \ node memory    1 GB    16 GB    1 TB
+ *	   1                    10       18      30
+ *	   4                    30       54      90
+ *	  16                    50       90     125
+ *	 128                    80      125     125
+ *	1024                   110      125     125
+ *
+ * "CPUs" is the number of CPUs the process may run on: deltas are per thread, and at most that
+ * many threads fold at the same time. (tests/unit/test_vmstat.c checks this table.)
+ */
+int np_vmstat_threshold_for(int cpus, uint64_t node_mem_bytes)
+{
+	if (cpus < 1)
+		cpus = 1;
+	long t = 2L * fls64((uint64_t)cpus) * (1 + fls64(node_mem_bytes >> 27));
+	return (int)NP_MIN(t, 125L);
+}
+
+void np_vmstat_init(const struct np_topo *t)
+{
+	int n = NP_MIN(NP_MAX(t->nnodes, 1), NP_MAX_NODES);
+	long fixed = np_opt.stat_threshold;
+	long ps = (long)np_os_page_size();
+	for (int i = 0; i < NP_MAX_NODES; i++) {
+		int thr = 0;
+		if (i < n) {
+			const struct np_topo_node *nd = &t->node[i];
+			uint64_t mem = nd->mem_bytes;
+			/* A memoryless node's threads are served by its nearest memory node: that
+			 * node's size is what its counters measure. */
+			if (mem == 0 && nd->nfallback > 0 && nd->fallback[0] < t->nnodes)
+				mem = t->node[nd->fallback[0]].mem_bytes;
+			thr = fixed >= 0 ? (int)NP_MIN(fixed, 125L) : np_vmstat_threshold_for(t->nallowed_cpus, mem);
+			os_ids[i] = nd->os_id;
+		}
+		page_thr[i] = thr;
+		/* Bytes fold at the same number of pages' worth: 125 x 64 KiB pages < 2^23, far
+		 * inside int32 even after a large delta is added in a long. */
+		long bthr = NP_MIN((long)thr * ps, (long)(INT32_MAX / 4));
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+			np_vmstat_thr[i][k] = NP_VMSTAT_KIND_IS_BYTES(item_kind[k]) ? (int32_t)bthr : thr;
+	}
+	__atomic_store_n(&nnodes, n, __ATOMIC_RELEASE);
+}
+
+int np_vmstat_threshold(int node)
+{
+	return node >= 0 && node < NP_MAX_NODES ? page_thr[node] : -1;
+}
+
+/* ---- Counting -------------------------------------------------------------------------------- */
+
+static inline struct np_vmstat_totals *cur_sink(void)
+{
+	return __atomic_load_n(&sink, __ATOMIC_ACQUIRE);
+}
+
+void np_vmstat_add_shared(int node, int item, long delta)
+{
+	atomic_fetch_add_explicit(&cur_sink()[node].v[item], delta, memory_order_relaxed);
+}
+
+/*
+ * |x| passed the threshold t: fold x plus half the threshold in x's direction and keep minus
+ * that half, so a steady stream of increments folds every t + t/2 + 1 events instead of every
+ * t + 1 (Linux's overstep in __inc_zone_state). The stored diff is +-t/2, inside [-t, t].
+ */
+void np_vmstat_fold_slow(struct np_vmstat_diffs *th, int node, int item, long x)
+{
+	long over = np_vmstat_thr[node][item] / 2;
+	long fold = x > 0 ? x + over : x - over;
+	atomic_fetch_add_explicit(&cur_sink()[node].v[item], fold, memory_order_relaxed);
+	__atomic_store_n(&th->d[node][item], (int32_t)(x > 0 ? -over : over), __ATOMIC_RELAXED);
+}
+
+/* Moves every diff of th into the totals. Called by the owner thread (unregister) or with
+ * the owner gone (fork child), so the diffs do not change under us. */
+static void fold_all(struct np_vmstat_diffs *th)
+{
+	struct np_vmstat_totals *s = cur_sink();
+	for (int n = 0; n < NP_MAX_NODES; n++)
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
+			int32_t v = th->d[n][k];
+			if (v) {
+				atomic_fetch_add_explicit(&s[n].v[k], v, memory_order_relaxed);
+				__atomic_store_n(&th->d[n][k], 0, __ATOMIC_RELAXED);
+			}
+		}
+}
+
+void np_vmstat_register(struct np_vmstat_diffs *th)
+{
+	pthread_mutex_lock(&reg_lock);
+	if (!th->registered) {
+		th->prev = NULL;
+		th->next = reg_head;
+		if (reg_head)
+			reg_head->prev = th;
+		reg_head = th;
+		th->registered = true;
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void np_vmstat_unregister(struct np_vmstat_diffs *th)
+{
+	pthread_mutex_lock(&reg_lock);
+	/* Folding under the lock: a snapshot sees these deltas either in the thread or in the
+	 * totals, never in both and never in neither. */
+	fold_all(th);
+	if (th->registered) {
+		if (th->prev)
+			th->prev->next = th->next;
+		else
+			reg_head = th->next;
+		if (th->next)
+			th->next->prev = th->prev;
+		th->next = th->prev = NULL;
+		th->registered = false;
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* ---- Readers --------------------------------------------------------------------------------- */
+
+/* The shared total: static_totals plus the live file's totals once they took over (an add that
+ * raced with the switch may have landed in static_totals; it still counts). */
+static long total(int node, int item)
+{
+	struct np_vmstat_totals *s = cur_sink();
+	long v = atomic_load_explicit(&static_totals[node].v[item], memory_order_relaxed);
+	if (s != static_totals)
+		v += atomic_load_explicit(&s[node].v[item], memory_order_relaxed);
+	return v;
+}
+
+static long clamp(int item, long v)
+{
+	return NP_VMSTAT_KIND_IS_GAUGE(item_kind[item]) && v < 0 ? 0 : v;
+}
+
+long np_vmstat_read(int node, int item)
+{
+	np_assert(node >= 0 && node < NP_MAX_NODES && item >= 0 && item < NUMA_PAGE_STAT_NITEMS);
+	return clamp(item, total(node, item));
+}
+
+/*
+ * The walk reads other threads' int32 diffs while they may be adding to them. That is safe:
+ * each diff is one aligned 32-bit word written with a single (relaxed atomic) store, so a read
+ * sees an old or a new value, never a torn one; a thread's diff may change right after we read
+ * it, so a snapshot is exact for counts made before it started by threads that are not counting
+ * during it, and otherwise off by the events in flight. A fold racing with the walk can be seen
+ * twice (total already added, diff not yet reset) for that instant: the same bound.
+ */
+long np_vmstat_snapshot(int node, int item)
+{
+	np_assert(node >= 0 && node < NP_MAX_NODES && item >= 0 && item < NUMA_PAGE_STAT_NITEMS);
+	pthread_mutex_lock(&reg_lock);
+	long v = total(node, item);
+	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
+		v += __atomic_load_n(&th->d[node][item], __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&reg_lock);
+	return clamp(item, v);
+}
+
+void np_vmstat_snapshot_node(int node, long out[NUMA_PAGE_STAT_NITEMS], bool exact)
+{
+	if (exact)
+		pthread_mutex_lock(&reg_lock);
+	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+		out[k] = total(node, k);
+	if (exact) {
+		for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
+			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+				out[k] += __atomic_load_n(&th->d[node][k], __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&reg_lock);
+	}
+	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+		out[k] = clamp(k, out[k]);
+}
+
+/* ---- The live file takes over the totals ----------------------------------------------------- */
+
+void np_vmstat_use_totals(struct np_vmstat_totals *dst)
+{
+	struct np_vmstat_totals *old = cur_sink();
+	if (dst == old)
+		return;
+	__atomic_store_n(&sink, dst, __ATOMIC_RELEASE);
+	/* Folds now go to dst; move what static_totals held so the published file shows the
+	 * counts made before it existed. A reader between the exchange and the add misses that
+	 * part for an instant (this runs once, at start-up). */
+	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
+			long v = atomic_exchange_explicit(&static_totals[i].v[k], 0, memory_order_relaxed);
+			if (v)
+				atomic_fetch_add_explicit(&dst[i].v[k], v, memory_order_relaxed);
+		}
+}
+
+/* ---- Fork ------------------------------------------------------------------------------------ */
+
+void np_vmstat_atfork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+void np_vmstat_atfork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
+{
+	/* Only this thread exists now; the lock was held by it across fork. */
+	pthread_mutex_init(&reg_lock, NULL);
+	struct np_vmstat_totals *s = cur_sink();
+	if (s != static_totals) {
+		/* The file's mapping is shared with the parent: take a private copy of its totals
+		 * and stop writing there (the child does not publish; see np_vmstat_start_output). */
+		int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+				atomic_fetch_add_explicit(&static_totals[i].v[k],
+							  atomic_load_explicit(&s[i].v[k], memory_order_relaxed),
+							  memory_order_relaxed);
+		__atomic_store_n(&sink, static_totals, __ATOMIC_RELEASE);
+		np_vmstat_shm_forget();
+	}
+	/* The other threads' states were copied into the child but their threads were not: fold
+	 * their deltas (they are still counts of this process's history) and drop them. */
+	struct np_vmstat_diffs *th = reg_head, *next;
+	bool keep = false;
+	for (; th; th = next) {
+		next = th->next;
+		if (th == survivor) {
+			keep = true;
+			continue;
+		}
+		fold_all(th);
+		th->next = th->prev = NULL;
+		th->registered = false;
+	}
+	reg_head = NULL;
+	if (survivor && keep) {
+		survivor->next = survivor->prev = NULL;
+		reg_head = survivor;
+	}
+}
+
+void np_vmstat_reset(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	struct np_vmstat_totals *s = cur_sink();
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
+			atomic_store_explicit(&static_totals[i].v[k], 0, memory_order_relaxed);
+			if (s != static_totals && i < nnodes)
+				atomic_store_explicit(&s[i].v[k], 0, memory_order_relaxed);
+		}
+	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
+		for (int i = 0; i < NP_MAX_NODES; i++)
+			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+				__atomic_store_n(&th->d[i][k], 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* ---- Items and nodes ------------------------------------------------------------------------- */
+
+int np_vmstat_item_kind(int item)
+{
+	return item >= 0 && item < NUMA_PAGE_STAT_NITEMS ? item_kind[item] : -1;
+}
+
+int np_vmstat_nnodes(void)
+{
+	return __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
+}
+
+int np_vmstat_os_id(int node)
+{
+	return node >= 0 && node < np_vmstat_nnodes() ? os_ids[node] : -1;
+}
+
+int np_vmstat_node_index(int os_id)
+{
+	int n = np_vmstat_nnodes();
+	for (int i = 0; i < n; i++)
+		if (os_ids[i] == os_id)
+			return i;
+	return -1;
+}
+
+/* ---- Public API ------------------------------------------------------------------------------ */
+
+static int stats_get(int node, struct numa_page_node_stats *out, bool exact)
+{
+	int i = np_vmstat_node_index(node);
+	if (i < 0 || !out) {
+		errno = EINVAL;
+		return -1;
+	}
+	long v[NUMA_PAGE_STAT_NITEMS];
+	np_vmstat_snapshot_node(i, v, exact);
+	out->node = node;
+	/* Only gauges can go below zero (a cheap read while deltas are pending); they are
+	 * clamped already, so every value fits the unsigned field. */
+#define FILL_(name, kind, desc) out->name = (uint64_t)NP_MAX(v[NUMA_PAGE_STAT_##name], 0L);
+	NUMA_PAGE_STAT_ITEMS(FILL_)
+#undef FILL_
+	return 0;
+}
+
+NUMA_PAGE_API int numa_page_stats_get(int node, struct numa_page_node_stats *out)
+{
+	return stats_get(node, out, true);
+}
+
+NUMA_PAGE_API int numa_page_stats_get_cheap(int node, struct numa_page_node_stats *out)
+{
+	return stats_get(node, out, false);
+}
+
+NUMA_PAGE_API const char *numa_page_stat_name(int item)
+{
+	return item >= 0 && item < NUMA_PAGE_STAT_NITEMS ? item_name[item] : NULL;
+}
+
+NUMA_PAGE_API const char *numa_page_stat_desc(int item)
+{
+	return item >= 0 && item < NUMA_PAGE_STAT_NITEMS ? item_desc[item] : NULL;
+}

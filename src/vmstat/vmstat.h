@@ -1,0 +1,187 @@
+/*
+ * vmstat.h — per-node counters (layer 3). Owns the shared per-node totals, the per-node fold
+ * thresholds and the registry of live threads' deltas. Each thread counts into its own
+ * struct np_vmstat_diffs and adds a delta into the shared `_Atomic long` total only when it
+ * passes the node's threshold (Linux's ZVC scheme, mm/vmstat.c).
+ * Invariants: a registered thread's |d[node][item]| <= np_vmstat_thr[node][item] between adds;
+ * total + sum of registered diffs (+ diffs of unregistered threads that never folded) = truth.
+ * Lock: reg_lock (vmstat.c) guards the registry list. Lock order: it is an OUTER lock — never
+ * take it while holding an allocator pool lock (register, unregister, snapshots and the fork
+ * hooks all take it; np_vmstat_add never does).
+ */
+#ifndef NP_VMSTAT_H
+#define NP_VMSTAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "internal.h"
+#include "topology/topology.h"
+
+/* The kinds of NUMA_PAGE_STAT_ITEMS. BYTE_* fold at threshold * page size. */
+enum np_vmstat_kind {
+	NP_VMSTAT_KIND_EVENT = 0,
+	NP_VMSTAT_KIND_GAUGE = 1,
+	NP_VMSTAT_KIND_BYTE_EVENT = 2,
+	NP_VMSTAT_KIND_BYTE_GAUGE = 3,
+};
+#define NP_VMSTAT_KIND_IS_GAUGE(k) (((k) & 1) != 0)
+#define NP_VMSTAT_KIND_IS_BYTES(k) (((k) & 2) != 0)
+
+/* Per-thread deltas; the allocator embeds one in each thread's state (memory zero-filled). */
+struct np_vmstat_diffs {
+	int32_t d[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS];
+	struct np_vmstat_diffs *next, *prev; /* live-thread list, under the registry lock */
+	bool registered;
+};
+
+/* One node's shared totals, on cache lines of their own (no false sharing between nodes). */
+struct np_vmstat_totals {
+	_Atomic long v[NUMA_PAGE_STAT_NITEMS];
+} NP_ALIGNED(NP_CACHELINE);
+
+/* Fold thresholds in force, by dense node and item (BYTE_* items already scaled by the page
+ * size). Written by np_vmstat_init only; read on every np_vmstat_add. */
+extern int32_t np_vmstat_thr[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS];
+
+/* Once, after the topology is frozen: remembers the nodes' OS ids and computes the per-node
+ * thresholds from np_opt.stat_threshold (-1 = log-scaled, see np_vmstat_threshold_for). May be
+ * called again (tests, benchmarks): counts already made are kept. */
+void np_vmstat_init(const struct np_topo *t);
+/* A thread starts counting: its diffs become visible to exact snapshots. Takes reg_lock. */
+void np_vmstat_register(struct np_vmstat_diffs *th);
+/* Thread exit: folds every diff into the totals and unlinks it, atomically with respect to
+ * snapshots (nothing lost, nothing counted twice). Takes reg_lock. */
+void np_vmstat_unregister(struct np_vmstat_diffs *th);
+
+/* Out of line: the rare halves of np_vmstat_add. */
+NP_NOINLINE void np_vmstat_fold_slow(struct np_vmstat_diffs *th, int node, int item, long x);
+NP_NOINLINE void np_vmstat_add_shared(int node, int item, long delta);
+
+/*
+ * Hot path: counts delta on (dense node, item) for the calling thread. Cost: two loads, one
+ * compare, one store. (unsigned)(x + t) > 2t is |x| > t in one branch. The relaxed atomic load
+ * and store compile to plain moves; they only tell the compiler (and TSan) that an exact
+ * snapshot may read this field from another thread. th == NULL (a thread without state) adds
+ * straight into the shared atomic total. delta must lie within +-(LONG_MAX / 2).
+ */
+NP_INLINE void np_vmstat_add(struct np_vmstat_diffs *th, int node, int item, long delta)
+{
+	np_assert(node >= 0 && node < NP_MAX_NODES && item >= 0 && item < NUMA_PAGE_STAT_NITEMS);
+	if (NP_UNLIKELY(th == NULL)) {
+		np_vmstat_add_shared(node, item, delta);
+		return;
+	}
+	int32_t *p = &th->d[node][item];
+	long t = np_vmstat_thr[node][item];
+	long x = (long)__atomic_load_n(p, __ATOMIC_RELAXED) + delta;
+	if (NP_UNLIKELY((unsigned long)(x + t) > 2 * (unsigned long)t))
+		np_vmstat_fold_slow(th, node, item, x);
+	else
+		__atomic_store_n(p, (int32_t)x, __ATOMIC_RELAXED);
+}
+
+/* Cheap: the shared total of a dense node; lags the truth by at most threshold x live threads.
+ * Gauges are clamped at 0. */
+long np_vmstat_read(int node, int item);
+/* Exact: shared total plus every registered thread's diff (gauges clamped at 0). Takes
+ * reg_lock; cost grows with the number of threads. */
+long np_vmstat_snapshot(int node, int item);
+/* Every item of a dense node in one lock hold; exact (true) or cheap (false). */
+void np_vmstat_snapshot_node(int node, long out[NUMA_PAGE_STAT_NITEMS], bool exact);
+
+/* The threshold formula (Linux calculate_normal_threshold), see vmstat.c for its table. */
+int np_vmstat_threshold_for(int cpus, uint64_t node_mem_bytes);
+/* The page threshold in force for a dense node (BYTE_* items fold at it x page size). */
+int np_vmstat_threshold(int node);
+
+/* Fork: prepare takes reg_lock (before any pool lock); parent releases it; the child
+ * re-initialises it, folds the deltas of every thread that did not survive the fork, leaves
+ * only survivor (may be NULL) registered, and stops sharing the parent's live-view file. */
+void np_vmstat_atfork_prepare(void);
+void np_vmstat_atfork_parent(void);
+void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor);
+
+/* After init, once the allocator can serve stdio: if NUMAPAGE_STATS is set, registers the exit
+ * report (atexit); if np_opt.shm, creates the live-view file and moves the totals into it. */
+void np_vmstat_start_output(void);
+/* The atexit handler: table on stderr ("1") or JSON into <path> ("json:<path>"); removes the
+ * live-view file. Only the process that started output reports (not forked children). */
+void np_vmstat_exit_report(void);
+
+/* ---- Items, nodes ---------------------------------------------------------------------- */
+
+/* enum np_vmstat_kind of an item. */
+int np_vmstat_item_kind(int item);
+/* Nodes known to vmstat (0 before np_vmstat_init) and their OS ids. */
+int np_vmstat_nnodes(void);
+int np_vmstat_os_id(int node);
+/* Dense index of an OS node id, or -1. */
+int np_vmstat_node_index(int os_id);
+
+/* ---- Output (vmstat_print.c) ----------------------------------------------------------- */
+
+/* Prints a numastat-like table: one row per item, one column per node ("node<os id>") and a
+ * Total column. values[n * nitems + i]. Used by numa_page_stats_print and `numapage stat`. */
+void np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
+			   const char *const *names, const long *values);
+/* The JSON object {"nodes":[{"node":<os id>,"<item>":<value>,...},...]} followed by '\n'. */
+void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
+			  const char *const *names, const long *values);
+
+/* ---- Live view: the shared-memory file (vmstat_shm.c) ------------------------------------ */
+
+/*
+ * /dev/shm/numapage.<euid>.<pid>, mode 0600: a header, then the per-item names and kinds, then
+ * nnodes blocks of node_stride bytes each holding nitems int64 totals (the process's live
+ * struct np_vmstat_totals array: the library counts straight into it). The writer fills the
+ * header and stores magic last (release), so a reader that sees magic sees the whole header.
+ */
+#define NP_VMSTAT_SHM_DIR "/dev/shm"
+#define NP_VMSTAT_SHM_PREFIX "numapage."
+#define NP_VMSTAT_SHM_MAGIC 0x31544154534e504eULL /* "NPNSTAT1" little-endian */
+#define NP_VMSTAT_SHM_VERSION 1
+#define NP_VMSTAT_SHM_NAME_LEN 32
+
+struct np_vmstat_shm_header {
+	uint64_t magic;        /* NP_VMSTAT_SHM_MAGIC once complete */
+	uint32_t version;      /* NP_VMSTAT_SHM_VERSION */
+	uint32_t size;         /* bytes of the whole file */
+	int32_t pid;           /* the publishing process */
+	uint32_t uid;          /* its effective uid */
+	int32_t nnodes;
+	int32_t nitems;
+	uint32_t page_size;
+	uint32_t names_off;    /* nitems x struct np_vmstat_shm_name */
+	uint32_t totals_off;   /* multiple of NP_CACHELINE */
+	uint32_t node_stride;  /* bytes between two nodes' totals */
+	int32_t threshold[NP_MAX_NODES]; /* page thresholds in force: the lag bound per thread */
+	int32_t os_id[NP_MAX_NODES];
+};
+
+struct np_vmstat_shm_name {
+	char name[NP_VMSTAT_SHM_NAME_LEN - 1]; /* NUL-terminated */
+	uint8_t kind;                          /* enum np_vmstat_kind */
+};
+
+/* "/dev/shm/numapage.<uid>.<pid>" into buf; returns the length. */
+size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid);
+/* Creates and fills the file; returns the totals array inside the mapping, or NULL (nothing
+ * published, a verbose message says why). */
+struct np_vmstat_totals *np_vmstat_shm_create(void);
+/* Unmaps and unlinks the file if this process created it. */
+void np_vmstat_shm_remove(void);
+/* In a forked child: forgets the parent's file (unmapped, not unlinked). */
+void np_vmstat_shm_forget(void);
+/* Whether this process publishes, and the path (NULL when not). */
+const char *np_vmstat_shm_published(void);
+
+/* Makes counting go into dst (the shm totals) from now on and moves what the static totals
+ * held into it. Readers add both, so an add racing with the switch is never lost in-process. */
+void np_vmstat_use_totals(struct np_vmstat_totals *dst);
+
+/* Tests and benchmarks only: zeroes every total and every registered thread's diffs. */
+void np_vmstat_reset(void);
+
+#endif /* NP_VMSTAT_H */

@@ -1,0 +1,122 @@
+/*
+ * vmstat_shm.c — the live view: /dev/shm/numapage.<euid>.<pid>, a small file (mode 0600, the
+ * process's user) holding a header and the per-node totals themselves, so publishing costs
+ * nothing: folds land in the mapping and `numapage stat PID` maps the file read-only.
+ * Layout: struct np_vmstat_shm_header in vmstat.h. State here is written once at start-up (or
+ * in a forked child, single-threaded) and read at exit; no lock.
+ * The file is unlinked at exit; the mapping stays until the process ends, because other threads
+ * may still be counting while atexit handlers run.
+ */
+#include "vmstat.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "log.h"
+#include "os.h"
+
+/* Every name must fit its slot in the file. */
+struct name_fits_ {
+#define FITS_(name, kind, desc) char name[sizeof(#name) <= NP_VMSTAT_SHM_NAME_LEN - 1 ? 1 : -1];
+	NUMA_PAGE_STAT_ITEMS(FITS_)
+#undef FITS_
+};
+
+static void *map;
+static size_t map_size;
+static char path[128];
+static int owner_pid;
+
+size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid)
+{
+	return np_format(buf, size, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, uid, pid);
+}
+
+static size_t round_up(size_t x, size_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+struct np_vmstat_totals *np_vmstat_shm_create(void)
+{
+	int n = np_vmstat_nnodes();
+	if (n <= 0 || map)
+		return NULL;
+	int pid = np_os_pid();
+	unsigned uid = np_os_euid();
+	size_t ps = np_os_page_size();
+	size_t names_off = round_up(sizeof(struct np_vmstat_shm_header), 8);
+	size_t totals_off = round_up(names_off + NUMA_PAGE_STAT_NITEMS * sizeof(struct np_vmstat_shm_name),
+				     NP_CACHELINE);
+	size_t size = round_up(totals_off + (size_t)n * sizeof(struct np_vmstat_totals), ps);
+
+	char p[sizeof path];
+	np_vmstat_shm_path(p, sizeof p, uid, pid);
+	void *m = NULL;
+	int rc = np_os_shm_create(p, size, &m);
+	if (rc == -EEXIST) {
+		/* A file carrying our own pid was left by a dead process that had this pid (killed
+		 * before its exit handler ran). Remove it and try once more; a file someone else
+		 * planted cannot be removed from the sticky /dev/shm, and then we do not publish. */
+		if (np_os_unlink(p) == 0)
+			rc = np_os_shm_create(p, size, &m);
+	}
+	if (rc) {
+		np_verbose("live statistics not published: cannot create %s (errno %d)", p, -rc);
+		return NULL;
+	}
+
+	struct np_vmstat_shm_header *h = m;
+	h->version = NP_VMSTAT_SHM_VERSION;
+	h->size = (uint32_t)size;
+	h->pid = pid;
+	h->uid = uid;
+	h->nnodes = n;
+	h->nitems = NUMA_PAGE_STAT_NITEMS;
+	h->page_size = (uint32_t)ps;
+	h->names_off = (uint32_t)names_off;
+	h->totals_off = (uint32_t)totals_off;
+	h->node_stride = (uint32_t)sizeof(struct np_vmstat_totals);
+	for (int i = 0; i < n; i++) {
+		h->os_id[i] = np_vmstat_os_id(i);
+		h->threshold[i] = np_vmstat_threshold(i);
+	}
+	struct np_vmstat_shm_name *names = (struct np_vmstat_shm_name *)((char *)m + names_off);
+	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
+		const char *s = numa_page_stat_name(k);
+		memcpy(names[k].name, s, strlen(s) + 1);
+		names[k].kind = (uint8_t)np_vmstat_item_kind(k);
+	}
+	/* Last: a reader that sees the magic sees everything above. */
+	__atomic_store_n(&h->magic, NP_VMSTAT_SHM_MAGIC, __ATOMIC_RELEASE);
+
+	map = m;
+	map_size = size;
+	memcpy(path, p, sizeof path);
+	owner_pid = pid;
+	np_verbose("live statistics published in %s", path);
+	return (struct np_vmstat_totals *)((char *)m + totals_off);
+}
+
+void np_vmstat_shm_remove(void)
+{
+	if (!map || !path[0] || owner_pid != np_os_pid())
+		return;
+	np_os_unlink(path);
+	path[0] = '\0';
+}
+
+void np_vmstat_shm_forget(void)
+{
+	if (map)
+		np_os_unmap(map, map_size);
+	map = NULL;
+	map_size = 0;
+	path[0] = '\0';
+	owner_pid = 0;
+}
+
+const char *np_vmstat_shm_published(void)
+{
+	return map && path[0] ? path : NULL;
+}

@@ -1,0 +1,854 @@
+/*
+ * Unit tests of src/vmstat/: the threshold formula and its table, folding with overstep, int32
+ * deltas under large adds, byte thresholds, threshold 0, exactness under threads, thread-exit
+ * folding, the public getters, table and JSON output (JSON checked by a parser here and by
+ * python3 when present), the live-view file (creation, contents, stale file, failure, removal)
+ * and fork. Topology: a hand-built 3-node table (OS ids 0, 2, 5; node 2 memoryless).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake_os.h"
+#include "options.h"
+#include "os.h"
+#include "vmstat/vmstat.h"
+
+#define GB (1ULL << 30)
+#define HIT NUMA_PAGE_STAT_numa_hit
+#define IN_USE NUMA_PAGE_STAT_pages_in_use
+#define REQ NUMA_PAGE_STAT_malloc_requested
+#define MIN_USE NUMA_PAGE_STAT_malloc_in_use
+
+static struct np_topo topo;
+
+/* Dense 0 = OS node 0 (1 GB), dense 1 = OS node 2 (memoryless, served by node 0),
+ * dense 2 = OS node 5 (16 GB); 16 allowed CPUs. */
+static void make_topo(struct np_topo *t)
+{
+	memset(t, 0, sizeof *t);
+	t->nnodes = 3;
+	t->ncpus = 16;
+	t->nallowed_cpus = 16;
+	t->nmem_nodes = 2;
+	t->total_mem = 17 * GB;
+	const int os[3] = {0, 2, 5};
+	const uint64_t mem[3] = {1 * GB, 0, 16 * GB};
+	const uint8_t fb[3][2] = {{0, 2}, {0, 2}, {2, 0}};
+	for (int i = 0; i < 3; i++) {
+		t->node[i].os_id = os[i];
+		t->node[i].mem_bytes = mem[i];
+		t->node[i].has_memory = mem[i] > 0;
+		t->node[i].mem_allowed = mem[i] > 0;
+		t->node[i].nfallback = 2;
+		t->node[i].fallback[0] = fb[i][0];
+		t->node[i].fallback[1] = fb[i][1];
+	}
+}
+
+/* Every test starts from defaults, zero totals, and the 3-node table. */
+static int setup(void **state)
+{
+	(void)state;
+	np_options_reset();
+	np_vmstat_reset();
+	make_topo(&topo);
+	np_vmstat_init(&topo);
+	return 0;
+}
+
+static void init_with_threshold(const char *value)
+{
+	assert_int_equal(np_options_set("STAT_THRESHOLD", value), 0);
+	np_vmstat_init(&topo);
+}
+
+static struct np_vmstat_diffs *new_diffs(void)
+{
+	struct np_vmstat_diffs *th = calloc(1, sizeof *th);
+	assert_non_null(th);
+	return th;
+}
+
+/* ---- The formula -------------------------------------------------------------------------- */
+
+static void formula_matches_table(void **state)
+{
+	(void)state;
+	/* The table in the comment above np_vmstat_threshold_for, row by row. */
+	static const int cpus[5] = {1, 4, 16, 128, 1024};
+	static const uint64_t mem[3] = {1 * GB, 16 * GB, 1024 * GB};
+	static const int want[5][3] = {
+		{10, 18, 30}, {30, 54, 90}, {50, 90, 125}, {80, 125, 125}, {110, 125, 125},
+	};
+	for (int c = 0; c < 5; c++)
+		for (int m = 0; m < 3; m++)
+			assert_int_equal(np_vmstat_threshold_for(cpus[c], mem[m]), want[c][m]);
+	/* Edges: no memory -> 2 * fls(cpus); 0 CPUs count as 1; the cap holds for anything. */
+	assert_int_equal(np_vmstat_threshold_for(1, 0), 2);
+	assert_int_equal(np_vmstat_threshold_for(0, 1 * GB), 10);
+	assert_int_equal(np_vmstat_threshold_for(1 << 20, ~0ULL), 125);
+}
+
+static void init_computes_node_thresholds(void **state)
+{
+	(void)state;
+	long ps = (long)np_os_page_size();
+	assert_int_equal(np_vmstat_nnodes(), 3);
+	assert_int_equal(np_vmstat_threshold(0), 50);
+	assert_int_equal(np_vmstat_threshold(1), 50); /* memoryless: its fallback node 0's 1 GB */
+	assert_int_equal(np_vmstat_threshold(2), 90);
+	assert_int_equal(np_vmstat_thr[0][HIT], 50);
+	assert_int_equal(np_vmstat_thr[2][IN_USE], 90);
+	assert_int_equal(np_vmstat_thr[0][REQ], 50 * ps);
+	assert_int_equal(np_vmstat_thr[2][MIN_USE], 90 * ps);
+	assert_int_equal(np_vmstat_thr[3][HIT], 0); /* beyond nnodes: fold always */
+	assert_int_equal(np_vmstat_os_id(1), 2);
+	assert_int_equal(np_vmstat_node_index(5), 2);
+	assert_int_equal(np_vmstat_node_index(1), -1);
+
+	init_with_threshold("32");
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(np_vmstat_threshold(i), 32);
+		assert_int_equal(np_vmstat_thr[i][REQ], 32 * ps);
+	}
+	init_with_threshold("0");
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(np_vmstat_threshold(i), 0);
+		assert_int_equal(np_vmstat_thr[i][REQ], 0);
+	}
+}
+
+/* ---- Folding ------------------------------------------------------------------------------ */
+
+static void folds_past_threshold_with_overstep(void **state)
+{
+	(void)state;
+	init_with_threshold("32");
+	struct np_vmstat_diffs *th = new_diffs();
+	np_vmstat_register(th);
+	for (int i = 0; i < 32; i++)
+		np_vmstat_add(th, 0, HIT, 1);
+	assert_int_equal(np_vmstat_read(0, HIT), 0); /* |diff| == threshold: not past it */
+	assert_int_equal(th->d[0][HIT], 32);
+	assert_int_equal(np_vmstat_snapshot(0, HIT), 32);
+	np_vmstat_add(th, 0, HIT, 1); /* 33 > 32: fold 33 + 16, keep -16 */
+	assert_int_equal(np_vmstat_read(0, HIT), 49);
+	assert_int_equal(th->d[0][HIT], -16);
+	assert_int_equal(np_vmstat_snapshot(0, HIT), 33);
+	/* The next fold is t + t/2 + 1 = 49 events away, not 33. */
+	for (int i = 0; i < 48; i++)
+		np_vmstat_add(th, 0, HIT, 1);
+	assert_int_equal(np_vmstat_read(0, HIT), 49);
+	assert_int_equal(th->d[0][HIT], 32);
+	np_vmstat_add(th, 0, HIT, 1);
+	assert_int_equal(np_vmstat_read(0, HIT), 98);
+	assert_int_equal(th->d[0][HIT], -16);
+	assert_int_equal(np_vmstat_snapshot(0, HIT), 82);
+
+	/* Downwards: a gauge oversteps the other way; the cheap read clamps at 0. */
+	for (int i = 0; i < 33; i++)
+		np_vmstat_add(th, 2, IN_USE, -1);
+	assert_int_equal(th->d[2][IN_USE], 16);
+	assert_int_equal(np_vmstat_read(2, IN_USE), 0); /* total is -49: clamped */
+	for (int i = 0; i < 40; i++)
+		np_vmstat_add(th, 2, IN_USE, 2); /* +80: net +47 */
+	assert_int_equal(np_vmstat_snapshot(2, IN_USE), 47);
+	long v[NUMA_PAGE_STAT_NITEMS];
+	np_vmstat_snapshot_node(2, v, true);
+	assert_int_equal(v[IN_USE], 47);
+	np_vmstat_unregister(th);
+	assert_int_equal(np_vmstat_read(2, IN_USE), 47);
+	assert_int_equal(np_vmstat_read(0, HIT), 82);
+	free(th);
+}
+
+static void large_deltas_never_overflow_int32(void **state)
+{
+	(void)state;
+	init_with_threshold("125"); /* the cap: the largest diffs the scheme ever keeps */
+	long ps = (long)np_os_page_size();
+	struct np_vmstat_diffs *th = new_diffs();
+	np_vmstat_register(th);
+	const long big[] = {1L << 40, (long)INT32_MAX + 5, 3, -(1L << 35), (long)INT32_MIN - 7, 125 * ps,
+			    -125 * ps, 1, (1L << 31) * 1000};
+	long sum_bytes = 0, sum_pages = 0, sum_gauge = 0;
+	for (int r = 0; r < 50; r++)
+		for (size_t i = 0; i < NP_ARRAY_SIZE(big); i++) {
+			np_vmstat_add(th, 1, REQ, big[i]);
+			sum_bytes += big[i];
+			np_vmstat_add(th, 1, HIT, big[i] / 4096);
+			sum_pages += big[i] / 4096;
+			np_vmstat_add(th, 1, MIN_USE, big[i] > 0 ? big[i] : 0);
+			np_vmstat_add(th, 1, MIN_USE, big[i] > 0 ? -big[i] / 2 : 0);
+			sum_gauge += big[i] > 0 ? big[i] - big[i] / 2 : 0;
+			/* The invariant that keeps int32 safe: |diff| <= threshold after every add. */
+			assert_true(labs((long)th->d[1][REQ]) <= 125 * ps);
+			assert_true(labs((long)th->d[1][HIT]) <= 125);
+			assert_true(labs((long)th->d[1][MIN_USE]) <= 125 * ps);
+		}
+	assert_int_equal(np_vmstat_snapshot(1, REQ), sum_bytes);
+	assert_int_equal(np_vmstat_snapshot(1, HIT), sum_pages);
+	assert_int_equal(np_vmstat_snapshot(1, MIN_USE), sum_gauge);
+	/* Long runs of small adds at the cap, both directions. */
+	for (int i = 0; i < 1000000; i++)
+		np_vmstat_add(th, 1, IN_USE, (i & 1) ? -125 : 126);
+	assert_true(labs((long)th->d[1][IN_USE]) <= 125);
+	assert_int_equal(np_vmstat_snapshot(1, IN_USE), 500000);
+	np_vmstat_unregister(th);
+	assert_int_equal(np_vmstat_read(1, REQ), sum_bytes);
+	assert_int_equal(np_vmstat_read(1, IN_USE), 500000);
+	free(th);
+}
+
+static void byte_items_fold_at_pages_worth(void **state)
+{
+	(void)state;
+	long ps = (long)np_os_page_size();
+	long bthr = 50 * ps; /* node 0: threshold 50 pages */
+	assert_int_equal(np_vmstat_thr[0][REQ], bthr);
+	struct np_vmstat_diffs *th = new_diffs();
+	np_vmstat_register(th);
+	/* 16-byte mallocs: bthr / 16 of them stay private... */
+	for (long i = 0; i < bthr / 16; i++)
+		np_vmstat_add(th, 0, REQ, 16);
+	assert_int_equal(np_vmstat_read(0, REQ), 0);
+	assert_int_equal(th->d[0][REQ], bthr);
+	/* ...and the next one folds, overstepping by half the byte threshold. */
+	np_vmstat_add(th, 0, REQ, 16);
+	assert_int_equal(np_vmstat_read(0, REQ), bthr + 16 + bthr / 2);
+	assert_int_equal(th->d[0][REQ], -bthr / 2);
+	assert_int_equal(np_vmstat_snapshot(0, REQ), bthr + 16);
+	/* A page item on the same node folds after 51 events, not 51 * page size. */
+	for (int i = 0; i < 51; i++)
+		np_vmstat_add(th, 0, HIT, 1);
+	assert_int_equal(np_vmstat_read(0, HIT), 51 + 25);
+	np_vmstat_unregister(th);
+	free(th);
+}
+
+static void threshold_zero_folds_every_event(void **state)
+{
+	(void)state;
+	init_with_threshold("0");
+	struct np_vmstat_diffs *th = new_diffs();
+	np_vmstat_register(th);
+	for (int i = 1; i <= 100; i++) {
+		np_vmstat_add(th, 2, HIT, 1);
+		np_vmstat_add(th, 2, REQ, 24);
+		assert_int_equal(np_vmstat_read(2, HIT), i);
+		assert_int_equal(np_vmstat_read(2, REQ), 24 * i);
+		assert_int_equal(th->d[2][HIT], 0);
+		assert_int_equal(th->d[2][REQ], 0);
+	}
+	np_vmstat_add(th, 2, IN_USE, -3);
+	assert_int_equal(th->d[2][IN_USE], 0);
+	np_vmstat_unregister(th);
+	free(th);
+}
+
+static void null_thread_adds_to_total(void **state)
+{
+	(void)state;
+	np_vmstat_add(NULL, 1, HIT, 7);
+	np_vmstat_add(NULL, 1, REQ, 1000);
+	assert_int_equal(np_vmstat_read(1, HIT), 7);
+	assert_int_equal(np_vmstat_read(1, REQ), 1000);
+	assert_int_equal(np_vmstat_snapshot(1, HIT), 7);
+}
+
+/* ---- Threads ------------------------------------------------------------------------------- */
+
+#define NTHREADS 8
+#define EVENTS 200000
+
+static pthread_barrier_t counted, may_exit;
+
+struct worker {
+	int id;
+	struct np_vmstat_diffs *th;
+};
+
+/* What worker id counts, deterministically, so the main thread knows the sums. */
+static void expected_of(int id, long want[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS])
+{
+	for (int i = 0; i < EVENTS; i++) {
+		int node = (i + id) % 3;
+		want[node][HIT] += 1;
+		want[node][IN_USE] += (i % 3 == 2) ? -1 : 1;
+		want[node][REQ] += (i % 97) * 8;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	w->th = new_diffs();
+	np_vmstat_register(w->th);
+	for (int i = 0; i < EVENTS; i++) {
+		int node = (i + w->id) % 3;
+		np_vmstat_add(w->th, node, HIT, 1);
+		np_vmstat_add(w->th, node, IN_USE, (i % 3 == 2) ? -1 : 1);
+		np_vmstat_add(w->th, node, REQ, (i % 97) * 8);
+	}
+	pthread_barrier_wait(&counted);
+	pthread_barrier_wait(&may_exit);
+	np_vmstat_unregister(w->th); /* what the allocator does at thread exit */
+	free(w->th);
+	return NULL;
+}
+
+static void check_lag(long want, long got, long bound)
+{
+	if (labs(want - got) > bound)
+		fail_msg("cheap read %ld, truth %ld: lag beyond %ld", got, want, bound);
+}
+
+static void exact_under_threads(void **state)
+{
+	(void)state;
+	static long want[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS];
+	memset(want, 0, sizeof want);
+	for (int id = 0; id < NTHREADS; id++)
+		expected_of(id, want);
+	pthread_barrier_init(&counted, NULL, NTHREADS + 1);
+	pthread_barrier_init(&may_exit, NULL, NTHREADS + 1);
+	pthread_t tid[NTHREADS];
+	struct worker w[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++) {
+		w[i] = (struct worker){.id = i};
+		assert_int_equal(pthread_create(&tid[i], NULL, worker_main, &w[i]), 0);
+	}
+	pthread_barrier_wait(&counted);
+	/* Every thread has counted and is still alive: the snapshot adds their diffs. */
+	const int items[3] = {HIT, IN_USE, REQ};
+	long lagged = 0;
+	for (int n = 0; n < 3; n++)
+		for (int k = 0; k < 3; k++) {
+			int it = items[k];
+			assert_int_equal(np_vmstat_snapshot(n, it), want[n][it]);
+			long cheap = np_vmstat_read(n, it);
+			check_lag(want[n][it], cheap, (long)np_vmstat_thr[n][it] * NTHREADS);
+			lagged += cheap != want[n][it];
+		}
+	assert_true(lagged > 0); /* the cheap reader really is the lagging one */
+	struct numa_page_node_stats st;
+	assert_int_equal(numa_page_stats_get(5, &st), 0);
+	assert_int_equal(st.node, 5);
+	assert_int_equal(st.numa_hit, want[2][HIT]);
+	assert_int_equal(st.malloc_requested, want[2][REQ]);
+	pthread_barrier_wait(&may_exit);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(tid[i], NULL);
+	/* Every thread folded at exit: the cheap reader is exact. */
+	for (int n = 0; n < 3; n++)
+		for (int k = 0; k < 3; k++)
+			assert_int_equal(np_vmstat_read(n, items[k]), want[n][items[k]]);
+	assert_int_equal(numa_page_stats_get_cheap(0, &st), 0);
+	assert_int_equal(st.pages_in_use, want[0][IN_USE]);
+	pthread_barrier_destroy(&counted);
+	pthread_barrier_destroy(&may_exit);
+}
+
+static void *short_thread(void *arg)
+{
+	struct np_vmstat_diffs *th = arg;
+	np_vmstat_register(th);
+	for (int i = 0; i < 10; i++)
+		np_vmstat_add(th, 0, NUMA_PAGE_STAT_remote_free, 1);
+	np_vmstat_add(th, 2, MIN_USE, 4096);
+	np_vmstat_unregister(th);
+	return NULL;
+}
+
+static void thread_exit_folds_everything(void **state)
+{
+	(void)state;
+	struct np_vmstat_diffs *th = new_diffs();
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, short_thread, th), 0);
+	pthread_join(t, NULL);
+	/* Below the threshold all along, yet nothing is lost. */
+	assert_int_equal(np_vmstat_read(0, NUMA_PAGE_STAT_remote_free), 10);
+	assert_int_equal(np_vmstat_read(2, MIN_USE), 4096);
+	assert_false(th->registered);
+	for (int n = 0; n < NP_MAX_NODES; n++)
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+			assert_int_equal(th->d[n][k], 0);
+	/* Registering again (a recycled thread state) and unregistering twice are harmless. */
+	np_vmstat_register(th);
+	np_vmstat_register(th);
+	np_vmstat_unregister(th);
+	np_vmstat_unregister(th);
+	assert_int_equal(np_vmstat_read(0, NUMA_PAGE_STAT_remote_free), 10);
+	free(th);
+}
+
+/* ---- Public getters -------------------------------------------------------------------------- */
+
+static void public_getters(void **state)
+{
+	(void)state;
+	struct numa_page_node_stats st;
+	errno = 0;
+	assert_int_equal(numa_page_stats_get(1, &st), -1); /* OS node 1 does not exist here */
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(numa_page_stats_get_cheap(64, &st), -1);
+	assert_int_equal(numa_page_stats_get(0, NULL), -1);
+	struct np_vmstat_diffs *th = new_diffs();
+	np_vmstat_register(th);
+	np_vmstat_add(th, 1, NUMA_PAGE_STAT_numa_miss, 3);
+	np_vmstat_add(th, 1, NUMA_PAGE_STAT_threads, -1); /* gauge below zero: clamped to 0 */
+	assert_int_equal(numa_page_stats_get(2, &st), 0);
+	assert_int_equal(st.node, 2);
+	assert_int_equal(st.numa_miss, 3);
+	assert_int_equal(st.threads, 0);
+	assert_int_equal(numa_page_stats_get_cheap(2, &st), 0);
+	assert_int_equal(st.numa_miss, 0); /* still in the thread's diff */
+	np_vmstat_unregister(th);
+	free(th);
+
+	assert_string_equal(numa_page_stat_name(0), "numa_hit");
+	assert_string_equal(numa_page_stat_name(NUMA_PAGE_STAT_malloc_in_use), "malloc_in_use");
+	assert_string_equal(numa_page_stat_desc(NUMA_PAGE_STAT_numa_foreign),
+			    "pages intended for this node but served elsewhere");
+	assert_null(numa_page_stat_name(NUMA_PAGE_STAT_NITEMS));
+	assert_null(numa_page_stat_name(-1));
+	assert_null(numa_page_stat_desc(NUMA_PAGE_STAT_NITEMS));
+	assert_int_equal(np_vmstat_item_kind(REQ), NP_VMSTAT_KIND_BYTE_EVENT);
+	assert_int_equal(np_vmstat_item_kind(MIN_USE), NP_VMSTAT_KIND_BYTE_GAUGE);
+	assert_int_equal(np_vmstat_item_kind(IN_USE), NP_VMSTAT_KIND_GAUGE);
+	assert_int_equal(np_vmstat_item_kind(HIT), NP_VMSTAT_KIND_EVENT);
+}
+
+/* ---- Output ---------------------------------------------------------------------------------- */
+
+/* A strict JSON checker (RFC 8259 grammar, no extensions), enough to prove well-formedness. */
+struct jp {
+	const char *s;
+};
+
+static void ws(struct jp *p)
+{
+	while (*p->s == ' ' || *p->s == '\n' || *p->s == '\t' || *p->s == '\r')
+		p->s++;
+}
+
+static bool value(struct jp *p);
+
+static bool string(struct jp *p)
+{
+	if (*p->s != '"')
+		return false;
+	for (p->s++; *p->s != '"'; p->s++) {
+		if ((unsigned char)*p->s < 0x20)
+			return false;
+		if (*p->s == '\\') {
+			p->s++;
+			if (*p->s == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", p->s[i]) || !p->s[i])
+						return false;
+				p->s += 4;
+			} else if (!*p->s || !strchr("\"\\/bfnrt", *p->s)) {
+				return false;
+			}
+		}
+	}
+	p->s++;
+	return true;
+}
+
+static bool number(struct jp *p)
+{
+	const char *s = p->s;
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (*s >= '0' && *s <= '9')
+			s++;
+	else
+		return false;
+	if (*s == '.') {
+		if (!(*++s >= '0' && *s <= '9'))
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	p->s = s;
+	return true;
+}
+
+static bool value(struct jp *p)
+{
+	ws(p);
+	char c = *p->s;
+	if (c == '{' || c == '[') {
+		char close = c == '{' ? '}' : ']';
+		p->s++;
+		ws(p);
+		if (*p->s == close) {
+			p->s++;
+			return true;
+		}
+		for (;;) {
+			if (c == '{') {
+				ws(p);
+				if (!string(p))
+					return false;
+				ws(p);
+				if (*p->s++ != ':')
+					return false;
+			}
+			if (!value(p))
+				return false;
+			ws(p);
+			if (*p->s == ',') {
+				p->s++;
+				continue;
+			}
+			if (*p->s++ != close)
+				return false;
+			return true;
+		}
+	}
+	if (c == '"')
+		return string(p);
+	if (strncmp(p->s, "true", 4) == 0 || strncmp(p->s, "null", 4) == 0) {
+		p->s += 4;
+		return true;
+	}
+	if (strncmp(p->s, "false", 5) == 0) {
+		p->s += 5;
+		return true;
+	}
+	return number(p);
+}
+
+static bool json_ok(const char *s)
+{
+	struct jp p = {s};
+	if (!value(&p))
+		return false;
+	ws(&p);
+	return *p.s == '\0';
+}
+
+static void checker_rejects_bad_json(void **state)
+{
+	(void)state;
+	assert_true(json_ok("{\"nodes\":[{\"node\":0,\"a\":-12},{}]}\n"));
+	assert_false(json_ok("{\"nodes\":[{\"node\":0,}]}"));
+	assert_false(json_ok("{\"nodes\":[{\"node\":0}]"));
+	assert_false(json_ok("{\"a\":01}"));
+	assert_false(json_ok("{\"a\":1}x"));
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static void count_some(void)
+{
+	np_vmstat_add(NULL, 0, HIT, 11);
+	np_vmstat_add(NULL, 2, HIT, 22);
+	np_vmstat_add(NULL, 1, NUMA_PAGE_STAT_numa_foreign, 5);
+	np_vmstat_add(NULL, 2, REQ, 123456789012L);
+}
+
+static void json_is_well_formed(void **state)
+{
+	(void)state;
+	count_some();
+	char path[] = "/tmp/np_vmstat_json_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_int_equal(numa_page_stats_print(f, NUMA_PAGE_STATS_JSON), 0);
+	fclose(f);
+	const char *text = read_file(path);
+	assert_true(json_ok(text));
+	assert_non_null(strstr(text, "{\"nodes\":[{\"node\":0,\"numa_hit\":11,"));
+	assert_non_null(strstr(text, "{\"node\":5,\"numa_hit\":22,"));
+	assert_non_null(strstr(text, "\"malloc_requested\":123456789012,"));
+	/* A second, independent parser when the machine has one. */
+	if (system("command -v python3 >/dev/null 2>&1") == 0) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd,
+			 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); n=d[\"nodes\"]; "
+			 "assert [x[\"node\"] for x in n]==[0,2,5]; assert n[1][\"numa_foreign\"]==5; "
+			 "assert all(len(x)==%d+1 for x in n)' %s",
+			 NUMA_PAGE_STAT_NITEMS, path);
+		assert_int_equal(system(cmd), 0);
+	}
+	unlink(path);
+	errno = 0;
+	assert_int_equal(numa_page_stats_print(stdout, 7), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+static void table_is_numastat_like(void **state)
+{
+	(void)state;
+	count_some();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(numa_page_stats_print(f, NUMA_PAGE_STATS_TABLE), 0);
+	fclose(f);
+	/* Header: one column per node by OS id, then Total; one row per counter. */
+	char *nl = strchr(buf, '\n');
+	assert_non_null(nl);
+	*nl = '\0';
+	char h0[16], h1[16], h2[16], h3[16];
+	assert_int_equal(sscanf(buf, "%15s %15s %15s %15s", h0, h1, h2, h3), 4);
+	assert_string_equal(h0, "node0");
+	assert_string_equal(h1, "node2");
+	assert_string_equal(h2, "node5");
+	assert_string_equal(h3, "Total");
+	int rows = 0;
+	bool saw_hit = false;
+	for (char *line = nl + 1; *line; line = strchr(line, '\n') + 1) {
+		char name[64];
+		long a, b, c, total;
+		assert_int_equal(sscanf(line, "%63s %ld %ld %ld %ld", name, &a, &b, &c, &total), 5);
+		assert_string_equal(name, numa_page_stat_name(rows));
+		assert_int_equal(a + b + c, total);
+		if (rows == HIT) {
+			assert_int_equal(a, 11);
+			assert_int_equal(c, 22);
+			saw_hit = true;
+		}
+		rows++;
+	}
+	assert_int_equal(rows, NUMA_PAGE_STAT_NITEMS);
+	assert_true(saw_hit);
+	free(buf);
+}
+
+/* ---- The live-view file ---------------------------------------------------------------------- */
+
+static void shm_failure_publishes_nothing(void **state)
+{
+	(void)state;
+	np_fake_os_fail_shm(-EACCES);
+	assert_null(np_vmstat_shm_create());
+	assert_null(np_vmstat_shm_published());
+	np_fake_os_fail_shm(0);
+	/* Counting goes on in static memory. */
+	np_vmstat_add(NULL, 0, HIT, 3);
+	assert_int_equal(np_vmstat_read(0, HIT), 3);
+}
+
+static const struct np_vmstat_shm_header *map_ro(const char *path, size_t *size)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_uid, geteuid());
+	*size = (size_t)st.st_size;
+	void *p = mmap(NULL, *size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(p != MAP_FAILED);
+	return p;
+}
+
+static long file_value(const struct np_vmstat_shm_header *h, int node, int item)
+{
+	const char *base = (const char *)h + h->totals_off + (size_t)node * h->node_stride;
+	return __atomic_load_n((const int64_t *)base + item, __ATOMIC_RELAXED);
+}
+
+static void live_file_lifecycle(void **state)
+{
+	(void)state;
+	char path[128];
+	np_vmstat_shm_path(path, sizeof path, np_os_euid(), np_os_pid());
+	/* A file left by an earlier process that had our pid is replaced. */
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+
+	struct np_vmstat_diffs *th = new_diffs();
+	np_vmstat_register(th);
+	np_vmstat_add(NULL, 2, HIT, 40); /* before the file exists: moved into it */
+	np_vmstat_add(th, 0, HIT, 2);    /* a pending diff: not in any total yet */
+	struct np_vmstat_totals *t = np_vmstat_shm_create();
+	assert_non_null(t);
+	assert_string_equal(np_vmstat_shm_published(), path);
+	np_vmstat_use_totals(t);
+
+	size_t size;
+	const struct np_vmstat_shm_header *h = map_ro(path, &size);
+	assert_true(h->magic == NP_VMSTAT_SHM_MAGIC);
+	assert_int_equal(h->version, NP_VMSTAT_SHM_VERSION);
+	assert_int_equal(h->size, size);
+	assert_int_equal(h->pid, getpid());
+	assert_int_equal(h->uid, geteuid());
+	assert_int_equal(h->nnodes, 3);
+	assert_int_equal(h->nitems, NUMA_PAGE_STAT_NITEMS);
+	assert_int_equal(h->os_id[2], 5);
+	assert_int_equal(h->threshold[2], 90);
+	assert_true(h->totals_off % NP_CACHELINE == 0);
+	assert_true(h->totals_off + 3 * h->node_stride <= size);
+	const struct np_vmstat_shm_name *names = (const void *)((const char *)h + h->names_off);
+	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
+		assert_string_equal(names[k].name, numa_page_stat_name(k));
+		assert_int_equal(names[k].kind, np_vmstat_item_kind(k));
+	}
+	assert_int_equal(file_value(h, 2, HIT), 40);
+	/* Counting now lands in the file itself. */
+	np_vmstat_add(NULL, 1, NUMA_PAGE_STAT_numa_miss, 9);
+	assert_int_equal(file_value(h, 1, NUMA_PAGE_STAT_numa_miss), 9);
+	np_vmstat_unregister(th);
+	assert_int_equal(file_value(h, 0, HIT), 2);
+	assert_int_equal(np_vmstat_read(2, HIT), 40);
+	assert_int_equal(np_vmstat_snapshot(1, NUMA_PAGE_STAT_numa_miss), 9);
+	/* Only one file per process. */
+	assert_null(np_vmstat_shm_create());
+
+	/* Fork: the child keeps counting privately and folds the vanished threads' diffs; the
+	 * parent's file does not see the child's counts. */
+	struct np_vmstat_diffs *me = new_diffs(), *other = new_diffs();
+	np_vmstat_register(me);
+	np_vmstat_register(other);
+	np_vmstat_add(other, 0, NUMA_PAGE_STAT_pages_stolen, 6); /* "another thread", unfolded */
+	np_vmstat_atfork_prepare();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		np_vmstat_atfork_child(me);
+		int bad = 0;
+		bad |= np_vmstat_shm_published() != NULL;
+		bad |= (np_vmstat_read(0, NUMA_PAGE_STAT_pages_stolen) != 6) << 1;
+		bad |= (other->registered || other->d[0][NUMA_PAGE_STAT_pages_stolen] != 0) << 2;
+		bad |= (!me->registered) << 3;
+		np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_stolen, 1000);
+		np_vmstat_add(me, 0, HIT, 1);
+		bad |= (np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_stolen) != 1006) << 4;
+		bad |= (np_vmstat_snapshot(0, HIT) != 3) << 5;
+		bad |= (np_vmstat_read(2, HIT) != 40) << 6;
+		np_vmstat_exit_report(); /* a forked child neither reports nor removes the file */
+		_exit(bad);
+	}
+	np_vmstat_atfork_parent();
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(file_value(h, 0, NUMA_PAGE_STAT_pages_stolen), 0);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_stolen), 6);
+	np_vmstat_unregister(other);
+	np_vmstat_unregister(me);
+	assert_int_equal(file_value(h, 0, NUMA_PAGE_STAT_pages_stolen), 6);
+
+	/* Exit: the JSON report is written and the file goes away. */
+	char json[] = "/tmp/np_vmstat_exit_XXXXXX";
+	fd = mkstemp(json);
+	assert_true(fd >= 0);
+	close(fd);
+	char opt[160];
+	snprintf(opt, sizeof opt, "json:%s", json);
+	assert_int_equal(np_options_set("STATS", opt), 0);
+	np_vmstat_exit_report();
+	const char *text = read_file(json);
+	assert_true(json_ok(text));
+	assert_non_null(strstr(text, "{\"node\":5,\"numa_hit\":40,"));
+	assert_non_null(strstr(text, "\"pages_stolen\":6,"));
+	assert_int_equal(access(path, F_OK), -1);
+	assert_null(np_vmstat_shm_published());
+	/* The mapping stays valid for threads still counting during exit. */
+	np_vmstat_add(NULL, 0, HIT, 1);
+	assert_int_equal(file_value(h, 0, HIT), 3);
+	unlink(json);
+	munmap((void *)h, size);
+	np_options_reset();
+	free(me);
+	free(other);
+	free(th);
+}
+
+static void exit_table_goes_to_stderr(void **state)
+{
+	(void)state;
+	count_some();
+	char path[] = "/tmp/np_vmstat_err_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	int saved = dup(2);
+	dup2(fd, 2);
+	assert_int_equal(np_options_set("STATS", "1"), 0);
+	np_vmstat_exit_report();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	const char *text = read_file(path);
+	assert_non_null(strstr(text, "numapage: per-node statistics of process"));
+	assert_non_null(strstr(text, "node5"));
+	assert_non_null(strstr(text, "Total"));
+	assert_non_null(strstr(text, "malloc_requested"));
+	unlink(path);
+	np_options_reset();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(formula_matches_table, setup),
+		cmocka_unit_test_setup(init_computes_node_thresholds, setup),
+		cmocka_unit_test_setup(folds_past_threshold_with_overstep, setup),
+		cmocka_unit_test_setup(large_deltas_never_overflow_int32, setup),
+		cmocka_unit_test_setup(byte_items_fold_at_pages_worth, setup),
+		cmocka_unit_test_setup(threshold_zero_folds_every_event, setup),
+		cmocka_unit_test_setup(null_thread_adds_to_total, setup),
+		cmocka_unit_test_setup(exact_under_threads, setup),
+		cmocka_unit_test_setup(thread_exit_folds_everything, setup),
+		cmocka_unit_test_setup(public_getters, setup),
+		cmocka_unit_test_setup(checker_rejects_bad_json, setup),
+		cmocka_unit_test_setup(json_is_well_formed, setup),
+		cmocka_unit_test_setup(table_is_numastat_like, setup),
+		/* In this order: the failure first, then the one file this process may create. */
+		cmocka_unit_test_setup(shm_failure_publishes_nothing, setup),
+		cmocka_unit_test_setup(live_file_lifecycle, setup),
+		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
