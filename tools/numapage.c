@@ -20,6 +20,7 @@ struct cmd {
 
 static const struct cmd cmds[] = {
 	{"options", np_cmd_options, "options"},
+	{"topology", np_cmd_topology, "topology [--json] [--topology FILE|synthetic:STR]"},
 };
 
 static void usage(FILE *out)
