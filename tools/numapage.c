@@ -20,6 +20,7 @@ struct cmd {
 
 static const struct cmd cmds[] = {
 	{"options", np_cmd_options, "options"},
+	{"stat", np_cmd_stat, "stat PID [-i SECONDS] [-n COUNT]"},
 	{"topology", np_cmd_topology, "topology [--json] [--topology FILE|synthetic:STR]"},
 };
 
