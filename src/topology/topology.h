@@ -80,10 +80,13 @@ extern struct np_topo np_topo_table;
  * = an hwloc XML file. allow (may be NULL) restricts further. On any failure *t becomes one node
  * holding every CPU and all memory, one warning naming the cause is printed, and -1 is returned;
  * otherwise 0. Allocates only through hwloc (which, inside the library, is served by the
- * bootstrap arena) and frees everything before returning.
+ * bootstrap arena) and frees everything before returning. If HWLOC_XMLFILE, HWLOC_SYNTHETIC or
+ * HWLOC_FSROOT redirect hwloc away from this machine, the table says it is not this machine
+ * (is_system false) unless HWLOC_THISSYSTEM=1 asserts it is.
  */
 int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow);
-/* Fills *t with the one-node fallback for a machine of ncpus CPUs and mem_bytes of memory. */
+/* Fills *t with the one-node fallback for a machine of ncpus CPUs and mem_bytes of memory;
+ * why goes into t->desc. Prints nothing (np_topo_load prints the one warning). */
 void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const char *why);
 
 /* Dense index of OS node id, or -1. */

@@ -393,6 +393,67 @@ static void this_machine(void **state)
 	assert_true(t.is_system);
 }
 
+/*
+ * The real machine's discovery path (the Linux backend with caches filtered out) on a recorded
+ * /sys and /proc tree of 3 nodes: node 0 with CPUs 0-1 and memory, node 1 with CPUs 2-3 and no
+ * memory, node 2 with memory and no CPUs, nodes 0 and 1 under one L3 each of one package. hwloc
+ * follows HWLOC_FSROOT even when asked for this machine; the table must then say it is not.
+ */
+static void linux_backend_on_recorded_sysfs(void **state)
+{
+	(void)state;
+	const int *dist;
+	assert_int_equal(setenv("HWLOC_FSROOT", FIXTURE("linux-3node"), 1), 0);
+	int rc = load(NULL, NULL);
+	unsetenv("HWLOC_FSROOT");
+	assert_int_equal(rc, 0);
+	assert_string_equal(err, "");
+	assert_null(np_topo_check(&t));
+	assert_false(t.is_system);
+	assert_string_equal(t.desc, "HWLOC_FSROOT=" FIXTURE("linux-3node"));
+	assert_int_equal(t.nnodes, 3);
+	assert_int_equal(t.ncpus, 4);
+	assert_int_equal(count_memoryless(), 1);
+	assert_int_equal(count_cpuless(), 1);
+	assert_false(t.node[1].has_memory);
+	assert_false(t.node[2].has_cpus);
+	/* Each node keeps its own CPUs although the caches that carried its locality are gone. */
+	assert_int_equal(t.node[0].ncpus, 2);
+	assert_int_equal(t.node[1].ncpus, 2);
+	assert_int_equal(np_topo_cpu_node(&t, 1), 0);
+	assert_int_equal(np_topo_cpu_node(&t, 2), 1);
+	assert_int_equal(t.node[2].mem_bytes, 512ULL << 20);
+	assert_int_equal(t.distance[0][1], 21);
+	DIST(21, 30);
+	FALLBACK(1, 0, 2);
+	DIST(10, 30);
+	FALLBACK(2, 2, 0);
+}
+
+static void hwloc_environment_is_not_this_machine(void **state)
+{
+	(void)state;
+	assert_int_equal(setenv("HWLOC_XMLFILE", FIXTURE("r7425.xml"), 1), 0);
+	int rc = load(NULL, NULL);
+	assert_int_equal(rc, 0);
+	assert_null(np_topo_check(&t));
+	assert_int_equal(t.source, NP_TOPO_XML);
+	assert_false(t.is_system);
+	assert_string_equal(t.desc, "HWLOC_XMLFILE=" FIXTURE("r7425.xml"));
+	assert_int_equal(t.nnodes, 8);
+	/* Our own specs win over hwloc's variables. */
+	assert_int_equal(load(FIXTURE("cxl.xml"), NULL), 0);
+	assert_int_equal(t.nnodes, 3);
+	/* The user may assert that the file describes this machine. */
+	assert_int_equal(setenv("HWLOC_THISSYSTEM", "1", 1), 0);
+	rc = load(NULL, NULL);
+	unsetenv("HWLOC_THISSYSTEM");
+	unsetenv("HWLOC_XMLFILE");
+	assert_int_equal(rc, 0);
+	assert_true(t.is_system);
+	assert_int_equal(t.nnodes, 8);
+}
+
 static void fallback_table_is_sound(void **state)
 {
 	(void)state;
@@ -497,6 +558,8 @@ int main(void)
 		cmocka_unit_test(allow_restricts_cpus),
 		cmocka_unit_test(bad_inputs_fall_back),
 		cmocka_unit_test(this_machine),
+		cmocka_unit_test(linux_backend_on_recorded_sysfs),
+		cmocka_unit_test(hwloc_environment_is_not_this_machine),
 		cmocka_unit_test(fallback_table_is_sound),
 		cmocka_unit_test(check_catches_damage),
 		cmocka_unit_test(print_shows_the_table),
