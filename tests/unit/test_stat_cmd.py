@@ -14,7 +14,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import time
 
 EXE, TARGET = sys.argv[1], sys.argv[2]
 UID = os.geteuid()
@@ -89,7 +88,7 @@ for name, v in rows.items():
 assert len(rows) >= 21, len(rows)
 
 # ---- refreshing: -i / -n, and new counts show up ----------------------------------------------------
-s = subprocess.Popen([EXE, 'stat', str(t.pid), '-i', '0.4', '-n', '3'], stdout=subprocess.PIPE, text=True)
+s = subprocess.Popen([EXE, 'stat', str(t.pid), '-i', '0.5', '-n', '4'], stdout=subprocess.PIPE, text=True)
 first = []
 while True:
     line = s.stdout.readline()
@@ -103,9 +102,9 @@ assert t.stdout.readline().strip() == 'ok'
 out = ''.join(first) + s.stdout.read()
 assert s.wait(timeout=10) == 0
 tabs = tables(out)
-assert len(tabs) == 3, out
+assert len(tabs) == 4, out
 expect(tabs[0][1], 'numa_hit', [1000, 7, 1007])
-expect(tabs[2][1], 'numa_hit', [1050, 7, 1057])
+expect(tabs[3][1], 'numa_hit', [1050, 7, 1057])
 
 # ---- another user -----------------------------------------------------------------------------------
 if UID == 0 and shutil.which('setpriv'):
@@ -164,9 +163,16 @@ assert not os.path.exists(path)
 # ---- a process that exits while watched ---------------------------------------------------------------
 t = start()
 s = subprocess.Popen([EXE, 'stat', str(t.pid), '-i', '0.2'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-time.sleep(0.5)
+seen = []
+while sum(line.startswith('Per-node') for line in seen) < 2:
+    line = s.stdout.readline()
+    assert line, 'stat ended early'
+    seen.append(line)
 stop(t)
-out, err = s.communicate(timeout=10)
+# Read through the same buffered pipe objects (communicate() would skip what readline buffered).
+out = ''.join(seen) + s.stdout.read()
+err = s.stderr.read()
+s.wait(timeout=10)
 assert s.returncode == 0 and 'has exited' in err and len(tables(out)) >= 2, (out, err)
 
 # ---- arguments ------------------------------------------------------------------------------------------
