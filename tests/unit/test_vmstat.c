@@ -25,6 +25,7 @@
 #include "fake_os.h"
 #include "options.h"
 #include "os.h"
+#include "topology/topology.h"
 #include "vmstat/vmstat.h"
 
 #define GB (1ULL << 30)
@@ -130,6 +131,26 @@ static void init_computes_node_thresholds(void **state)
 		assert_int_equal(np_vmstat_threshold(i), 0);
 		assert_int_equal(np_vmstat_thr[i][REQ], 0);
 	}
+}
+
+static void fixture_memoryless_nodes_use_nearest_memory(void **state)
+{
+	(void)state;
+	/* Dell R7425: 8 nodes of 1 CPU, memory only on nodes 1 (458 MiB) and 5 (501 MiB). */
+	static struct np_topo r7425;
+	assert_int_equal(np_topo_load(&r7425, NP_TOPOLOGIES "/r7425.xml", NULL), 0);
+	assert_int_equal(r7425.nnodes, 8);
+	assert_int_equal(r7425.nallowed_cpus, 8);
+	np_vmstat_init(&r7425);
+	assert_int_equal(np_vmstat_nnodes(), 8);
+	/* 2 * fls(8) * (1 + fls(458 / 128)) = 24 on every node; a memoryless node computed with
+	 * its own 0 bytes would get 2 * fls(8) = 8. */
+	assert_int_equal(np_vmstat_threshold_for(8, 0), 8);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(np_vmstat_os_id(i), r7425.node[i].os_id);
+		assert_int_equal(np_vmstat_threshold(i), 24);
+	}
+	np_vmstat_init(&topo);
 }
 
 /* ---- Folding ------------------------------------------------------------------------------ */
@@ -834,6 +855,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(formula_matches_table, setup),
 		cmocka_unit_test_setup(init_computes_node_thresholds, setup),
+		cmocka_unit_test_setup(fixture_memoryless_nodes_use_nearest_memory, setup),
 		cmocka_unit_test_setup(folds_past_threshold_with_overstep, setup),
 		cmocka_unit_test_setup(large_deltas_never_overflow_int32, setup),
 		cmocka_unit_test_setup(byte_items_fold_at_pages_worth, setup),
