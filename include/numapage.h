@@ -155,13 +155,6 @@ NUMA_PAGE_API const char *numa_page_stat_desc(int item);
 /* Prints exact statistics of every node. 0, or -1/EINVAL for an unknown format. */
 NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format);
 
-/* ---- Thread placement ----------------------------------------------------------------------- */
-
-#define NUMA_PAGE_PLACE_NONE 0   /* leave threads where the scheduler puts them (default) */
-#define NUMA_PAGE_PLACE_SPREAD 1 /* each new thread on the node with fewest threads */
-#define NUMA_PAGE_PLACE_FILL 2   /* fill one node's CPUs before the next */
-/* Sets the placement policy for threads created from now on. 0, or -1/EINVAL. */
-NUMA_PAGE_API int numa_page_thread_place(int policy);
 
 #ifdef __cplusplus
 }

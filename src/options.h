@@ -17,6 +17,8 @@ enum np_bind_policy {
 	NP_BIND_NONE = 2,      /* no mbind at all: first touch decides */
 };
 
+enum np_place_policy { NP_PLACE_NONE = 0, NP_PLACE_SPREAD = 1, NP_PLACE_FILL = 2 };
+
 struct np_options {
 	int verbose;                 /* NUMAPAGE_VERBOSE: 0/1 */
 	const char *topology;        /* NUMAPAGE_TOPOLOGY: NULL = this machine */
@@ -26,7 +28,7 @@ struct np_options {
 	long pcp_batch;              /* NUMAPAGE_PCP_BATCH: pages moved per refill or drain */
 	long purge_mb;               /* NUMAPAGE_PURGE_MB: free MiB a pool keeps before purging */
 	int bind;                    /* NUMAPAGE_BIND: enum np_bind_policy */
-	int place;                   /* NUMAPAGE_PLACE: NUMA_PAGE_PLACE_* */
+	int place;                   /* NUMAPAGE_PLACE: enum np_place_policy */
 	long interleave_above;       /* NUMAPAGE_INTERLEAVE_ABOVE: bytes, 0 = off */
 	int shm;                     /* NUMAPAGE_SHM: publish live stats for `numapage stat` */
 };

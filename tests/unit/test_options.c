@@ -23,7 +23,7 @@ static void defaults(void **state)
 	assert_int_equal(np_opt.stat_threshold, -1);
 	assert_int_equal(np_opt.purge_mb, 64);
 	assert_int_equal(np_opt.bind, NP_BIND_PREFERRED);
-	assert_int_equal(np_opt.place, NUMA_PAGE_PLACE_NONE);
+	assert_int_equal(np_opt.place, NP_PLACE_NONE);
 }
 
 static void parses_values(void **state)
@@ -36,7 +36,7 @@ static void parses_values(void **state)
 	assert_int_equal(np_options_set("BIND", "strict"), 0);
 	assert_int_equal(np_opt.bind, NP_BIND_STRICT);
 	assert_int_equal(np_options_set("PLACE", "fill"), 0);
-	assert_int_equal(np_opt.place, NUMA_PAGE_PLACE_FILL);
+	assert_int_equal(np_opt.place, NP_PLACE_FILL);
 	assert_int_equal(np_options_set("TOPOLOGY", "synthetic:node:2 pu:2"), 0);
 	assert_string_equal(np_opt.topology, "synthetic:node:2 pu:2");
 }

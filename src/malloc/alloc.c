@@ -1,0 +1,642 @@
+/*
+ * alloc.c — the public allocation API: the malloc family under numa_page_* names, the page API
+ * (numa_page_alloc, _onnode, _interleaved, node_of, home node) and every slow path behind the
+ * inline fast paths of alloc.h.
+ *
+ * Sizes: up to NP_SMALL_MAX (32 KiB) from slabs of the thread's node; above that, page runs:
+ * up to 16 pages as power-of-two runs through the thread's page cache, up to a chunk's data
+ * as exact runs from the node's pool, beyond that a huge chunk of its own.
+ */
+#include "malloc/alloc.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "log.h"
+#include "malloc/bootstrap.h"
+#include "malloc/init.h"
+#include "options.h"
+#include "os.h"
+#include "pcp/pcp.h"
+#include "pool/pool.h"
+#include "topology/topology.h"
+
+#define MAX_REQUEST (((size_t)1 << 46))
+#define SMALL_RUN_PAGES 16 /* runs up to this many pages go through the page cache */
+
+/* ---- slabs -------------------------------------------------------------------------------- */
+
+static uintptr_t pop(struct np_slab *s)
+{
+	uintptr_t b = s->free;
+	s->free = *(uintptr_t *)b ^ s->key;
+	s->used++;
+	return b;
+}
+
+/* Makes s the current slab of its class in th's ring (inserting it if it is not in it). */
+static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
+{
+	struct np_slab *cur = th->ring[s->cls];
+	if (insert) {
+		if (cur) {
+			s->next = cur->next;
+			s->prev = cur;
+			cur->next->prev = s;
+			cur->next = s;
+		} else {
+			s->next = s->prev = s;
+		}
+	}
+	th->ring[s->cls] = s;
+	np_tls.cur[s->cls] = s;
+}
+
+static void ring_unlink(struct np_thread *th, struct np_slab *s)
+{
+	unsigned c = s->cls;
+	if (s->next == s) {
+		th->ring[c] = NULL;
+		np_tls.cur[c] = &np_slab_empty;
+	} else {
+		s->prev->next = s->next;
+		s->next->prev = s->prev;
+		if (th->ring[c] == s) {
+			th->ring[c] = s->next;
+			np_tls.cur[c] = s->next;
+		}
+	}
+	s->next = s->prev = NULL;
+}
+
+static bool has_free(struct np_slab *s)
+{
+	if (!s->free) {
+		np_slab_collect(s);
+		if (!s->free && s->reserved)
+			np_slab_extend(s);
+	}
+	return s->free != 0;
+}
+
+/* A block of class c for thread th, after the fast path found the current slab empty. */
+static void *slab_alloc(struct np_thread *th, unsigned c)
+{
+	struct np_slab *s = th->ring[c];
+	if (s) {
+		if (has_free(s))
+			return (void *)pop(s);
+		/* The others in the ring: each yields blocks or, full, is let go (FLOATING). */
+		for (struct np_slab *t = s->next; t != s;) {
+			struct np_slab *next = t->next;
+			if (has_free(t)) {
+				make_current(th, t, false);
+				return (void *)pop(t);
+			}
+			/* Out of our ring before it floats: a claimer may link it into its own. */
+			ring_unlink(th, t);
+			if (!np_slab_float(t)) { /* remote frees raced in: use them */
+				make_current(th, t, true);
+				if (has_free(t))
+					return (void *)pop(t);
+			}
+			t = next;
+		}
+		ring_unlink(th, s);
+		if (!np_slab_float(s)) {
+			make_current(th, s, true);
+			if (has_free(s))
+				return (void *)pop(s);
+		}
+	}
+	/* Orphans of the nodes near this thread (left by exited threads, or claimed by frees). */
+	uint64_t near = th->pcp.near;
+	for (int n = 0; near; n++, near >>= 1) {
+		if (!(near & 1))
+			continue;
+		struct np_slab *o;
+		while ((o = np_slab_adopt(n, c, th)) != NULL) {
+			make_current(th, o, true);
+			if (has_free(o))
+				return (void *)pop(o);
+			ring_unlink(th, o);
+			if (!np_slab_float(o)) {
+				make_current(th, o, true);
+				if (has_free(o))
+					return (void *)pop(o);
+			}
+		}
+	}
+	s = np_slab_create(&th->pcp, c, th);
+	if (!s)
+		return NULL;
+	make_current(th, s, true);
+	return (void *)pop(s);
+}
+
+void np_slab_emptied(struct np_slab *s)
+{
+	/* Keep the current slab (the next malloc wants it); give the others' pages back. */
+	struct np_thread *th = np_tls.self;
+	if (th->ring[s->cls] == s)
+		return;
+	ring_unlink(th, s);
+	np_slab_release(s, &th->pcp);
+}
+
+/* ---- page runs ------------------------------------------------------------------------------ */
+
+static unsigned order_of(size_t npages)
+{
+	return npages <= 1 ? 0 : 64u - (unsigned)__builtin_clzll(npages - 1);
+}
+
+/* Pages for size bytes aligned to align (a power of two >= the page size) intended for dense
+ * node `node` (-1: the thread's home node). *clean: the memory reads as zeros. */
+static void *page_alloc(struct np_thread *th, size_t size, size_t align, int node, bool *clean)
+{
+	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
+	size_t align_pages = align >> NP_PAGE_SHIFT;
+	struct np_page *run = NULL;
+	if (npages <= SMALL_RUN_PAGES && align_pages <= SMALL_RUN_PAGES) {
+		unsigned order = order_of(npages > align_pages ? npages : align_pages);
+		run = np_pcp_get(&th->pcp, order, node);
+	} else if (npages <= NP_POOL_MAX_RUN && align_pages <= NP_CHUNK_PAGES / 4) {
+		run = np_pcp_get_run(&th->pcp, npages, align_pages, node);
+	}
+	if (run) {
+		*clean = run->clean;
+		return np_page_addr(run);
+	}
+	/* Huge, or no pool had a fitting run: a mapping of its own, along the fallback order. */
+	int intended = node >= 0 ? node : th->pcp.home;
+	const struct np_topo_node *nd = &np_topo_table.node[intended];
+	for (int k = 0; k < nd->nfallback; k++) {
+		struct np_chunk *c = np_chunk_map_huge(nd->fallback[k], size, align);
+		if (c) {
+			np_pcp_count_alloc(&th->pcp, intended, nd->fallback[k],
+					   (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT));
+			*clean = true;
+			return (char *)c + c->data_offset;
+		}
+	}
+	return NULL;
+}
+
+static void huge_free(struct np_chunk *c, struct np_thread *th)
+{
+	long pages = (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT);
+	struct np_pcp *pcp = th ? &th->pcp : NULL;
+	if (c->kind == NP_CHUNK_INTERLEAVE) {
+		for (int i = 0; i < c->nilv; i++)
+			np_pcp_count_free(pcp, c->ilv[i], pages / c->nilv + (i < pages % c->nilv));
+	} else {
+		np_pcp_count_free(pcp, c->node, pages);
+	}
+	np_chunk_unmap_huge(c);
+}
+
+/* ---- the slow paths -------------------------------------------------------------------------- */
+
+static void *enomem(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* The calling thread's state, or NULL before the allocator is ready. */
+static struct np_thread *self_or_init(void)
+{
+	struct np_thread *th = np_tls.self;
+	return th ? th : np_thread_get();
+}
+
+void *np_malloc_slow(size_t size)
+{
+	struct np_thread *th = self_or_init();
+	if (NP_UNLIKELY(!th)) {
+		if (np_is_ready())
+			return enomem();
+		void *p = np_bootstrap_alloc(size, 16);
+		return p ? p : enomem();
+	}
+	np_thread_fold_bytes(th);
+	void *p;
+	if (size <= NP_SMALL_MAX) {
+		unsigned c = np_size_class(size);
+		p = slab_alloc(th, c);
+		if (p) {
+			np_tls.alloc_bytes += np_class_size[c];
+			np_tls.req_bytes += size;
+		}
+	} else {
+		bool clean;
+		if (size > MAX_REQUEST)
+			return enomem();
+		p = page_alloc(th, size, NP_PAGE_SIZE, -1, &clean);
+		if (p)
+			np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_malloc_requested, (long)size);
+	}
+	return p ? p : enomem();
+}
+
+NP_COLD static void invalid(const char *what, const void *p)
+{
+	np_fatal("free: %s %p", what, p);
+}
+
+/* A block of slab s freed by a thread that does not own it (or a free the fast path refused). */
+static void slab_free_slow(struct np_slab *s, uintptr_t a)
+{
+	struct np_thread *th = np_tls.self;
+	if (a < s->start || !np_slab_offset_ok(s, a - s->start))
+		invalid("invalid pointer (not the start of a block)", (void *)a);
+	if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == th && th) {
+		/* The fast path saw what looks like a free block: confirm before reporting. */
+		np_slab_collect(s);
+		if (np_slab_holds_free(s, a))
+			invalid("double free of", (void *)a);
+		*(uintptr_t *)a = s->local_free ^ s->key;
+		s->local_free = a;
+		np_tls.free_bytes += s->block;
+		if (--s->used == 0)
+			np_slab_emptied(s);
+		return;
+	}
+	struct np_vmstat_diffs *st = th ? &th->st : NULL;
+	np_vmstat_add(st, s->node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
+	if (!th || !((th->pcp.near >> s->node) & 1))
+		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_remote_free, 1);
+	if (!np_slab_push_remote(s, a))
+		return;
+	/* This free claimed a full slab its owner had let go: a thread near its node adopts it
+	 * (its later frees of the slab's blocks are then local), anyone else hands it to the
+	 * node's orphans. */
+	if (th && ((th->pcp.near >> s->node) & 1)) {
+		__atomic_store_n(&s->owner, th, __ATOMIC_RELAXED);
+		np_slab_set_state(s, NP_SLAB_OWNED);
+		struct np_slab *cur = th->ring[s->cls];
+		if (cur) { /* behind the current slab: the current one keeps serving */
+			s->next = cur->next;
+			s->prev = cur;
+			cur->next->prev = s;
+			cur->next = s;
+		} else {
+			make_current(th, s, true);
+		}
+	} else {
+		np_slab_orphan(s);
+	}
+}
+
+void np_free_slow(void *p)
+{
+	if (!p)
+		return;
+	int saved = errno;
+	struct np_chunk *c = np_chunk_lookup(p);
+	if (!c) {
+		if (np_bootstrap_owns(p)) {
+			errno = saved;
+			return; /* start-up memory is never reused */
+		}
+		invalid(np_chunk_find(p) ? "invalid pointer (inside a large block)"
+					 : "invalid pointer (not allocated by libnumapage)", p);
+	}
+	if (c->magic != NP_CHUNK_MAGIC)
+		invalid("invalid pointer (corrupt chunk header)", p);
+	struct np_thread *th = np_tls.self;
+	if (c->kind != NP_CHUNK_NORMAL) {
+		if ((char *)p != (char *)c + c->data_offset)
+			invalid("invalid pointer (inside a large block)", p);
+		huge_free(c, th);
+		errno = saved;
+		return;
+	}
+	struct np_page *pg = np_chunk_page(c, p);
+	if (pg->owner) {
+		slab_free_slow((struct np_slab *)pg->owner, (uintptr_t)p);
+		errno = saved;
+		return;
+	}
+	if (((uintptr_t)p & (NP_PAGE_SIZE - 1)) != 0)
+		invalid("invalid pointer (not the start of a block)", p);
+	switch (pg->state) {
+	case NP_PAGE_USED:
+		break;
+	case NP_PAGE_FREE:
+	case NP_PAGE_FREE_END:
+	case NP_PAGE_PCP:
+		invalid("double free of", p);
+		break;
+	default:
+		invalid("invalid pointer (not the start of a block)", p);
+	}
+	if (th && pg->order < NP_PCP_ORDERS) {
+		pg->clean = 0;
+		np_pcp_put(&th->pcp, pg);
+	} else {
+		np_pcp_put_run(th ? &th->pcp : NULL, pg);
+	}
+	errno = saved;
+}
+
+size_t np_usable_size(const void *p)
+{
+	if (!p)
+		return 0;
+	struct np_chunk *c = np_chunk_lookup(p);
+	if (!c) {
+		if (np_bootstrap_owns(p))
+			return np_bootstrap_size(p);
+		np_fatal("malloc_usable_size: invalid pointer %p", p);
+	}
+	if (c->kind != NP_CHUNK_NORMAL)
+		return c->size - c->data_offset;
+	struct np_page *pg = np_chunk_page(c, p);
+	if (pg->owner)
+		return ((struct np_slab *)pg->owner)->block;
+	if (pg->state != NP_PAGE_USED)
+		np_fatal("malloc_usable_size: invalid pointer %p", p);
+	return (size_t)pg->npages << NP_PAGE_SHIFT;
+}
+
+/* ---- the malloc family ------------------------------------------------------------------------ */
+
+void *numa_page_malloc(size_t size)
+{
+	return np_malloc_fast(size);
+}
+
+void numa_page_free(void *p)
+{
+	np_free_fast(p);
+}
+
+void *np_calloc(size_t nmemb, size_t size)
+{
+	size_t n;
+	if (__builtin_mul_overflow(nmemb, size, &n))
+		return enomem();
+	if (n > NP_SMALL_MAX) {
+		struct np_thread *th = self_or_init();
+		if (th) {
+			if (n > MAX_REQUEST)
+				return enomem();
+			bool clean;
+			np_thread_fold_bytes(th);
+			void *p = page_alloc(th, n, NP_PAGE_SIZE, -1, &clean);
+			if (!p)
+				return enomem();
+			np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_malloc_requested, (long)n);
+			if (!clean) /* fresh or purged pages already read as zeros */
+				memset(p, 0, n);
+			return p;
+		}
+	}
+	void *p = np_malloc_fast(n);
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+void *numa_page_calloc(size_t nmemb, size_t size)
+{
+	return np_calloc(nmemb, size);
+}
+
+void *np_alloc_aligned(size_t alignment, size_t size)
+{
+	if (alignment <= 16)
+		return np_malloc_fast(size);
+	struct np_thread *th = self_or_init();
+	if (!th) {
+		if (np_is_ready())
+			return enomem();
+		void *p = np_bootstrap_alloc(size, alignment);
+		return p ? p : enomem();
+	}
+	if (size > MAX_REQUEST || alignment > MAX_REQUEST)
+		return enomem();
+	np_thread_fold_bytes(th);
+	if (size <= NP_SMALL_MAX && alignment <= NP_SMALL_MAX) {
+		/* Blocks of a class whose size is a multiple of the alignment are aligned, since
+		 * slabs start on a boundary of at least 64 KiB. */
+		unsigned c = np_size_class(size > alignment ? size : alignment);
+		while (np_class_size[c] % alignment)
+			c++;
+		struct np_slab *s = np_tls.cur[c];
+		void *p = s->free ? (void *)pop(s) : slab_alloc(th, c);
+		if (!p)
+			return enomem();
+		np_tls.alloc_bytes += np_class_size[c];
+		np_tls.req_bytes += size;
+		return p;
+	}
+	bool clean;
+	void *p = page_alloc(th, size, alignment < NP_PAGE_SIZE ? NP_PAGE_SIZE : alignment, -1, &clean);
+	if (!p)
+		return enomem();
+	np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_malloc_requested, (long)size);
+	return p;
+}
+
+void *numa_page_aligned_alloc(size_t alignment, size_t size)
+{
+	if (alignment == 0 || (alignment & (alignment - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return np_alloc_aligned(alignment, size);
+}
+
+void *numa_page_memalign(size_t alignment, size_t size)
+{
+	/* glibc rounds a non-power-of-two alignment up to the next power of two. */
+	if (alignment & (alignment - 1)) {
+		if (alignment > MAX_REQUEST)
+			return enomem();
+		alignment = (size_t)1 << (64 - __builtin_clzll(alignment));
+	}
+	return np_alloc_aligned(alignment, size);
+}
+
+int numa_page_posix_memalign(void **out, size_t alignment, size_t size)
+{
+	if (alignment < sizeof(void *) || (alignment & (alignment - 1)))
+		return EINVAL;
+	int saved = errno;
+	void *p = np_alloc_aligned(alignment, size);
+	errno = saved;
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+void *np_realloc(void *p, size_t size)
+{
+	if (!p)
+		return np_malloc_fast(size);
+	if (size == 0) {
+		np_free_fast(p);
+		return NULL;
+	}
+	size_t old = np_usable_size(p);
+	if (size <= old && size >= old / 2 && !np_bootstrap_owns(p))
+		return p;
+	/* A page run may grow in place into the free run behind it. */
+	struct np_chunk *c = np_chunk_lookup(p);
+	if (c && c->kind == NP_CHUNK_NORMAL && size > old && size <= (size_t)NP_POOL_MAX_RUN << NP_PAGE_SHIFT) {
+		struct np_page *pg = np_chunk_page(c, p);
+		struct np_thread *th = np_tls.self;
+		size_t want = (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
+		if (!pg->owner && th && np_pool_grow_run(pg, want, &th->st)) {
+			np_pcp_count_alloc(&th->pcp, c->node, c->node, (long)(want - (old >> NP_PAGE_SHIFT)));
+			return p;
+		}
+	}
+	void *q = np_malloc_fast(size);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < size ? old : size);
+	np_free_fast(p);
+	return q;
+}
+
+void *numa_page_realloc(void *p, size_t size)
+{
+	return np_realloc(p, size);
+}
+
+void *numa_page_reallocarray(void *p, size_t nmemb, size_t size)
+{
+	size_t n;
+	if (__builtin_mul_overflow(nmemb, size, &n))
+		return enomem();
+	return np_realloc(p, n);
+}
+
+size_t numa_page_usable_size(const void *p)
+{
+	return np_usable_size(p);
+}
+
+int numa_page_trim(void)
+{
+	if (!np_ensure_ready())
+		return 0;
+	struct np_thread *th = np_tls.self;
+	if (th) {
+		np_thread_fold_bytes(th);
+		np_pcp_drain(&th->pcp);
+	}
+	size_t released = np_slab_sweep_orphans();
+	for (int n = 0; n < np_topo_table.nnodes; n++)
+		released += np_pool_purge(n, 0, th ? &th->st : NULL);
+	return released > 0;
+}
+
+/* ---- the page API -------------------------------------------------------------------------------- */
+
+static void *pages_for(size_t size, int node)
+{
+	if (!np_ensure_ready())
+		return enomem();
+	struct np_thread *th = self_or_init();
+	if (!th || size > MAX_REQUEST)
+		return enomem();
+	bool clean;
+	void *p = page_alloc(th, size, NP_PAGE_SIZE, node, &clean);
+	return p ? p : enomem();
+}
+
+void *numa_page_alloc(size_t size)
+{
+	return pages_for(size, -1);
+}
+
+void *numa_page_alloc_onnode(size_t size, int node)
+{
+	if (!np_ensure_ready())
+		return enomem();
+	int dense = np_topo_node_index(&np_topo_table, node);
+	if (dense < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return pages_for(size, dense);
+}
+
+void *numa_page_alloc_interleaved(size_t size)
+{
+	if (!np_ensure_ready())
+		return enomem();
+	struct np_thread *th = self_or_init();
+	if (!th || size > MAX_REQUEST)
+		return enomem();
+	struct np_chunk *c = np_chunk_map_huge(-1, size ? size : 1, NP_PAGE_SIZE);
+	if (!c)
+		return enomem();
+	long pages = (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT);
+	for (int i = 0; i < c->nilv; i++) {
+		long share = pages / c->nilv + (i < pages % c->nilv);
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_interleave_hit, share);
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_pages_in_use, share);
+	}
+	return (char *)c + c->data_offset;
+}
+
+int numa_page_node_of(const void *p)
+{
+	struct np_chunk *c = np_chunk_find(p);
+	if (!c || c->magic != NP_CHUNK_MAGIC || (c->kind == NP_CHUNK_NORMAL && np_chunk_page(c, p)->state == NP_PAGE_HEADER) ||
+	    (c->kind != NP_CHUNK_NORMAL && (const char *)p < (const char *)c + c->data_offset)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return np_topo_table.node[np_chunk_node_at(c, p)].os_id;
+}
+
+int numa_page_set_home_node(int node)
+{
+	if (!np_ensure_ready())
+		return errno = EAGAIN, -1;
+	struct np_thread *th = self_or_init();
+	if (!th)
+		return errno = ENOMEM, -1;
+	if (node == -1) {
+		th->pcp.home_fixed = false;
+		np_pcp_follow_cpu(&th->pcp);
+		return 0;
+	}
+	int dense = np_topo_node_index(&np_topo_table, node);
+	if (dense < 0)
+		return errno = EINVAL, -1;
+	np_pcp_set_home(&th->pcp, dense);
+	th->pcp.home_fixed = true;
+	return 0;
+}
+
+int numa_page_home_node(void)
+{
+	if (!np_ensure_ready())
+		return errno = EAGAIN, -1;
+	struct np_thread *th = self_or_init();
+	int dense = th ? th->pcp.home : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	return np_topo_table.node[dense].os_id;
+}
+
+int numa_page_node_count(void)
+{
+	if (!np_ensure_ready())
+		return errno = EAGAIN, -1;
+	return np_topo_table.nnodes;
+}
+
+int numa_page_max_node(void)
+{
+	if (!np_ensure_ready())
+		return errno = EAGAIN, -1;
+	return np_topo_table.node[np_topo_table.nnodes - 1].os_id;
+}

@@ -1,0 +1,73 @@
+/*
+ * alloc.h — the malloc and free fast paths, inline so that both the numa_page_* entry points
+ * (alloc.c) and the libc names (override.c) get them without a call.
+ *
+ * Call tree:
+ *   malloc(n) -> np_malloc_fast: class, pop np_tls.cur[c]->free    [hit: ~12 instructions]
+ *     miss  -> np_malloc_slow: thread init, other slabs of the ring, adopt an orphan,
+ *              new slab from the page cache (np_pcp_get), large runs, huge chunks
+ *   free(p) -> np_free_fast: granule byte, page descriptor -> slab, owner == me,
+ *              slot and double-free checks, push on local_free         [~20 instructions]
+ *     else  -> np_free_slow: remote free (CAS push), page runs, huge, bootstrap, errors
+ * Neither fast path takes a lock, makes a system call or uses an atomic read-modify-write.
+ */
+#ifndef NP_ALLOC_H
+#define NP_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "malloc/sizeclass.h"
+#include "malloc/slab.h"
+#include "malloc/thread.h"
+#include "pool/chunk.h"
+
+NP_NOINLINE void *np_malloc_slow(size_t size);
+NP_NOINLINE void np_free_slow(void *p);
+NP_NOINLINE void np_slab_emptied(struct np_slab *s);
+
+NP_INLINE void *np_malloc_fast(size_t size)
+{
+	if (NP_LIKELY(size <= NP_SMALL_MAX)) {
+		unsigned c = np_size_class(size);
+		struct np_slab *s = np_tls.cur[c];
+		uintptr_t b = s->free;
+		if (NP_LIKELY(b != 0)) {
+			s->free = *(uintptr_t *)b ^ s->key;
+			s->used++;
+			np_tls.alloc_bytes += s->block;
+			np_tls.req_bytes += size;
+			return (void *)b;
+		}
+	}
+	return np_malloc_slow(size);
+}
+
+NP_INLINE void np_free_fast(void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (NP_LIKELY((a >> NP_ADDR_BITS) == 0) &&
+	    NP_LIKELY(__atomic_load_n(&np_granule_map[a >> NP_CHUNK_SHIFT], __ATOMIC_RELAXED) == NP_GRANULE_START)) {
+		struct np_chunk *c = np_chunk_of(p);
+		struct np_slab *s = c->pages[(a >> NP_PAGE_SHIFT) & (NP_CHUNK_PAGES - 1)].owner;
+		if (NP_LIKELY(s != NULL) && NP_LIKELY(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == np_tls.self) &&
+		    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {
+			*(uintptr_t *)a = s->local_free ^ s->key;
+			s->local_free = a;
+			np_tls.free_bytes += s->block;
+			if (NP_UNLIKELY(--s->used == 0))
+				np_slab_emptied(s);
+			return;
+		}
+	}
+	np_free_slow(p);
+}
+
+/* Slow-path pieces shared by alloc.c and override.c. */
+void *np_alloc_aligned(size_t alignment, size_t size);
+void *np_realloc(void *p, size_t size);
+void *np_calloc(size_t nmemb, size_t size);
+size_t np_usable_size(const void *p);
+
+#endif /* NP_ALLOC_H */

@@ -1,0 +1,75 @@
+/*
+ * init.c — start-up and fork handlers (see init.h). Lock order at fork, outermost first:
+ * statistics registry, thread list, orphan lists, node pools; released in reverse in the parent
+ * and re-created in the child, where only the forking thread survives.
+ */
+#include "malloc/init.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "log.h"
+#include "malloc/thread.h"
+#include "options.h"
+#include "pool/pool.h"
+#include "topology/topology.h"
+#include "vmstat/vmstat.h"
+
+int np_state;
+static NP_TLS bool in_init;
+
+static void fork_prepare(void)
+{
+	np_vmstat_atfork_prepare();
+	np_thread_atfork_prepare();
+	np_slab_atfork_prepare();
+	np_pool_atfork_prepare();
+}
+
+static void fork_parent(void)
+{
+	np_pool_atfork_parent();
+	np_slab_atfork_parent();
+	np_thread_atfork_parent();
+	np_vmstat_atfork_parent();
+}
+
+static void fork_child(void)
+{
+	np_vmstat_atfork_child(np_tls.self ? &np_tls.self->st : NULL);
+	np_pool_atfork_child();
+	np_slab_atfork_child();
+	np_thread_atfork_child();
+}
+
+void np_init(void)
+{
+	int expect = NP_STATE_UNINIT;
+	if (!__atomic_compare_exchange_n(&np_state, &expect, NP_STATE_INITING, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	in_init = true;
+	np_options_init();
+	np_topo_load(&np_topo_table, np_opt.topology, NULL);
+	np_vmstat_init(&np_topo_table);
+	np_pool_init(&np_topo_table);
+	np_thread_init_key();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	__atomic_store_n(&np_state, NP_STATE_READY, __ATOMIC_RELEASE);
+	in_init = false;
+	np_vmstat_start_output();
+	np_verbose("ready: %d node(s) from %s, %d with memory", np_topo_table.nnodes, np_topo_table.desc,
+		   np_topo_table.nmem_nodes);
+}
+
+bool np_ensure_ready(void)
+{
+	if (NP_LIKELY(np_is_ready()))
+		return true;
+	if (in_init)
+		return false;
+	np_init();
+	while (!np_is_ready())
+		sched_yield();
+	return true;
+}

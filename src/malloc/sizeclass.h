@@ -1,0 +1,41 @@
+/*
+ * sizeclass.h — the small-object size classes: 16-byte steps up to 128 bytes, then four
+ * classes per doubling up to 32 KiB (at most 25% internal waste above 128 bytes). A class is
+ * computed from the size in a few instructions, without a table lookup.
+ *
+ *   class:  0   1   2  ...  7    8    9   10   11   12  ...  39
+ *   size:  16  32  48  ... 128  160  192  224  256  320  ... 32768
+ */
+#ifndef NP_SIZECLASS_H
+#define NP_SIZECLASS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+#define NP_NCLASSES 40
+#define NP_SMALL_MAX 32768
+
+extern const uint32_t np_class_size[NP_NCLASSES];
+
+/* The class of a request of size bytes (size <= NP_SMALL_MAX; 0 counts as 1). */
+NP_INLINE unsigned np_size_class(size_t size)
+{
+	if (size <= 128)
+		return size ? (unsigned)((size + 15) >> 4) - 1 : 0;
+	unsigned lg = 63u - (unsigned)__builtin_clzll(size - 1);
+	return 8 + (lg - 7) * 4 + (unsigned)(((size - 1) >> (lg - 2)) & 3);
+}
+
+/* Bytes of the slab (a 64 KiB-aligned page run) of a class: at least 64 KiB and 8 blocks. */
+NP_INLINE size_t np_class_slab_bytes(unsigned c)
+{
+	size_t want = (size_t)np_class_size[c] * 8;
+	size_t b = (size_t)64 << 10;
+	while (b < want)
+		b <<= 1;
+	return b;
+}
+
+#endif /* NP_SIZECLASS_H */

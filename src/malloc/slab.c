@@ -1,0 +1,303 @@
+/*
+ * slab.c — slabs of one size class (see slab.h). Owner-side operations run on the owning thread
+ * without locks; thread_free is the only field other threads write, with CAS. The orphan lists
+ * (one mutex per node and class) are touched only when a thread exits, when a full slab is
+ * claimed by a free from another node, and when a thread adopts.
+ */
+#include "malloc/slab.h"
+
+#include <string.h>
+
+#include "log.h"
+#include "topology/topology.h"
+
+struct np_slab np_slab_empty;
+
+struct orphan_list {
+	pthread_mutex_t lock;
+	struct np_slab *head;
+};
+static struct orphan_list orphans[NP_MAX_NODES][NP_NCLASSES];
+static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;
+
+static void orphans_init(void)
+{
+	for (int n = 0; n < NP_MAX_NODES; n++)
+		for (int c = 0; c < NP_NCLASSES; c++)
+			pthread_mutex_init(&orphans[n][c].lock, NULL);
+}
+
+#define PTR_MASK (~(uintptr_t)15)
+
+static uintptr_t next_of(const struct np_slab *s, uintptr_t b)
+{
+	return *(const uintptr_t *)b ^ s->key;
+}
+
+static void set_next(const struct np_slab *s, uintptr_t b, uintptr_t next)
+{
+	*(uintptr_t *)b = next ^ s->key;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+static uint32_t inverse_odd(uint32_t q)
+{
+	uint32_t x = q; /* Newton: each step doubles the correct low bits (3 -> 6 -> 12 -> 24 -> 48) */
+	for (int i = 0; i < 4; i++)
+		x *= 2 - q * x;
+	return x;
+}
+
+struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_thread *owner)
+{
+	size_t bytes = np_class_slab_bytes(cls);
+	size_t pages = bytes >> NP_PAGE_SHIFT;
+	struct np_page *run = pages == 16 ? np_pcp_get(pcp, 4, -1) : np_pcp_get_run(pcp, pages, pages, -1);
+	if (!run)
+		return NULL;
+	struct np_slab *s = np_page_meta(run);
+	memset(s, 0, sizeof *s);
+	uint32_t block = np_class_size[cls];
+	s->block = block;
+	s->cls = (uint8_t)cls;
+	s->node = (uint8_t)np_page_node(run);
+	s->run = run;
+	s->start = (uintptr_t)np_page_addr(run);
+	s->capacity = (uint32_t)(bytes / block);
+	s->reserved = s->capacity;
+	s->div_shift = (uint8_t)__builtin_ctz(block);
+	uint32_t q = block >> s->div_shift;
+	s->div_inv = inverse_odd(q);
+	s->div_lim = UINT32_MAX / q;
+	static uint64_t counter;
+	s->key = (uintptr_t)mix64(s->start ^ ((uint64_t)(uintptr_t)owner << 17) ^
+				  __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) | 1;
+	s->owner = owner;
+	atomic_init(&s->thread_free, NP_SLAB_OWNED);
+	run->state = NP_PAGE_SLAB;
+	for (size_t i = 0; i < pages; i++)
+		run[i].owner = s;
+	np_slab_extend(s);
+	return s;
+}
+
+void np_slab_extend(struct np_slab *s)
+{
+	uint32_t n = (uint32_t)(NP_PAGE_SIZE / s->block);
+	if (n == 0)
+		n = 1;
+	if (n > s->reserved)
+		n = s->reserved;
+	uintptr_t first = s->start + (uintptr_t)(s->capacity - s->reserved) * s->block;
+	uintptr_t b = first;
+	for (uint32_t i = 1; i < n; i++, b += s->block)
+		set_next(s, b, b + s->block);
+	set_next(s, b, s->free);
+	s->free = first;
+	s->reserved -= n;
+}
+
+uint32_t np_slab_collect(struct np_slab *s)
+{
+	if (!s->free) {
+		s->free = s->local_free;
+		s->local_free = 0;
+	}
+	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+	if (!(old & PTR_MASK))
+		return 0;
+	while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & ~PTR_MASK,
+						      memory_order_acquire, memory_order_relaxed))
+		;
+	uintptr_t head = old & PTR_MASK, tail = head;
+	uint32_t n = 1;
+	for (uintptr_t nx = next_of(s, tail); nx; nx = next_of(s, tail)) {
+		if (++n > s->used || !np_slab_offset_ok(s, nx - s->start))
+			np_fatal("free: double free or corruption (blocks freed by other threads) in slab %p",
+				 (void *)s->start);
+		tail = nx;
+	}
+	set_next(s, tail, s->free);
+	s->free = head;
+	s->used -= n;
+	return n;
+}
+
+void np_slab_release(struct np_slab *s, struct np_pcp *pcp)
+{
+	np_assert(s->used == 0);
+	struct np_page *run = s->run;
+	size_t pages = np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
+	for (size_t i = 0; i < pages; i++)
+		run[i].owner = NULL;
+	run->state = NP_PAGE_USED;
+	__atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
+	s->block = 0;
+	if (pcp && run->order < NP_PCP_ORDERS)
+		np_pcp_put(pcp, run);
+	else
+		np_pcp_put_run(pcp, run);
+}
+
+bool np_slab_float(struct np_slab *s)
+{
+	struct np_thread *owner = s->owner;
+	/* Let go of ownership first: once FLOATING, a claimer may write owner at any time. */
+	__atomic_store_n(&s->owner, NP_NO_OWNER, __ATOMIC_RELAXED);
+	uintptr_t expect = NP_SLAB_OWNED;
+	if (atomic_compare_exchange_strong_explicit(&s->thread_free, &expect, NP_SLAB_FLOATING,
+						    memory_order_release, memory_order_relaxed))
+		return true;
+	__atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED); /* remote frees arrived: keep it */
+	return false;
+}
+
+bool np_slab_push_remote(struct np_slab *s, uintptr_t b)
+{
+	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed), state;
+	do {
+		state = old & NP_SLAB_STATE_MASK;
+		set_next(s, b, old & PTR_MASK);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&s->thread_free, &old, b | (state == NP_SLAB_FLOATING ? NP_SLAB_ORPHAN : state),
+		memory_order_release, memory_order_relaxed));
+	return state == NP_SLAB_FLOATING;
+}
+
+void np_slab_set_state(struct np_slab *s, uintptr_t state)
+{
+	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, (old & ~(uintptr_t)NP_SLAB_STATE_MASK) | state,
+						      memory_order_acq_rel, memory_order_relaxed))
+		;
+}
+
+void np_slab_orphan(struct np_slab *s)
+{
+	pthread_once(&orphans_once, orphans_init);
+	__atomic_store_n(&s->owner, NP_NO_OWNER, __ATOMIC_RELAXED);
+	np_slab_set_state(s, NP_SLAB_ORPHAN);
+	struct orphan_list *l = &orphans[s->node][s->cls];
+	pthread_mutex_lock(&l->lock);
+	s->next = l->head;
+	s->prev = NULL;
+	l->head = s;
+	pthread_mutex_unlock(&l->lock);
+}
+
+struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
+{
+	struct orphan_list *l = &orphans[node][cls];
+	if (!__atomic_load_n(&l->head, __ATOMIC_RELAXED)) /* racy peek: a hint, checked under the lock */
+		return NULL;
+	pthread_once(&orphans_once, orphans_init);
+	pthread_mutex_lock(&l->lock);
+	struct np_slab *s = l->head;
+	if (s)
+		l->head = s->next;
+	pthread_mutex_unlock(&l->lock);
+	if (!s)
+		return NULL;
+	s->next = s->prev = NULL;
+	__atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED);
+	np_slab_set_state(s, NP_SLAB_OWNED);
+	return s;
+}
+
+size_t np_slab_sweep_orphans(void)
+{
+	pthread_once(&orphans_once, orphans_init);
+	size_t pages = 0;
+	for (int n = 0; n < NP_MAX_NODES; n++)
+		for (int c = 0; c < NP_NCLASSES; c++) {
+			struct orphan_list *l = &orphans[n][c];
+			if (!__atomic_load_n(&l->head, __ATOMIC_RELAXED))
+				continue;
+			pthread_mutex_lock(&l->lock);
+			struct np_slab *s = l->head, *keep = NULL;
+			l->head = NULL;
+			pthread_mutex_unlock(&l->lock);
+			while (s) {
+				struct np_slab *next = s->next;
+				np_slab_collect(s);
+				if (s->used == 0) {
+					pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
+					np_slab_release(s, NULL);
+				} else {
+					s->next = keep;
+					keep = s;
+				}
+				s = next;
+			}
+			if (keep) {
+				pthread_mutex_lock(&l->lock);
+				struct np_slab *t = keep;
+				while (t->next)
+					t = t->next;
+				t->next = l->head;
+				l->head = keep;
+				pthread_mutex_unlock(&l->lock);
+			}
+		}
+	return pages;
+}
+
+void np_slab_atfork_prepare(void)
+{
+	pthread_once(&orphans_once, orphans_init);
+	for (int n = 0; n < np_topo_table.nnodes; n++)
+		for (int c = 0; c < NP_NCLASSES; c++)
+			pthread_mutex_lock(&orphans[n][c].lock);
+}
+
+void np_slab_atfork_parent(void)
+{
+	for (int n = np_topo_table.nnodes - 1; n >= 0; n--)
+		for (int c = NP_NCLASSES - 1; c >= 0; c--)
+			pthread_mutex_unlock(&orphans[n][c].lock);
+}
+
+void np_slab_atfork_child(void)
+{
+	for (int n = 0; n < np_topo_table.nnodes; n++)
+		for (int c = 0; c < NP_NCLASSES; c++)
+			pthread_mutex_init(&orphans[n][c].lock, NULL);
+}
+
+bool np_slab_holds_free(const struct np_slab *s, uintptr_t b)
+{
+	uintptr_t lists[2] = {s->free, s->local_free};
+	for (int k = 0; k < 2; k++) {
+		uint32_t n = 0;
+		for (uintptr_t x = lists[k]; x && n <= s->capacity; x = next_of(s, x), n++)
+			if (x == b)
+				return true;
+	}
+	return false;
+}
+
+const char *np_slab_check(const struct np_slab *s)
+{
+	uintptr_t lists[2] = {s->free, s->local_free};
+	uint32_t count = 0;
+	for (int k = 0; k < 2; k++)
+		for (uintptr_t x = lists[k]; x; x = next_of(s, x)) {
+			if (x < s->start || !np_slab_offset_ok(s, x - s->start))
+				return "a free list holds a pointer that is no block of the slab";
+			if (++count > s->capacity)
+				return "a free list is longer than the slab (cycle: double free?)";
+		}
+	if ((uint64_t)count + s->used + s->reserved > s->capacity)
+		return "used + free + reserved blocks exceed the capacity";
+	if (s->run->state != NP_PAGE_SLAB || s->run->owner != s)
+		return "the slab's run does not point back at it";
+	return NULL;
+}

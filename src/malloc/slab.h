@@ -1,0 +1,114 @@
+/*
+ * slab.h — a 64 KiB-aligned page run carved into blocks of one size class. The header lives in
+ * the chunk's metadata slot of the run (never inside the run), so blocks are naturally aligned:
+ * a block of a power-of-two class is aligned to its size, up to the slab size.
+ *
+ * Three free lists, as in mimalloc: `free` (the owner allocates from it), `local_free` (the
+ * owner's frees) and `thread_free` (other threads' frees, a lock-free stack). Next pointers are
+ * stored XOR-ed with the slab's key, so a freed block is recognisable and a double free by the
+ * owner is caught cheaply. The low bits of thread_free hold the slab's ownership state:
+ *   OWNED     owner is a live thread; it collects thread_free in its slow path
+ *   FLOATING  the owner found it full and let go of it; it is in no list, and the first thread
+ *             that frees into it claims it (adopts it, or hands it to its node's orphans)
+ *   ORPHAN    ownerless, in (or on its way to) its node's orphan list for its class, where
+ *             threads homed near that node adopt it
+ * Memory never changes node: a block always returns to its own slab.
+ * Invariants: see np_slab_check().
+ */
+#ifndef NP_SLAB_H
+#define NP_SLAB_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "malloc/sizeclass.h"
+#include "pcp/pcp.h"
+#include "pool/chunk.h"
+
+struct np_thread;
+
+#define NP_SLAB_OWNED 0u
+#define NP_SLAB_FLOATING 1u
+#define NP_SLAB_ORPHAN 2u
+#define NP_SLAB_STATE_MASK 3u
+/* The owner of a slab nobody owns: never equal to a thread, nor to NULL (no state yet). */
+#define NP_NO_OWNER ((struct np_thread *)(uintptr_t)8)
+
+struct np_slab {
+	/* Line 1, the owner's: everything both fast paths read. */
+	uintptr_t free;              /* first block to allocate (plain), or 0 */
+	uintptr_t key;               /* next pointers are stored as next ^ key */
+	struct np_thread *owner;     /* relaxed atomic: read by any thread in free() */
+	uint32_t used;               /* blocks handed out and not yet back in free/local_free */
+	uint32_t block;              /* block size */
+	uintptr_t start;             /* address of block 0 (= the run's address) */
+	uintptr_t local_free;        /* owner's frees (plain head) */
+	uint16_t capacity;           /* blocks in the slab */
+	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
+	uint32_t div_inv, div_lim;   /* divisibility test of offsets by the block's odd factor */
+	uint8_t div_shift;           /* block = odd factor << div_shift */
+	uint8_t cls;
+	uint8_t node;                /* dense node of the memory */
+	uint8_t pad_;
+	/* Line 2: thread_free, written by other threads, and fields of the slow paths. */
+	_Atomic uintptr_t thread_free NP_ALIGNED(NP_CACHELINE);
+	struct np_page *run;         /* the page run */
+	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
+};
+_Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
+
+/* A slab with no free block: every thread's current slab of every class before its first
+ * allocation, so the fast path needs no "initialised?" test. Never written. */
+extern struct np_slab np_slab_empty;
+
+/* True when offset off (from start) is the start of a block. Multiply-and-compare, no divide. */
+NP_INLINE bool np_slab_offset_ok(const struct np_slab *s, uintptr_t off)
+{
+	return (off & (((uintptr_t)1 << s->div_shift) - 1)) == 0 &&
+	       (uint32_t)((uint32_t)(off >> s->div_shift) * s->div_inv) <= s->div_lim &&
+	       off < (uintptr_t)s->capacity * s->block;
+}
+
+/* True when the first word of block b decodes to a pointer into this slab or to the end of a
+ * list: b looks already free (confirm with np_slab_holds_free before reporting). */
+NP_INLINE bool np_slab_looks_free(const struct np_slab *s, uintptr_t b)
+{
+	uintptr_t next = *(const uintptr_t *)b ^ s->key;
+	return next == 0 || next - s->start < (uintptr_t)s->capacity * s->block;
+}
+
+/* Creates a slab of class cls for thread-owner `owner` from the owner's page cache. */
+struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_thread *owner);
+/* Moves local_free and (atomically) thread_free into free. Returns blocks collected from
+ * other threads. Aborts on a corrupt thread_free list (a double free by another thread). */
+uint32_t np_slab_collect(struct np_slab *s);
+/* Adds up to a page worth of never-used blocks to free. */
+void np_slab_extend(struct np_slab *s);
+/* Gives the slab's pages back (used must be 0). pcp: the releasing thread's cache or NULL. */
+void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
+/* The owner gives up a full slab: OWNED -> FLOATING, only if no remote free is pending. */
+bool np_slab_float(struct np_slab *s);
+/* Pushes block b freed by a thread that does not own s. Returns true when the free claimed a
+ * FLOATING slab, which the caller must then adopt or orphan. */
+bool np_slab_push_remote(struct np_slab *s, uintptr_t b);
+/* Sets the ownership state bits, keeping the list. */
+void np_slab_set_state(struct np_slab *s, uintptr_t state);
+
+/* Orphan lists, one per node and class. */
+void np_slab_orphan(struct np_slab *s);
+struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner);
+/* Collects every orphan of every class and releases the empty ones; returns pages released. */
+size_t np_slab_sweep_orphans(void);
+void np_slab_atfork_prepare(void);
+void np_slab_atfork_parent(void);
+void np_slab_atfork_child(void);
+
+/* True when b is on one of s's free lists (owner only: walks free and local_free). */
+bool np_slab_holds_free(const struct np_slab *s, uintptr_t b);
+/* Walks the slab's lists; NULL when sound, else what is wrong (owner only). */
+const char *np_slab_check(const struct np_slab *s);
+
+#endif /* NP_SLAB_H */

@@ -1,0 +1,192 @@
+/*
+ * thread.c — creation, exit and fork of per-thread allocator state (see thread.h).
+ */
+#include "malloc/thread.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "log.h"
+#include "malloc/init.h"
+#include "os.h"
+#include "topology/topology.h"
+
+NP_TLS struct np_tls np_tls = {.cur = {[0 ... NP_NCLASSES - 1] = &np_slab_empty}};
+
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct np_thread *live, *recycled;
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+
+static void on_thread_exit(void *arg);
+
+void np_thread_init_key(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
+}
+
+/* Pages for a new struct np_thread, near the thread's node. */
+static struct np_thread *map_struct(int home)
+{
+	size_t pages = (sizeof(struct np_thread) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
+	const struct np_topo_node *nd = &np_topo_table.node[home];
+	for (int k = 0; k < nd->nfallback; k++) {
+		struct np_page *run = np_pool_get_run(nd->fallback[k], pages, 1, NULL);
+		if (run) {
+			struct np_thread *th = np_page_addr(run);
+			memset(th, 0, sizeof *th);
+			th->struct_pages = pages;
+			return th;
+		}
+	}
+	return NULL;
+}
+
+struct np_thread *np_thread_get(void)
+{
+	if (NP_LIKELY(np_tls.self))
+		return np_tls.self;
+	if (!np_is_ready())
+		return NULL;
+	int home = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	pthread_mutex_lock(&threads_lock);
+	struct np_thread *th = recycled;
+	if (th)
+		recycled = th->next;
+	pthread_mutex_unlock(&threads_lock);
+	if (th) {
+		size_t pages = th->struct_pages;
+		memset(th, 0, sizeof *th);
+		th->struct_pages = pages;
+	} else if (!(th = map_struct(home))) {
+		return NULL;
+	}
+	th->tid = np_os_tid();
+	np_vmstat_register(&th->st);
+	np_pcp_init(&th->pcp, home, &th->st);
+	pthread_mutex_lock(&threads_lock);
+	th->prev = NULL;
+	th->next = live;
+	if (live)
+		live->prev = th;
+	live = th;
+	pthread_mutex_unlock(&threads_lock);
+	np_tls.self = th;
+	np_tls.exited = false;
+	/* After self is set: setspecific may allocate (keys past the first 32), and that
+	 * allocation must find this thread ready. */
+	if (exit_key_ok)
+		pthread_setspecific(exit_key, th);
+	return th;
+}
+
+void np_thread_fold_bytes(struct np_thread *th)
+{
+	int node = th->pcp.home;
+	if (np_tls.alloc_bytes != np_tls.free_bytes)
+		np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_in_use,
+			      (long)(np_tls.alloc_bytes - np_tls.free_bytes));
+	if (np_tls.req_bytes)
+		np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_requested, (long)np_tls.req_bytes);
+	np_tls.alloc_bytes = np_tls.free_bytes = np_tls.req_bytes = 0;
+}
+
+void np_thread_abandon(struct np_thread *th)
+{
+	for (int c = 0; c < NP_NCLASSES; c++) {
+		struct np_slab *s = th->ring[c];
+		if (!s)
+			continue;
+		s->prev->next = NULL; /* open the ring */
+		while (s) {
+			struct np_slab *next = s->next;
+			s->next = s->prev = NULL;
+			np_slab_collect(s);
+			if (s->used == 0)
+				np_slab_release(s, &th->pcp);
+			else
+				np_slab_orphan(s);
+			s = next;
+		}
+		th->ring[c] = NULL;
+	}
+	np_pcp_drain(&th->pcp);
+	np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_threads, -1);
+	np_vmstat_unregister(&th->st);
+	pthread_mutex_lock(&threads_lock);
+	if (th->prev)
+		th->prev->next = th->next;
+	else if (live == th)
+		live = th->next;
+	if (th->next)
+		th->next->prev = th->prev;
+	th->next = recycled;
+	recycled = th;
+	pthread_mutex_unlock(&threads_lock);
+}
+
+static void reset_tls(void)
+{
+	for (int c = 0; c < NP_NCLASSES; c++)
+		np_tls.cur[c] = &np_slab_empty;
+	np_tls.self = NULL;
+}
+
+static void on_thread_exit(void *arg)
+{
+	struct np_thread *th = arg;
+	if (th != np_tls.self)
+		return;
+	np_thread_fold_bytes(th);
+	reset_tls();
+	np_tls.exited = true;
+	np_thread_abandon(th);
+}
+
+void np_thread_atfork_prepare(void)
+{
+	pthread_mutex_lock(&threads_lock);
+}
+
+void np_thread_atfork_parent(void)
+{
+	pthread_mutex_unlock(&threads_lock);
+}
+
+void np_thread_atfork_child(void)
+{
+	pthread_mutex_init(&threads_lock, NULL);
+	/* Only the forking thread survives: hand the others' slabs and pages back. */
+	struct np_thread *th = live;
+	while (th) {
+		struct np_thread *next = th->next;
+		if (th != np_tls.self)
+			np_thread_abandon(th);
+		th = next;
+	}
+}
+
+const char *np_thread_check(const struct np_thread *th)
+{
+	for (int c = 0; c < NP_NCLASSES; c++) {
+		const struct np_slab *s = th->ring[c];
+		if (!s)
+			continue;
+		if (np_tls.self == th && np_tls.cur[c] != s)
+			return "the fast path's current slab is not the ring's";
+		const struct np_slab *t = s;
+		do {
+			if (t->cls != c)
+				return "a slab sits in the ring of another class";
+			if (t->owner != th)
+				return "a slab in a thread's ring is owned by another";
+			if (t->next->prev != t)
+				return "broken slab ring";
+			const char *err = np_slab_check(t);
+			if (err)
+				return err;
+			t = t->next;
+		} while (t != s);
+	}
+	return np_pcp_check(&th->pcp);
+}

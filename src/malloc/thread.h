@@ -1,0 +1,64 @@
+/*
+ * thread.h — a thread's allocator state. The fast paths touch only np_tls, a small
+ * initial-exec thread-local block (no allocation, no lazy TLS call): the current slab of every
+ * class and a pointer to the thread's np_thread. np_tls starts with every class on
+ * np_slab_empty and self == NULL, so the first malloc of a thread misses and initialises it in
+ * the slow path. struct np_thread (the page cache, the statistics deltas, the slab rings) lives
+ * in pages of the thread's node and is recycled, never unmapped, so a stale owner pointer in a
+ * slab never points at unmapped memory.
+ *
+ * Lock: threads_lock guards the live list and the recycle list. Invariants: np_thread_check().
+ */
+#ifndef NP_THREAD_H
+#define NP_THREAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "malloc/sizeclass.h"
+#include "malloc/slab.h"
+#include "pcp/pcp.h"
+#include "vmstat/vmstat.h"
+
+struct np_tls {
+	struct np_slab *cur[NP_NCLASSES]; /* current slab per class (== self->ring[c]) */
+	struct np_thread *self;           /* NULL until the thread's first slow path */
+	uint64_t alloc_bytes;             /* block bytes handed out by the fast path */
+	uint64_t free_bytes;              /* block bytes freed by the fast path */
+	uint64_t req_bytes;               /* bytes requested through the fast path */
+	bool exited;                      /* the thread-exit destructor ran */
+};
+
+extern NP_TLS struct np_tls np_tls;
+
+struct np_thread {
+	struct np_pcp pcp;
+	struct np_slab *ring[NP_NCLASSES];   /* owned slabs of each class, a ring; NULL = none */
+	struct np_thread *next, *prev;        /* live list */
+	int tid;
+	size_t struct_pages;
+	struct np_vmstat_diffs st;            /* last: large */
+};
+
+/* The calling thread's state, created on first use; NULL while the allocator is not ready
+ * (start-up: the caller serves from the bootstrap arena) or when no memory is left. */
+struct np_thread *np_thread_get(void);
+/* Called by the key destructor at thread exit, and for threads that did not survive a fork:
+ * collects every slab, gives empty ones back and orphans the rest, drains the page cache,
+ * folds the statistics, recycles the struct. */
+void np_thread_abandon(struct np_thread *th);
+/* Folds the fast path's byte counters into the statistics. */
+void np_thread_fold_bytes(struct np_thread *th);
+/* The thread-exit hook (pthread key destructor) and its key. */
+void np_thread_init_key(void);
+
+/* fork */
+void np_thread_atfork_prepare(void);
+void np_thread_atfork_parent(void);
+void np_thread_atfork_child(void);
+
+/* Walks the thread's rings and page cache; NULL when sound. */
+const char *np_thread_check(const struct np_thread *th);
+
+#endif /* NP_THREAD_H */

@@ -1,0 +1,322 @@
+/*
+ * pcp.c — per-thread page caches (see pcp.h). Everything here runs on the owning thread; the
+ * only shared state it touches is a pool, through np_pool_* (which lock once per batch).
+ * Accounting follows Linux's numastat: the intended node is the one the request named, or the
+ * thread's home node; the served node is where the page lives.
+ */
+#include "pcp/pcp.h"
+
+#include "options.h"
+#include "os.h"
+#include "topology/topology.h"
+
+#define MAX_BATCH_RUNS 64
+
+static bool is_near(const struct np_pcp *pcp, int node)
+{
+	return (pcp->near >> node) & 1;
+}
+
+static void push_head(struct np_page_list *l, struct np_page *pg)
+{
+	pg->prev = NULL;
+	pg->next = l->head;
+	if (l->head)
+		l->head->prev = pg;
+	else
+		l->tail = pg;
+	l->head = pg;
+}
+
+static void push_tail(struct np_page_list *l, struct np_page *pg)
+{
+	pg->next = NULL;
+	pg->prev = l->tail;
+	if (l->tail)
+		l->tail->next = pg;
+	else
+		l->head = pg;
+	l->tail = pg;
+}
+
+static void unlink_run(struct np_page_list *l, struct np_page *pg)
+{
+	if (pg->prev)
+		pg->prev->next = pg->next;
+	else
+		l->head = pg->next;
+	if (pg->next)
+		pg->next->prev = pg->prev;
+	else
+		l->tail = pg->prev;
+	pg->next = pg->prev = NULL;
+}
+
+static uint64_t near_mask(int home)
+{
+	const struct np_topo_node *nd = &np_topo_table.node[home];
+	if (nd->mem_allowed)
+		return 1ULL << home;
+	uint64_t m = 0;
+	for (int k = 0; k < nd->nfallback && nd->fallback_dist[k] == nd->fallback_dist[0]; k++)
+		m |= 1ULL << nd->fallback[k];
+	return m;
+}
+
+void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st)
+{
+	*pcp = (struct np_pcp){.st = st, .home = home};
+	pcp->batch = np_opt.pcp_batch > 0 ? (int)np_opt.pcp_batch : NP_PCP_BATCH_DEFAULT;
+	pcp->high = np_opt.pcp_high > 0 ? (int)np_opt.pcp_high : NP_PCP_HIGH_FACTOR * pcp->batch;
+	if (pcp->high < pcp->batch)
+		pcp->high = pcp->batch;
+	pcp->near = near_mask(home);
+	pcp->rotor = (unsigned)np_os_tid();
+	np_vmstat_add(st, home, NUMA_PAGE_STAT_threads, 1);
+}
+
+void np_pcp_set_home(struct np_pcp *pcp, int home)
+{
+	if (home == pcp->home)
+		return;
+	np_vmstat_add(pcp->st, pcp->home, NUMA_PAGE_STAT_threads, -1);
+	np_vmstat_add(pcp->st, home, NUMA_PAGE_STAT_threads, 1);
+	pcp->home = home;
+	pcp->near = near_mask(home);
+	/* Pages that were local are remote now: near ones to the head, the rest to the tail. */
+	for (int o = 0; o < NP_PCP_ORDERS; o++) {
+		struct np_page_list near = {0}, far = {0};
+		struct np_page *pg = pcp->list[o].head;
+		while (pg) {
+			struct np_page *next = pg->next;
+			push_tail(is_near(pcp, np_page_node(pg)) ? &near : &far, pg);
+			pg = next;
+		}
+		if (near.tail) {
+			near.tail->next = far.head;
+			if (far.head)
+				far.head->prev = near.tail;
+			near.tail = far.tail ? far.tail : near.tail;
+			pcp->list[o] = near;
+		} else {
+			pcp->list[o] = far;
+		}
+	}
+}
+
+void np_pcp_follow_cpu(struct np_pcp *pcp)
+{
+	if (pcp->home_fixed)
+		return;
+	int node = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	if (node >= 0 && node != pcp->home)
+		np_pcp_set_home(pcp, node);
+}
+
+void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages)
+{
+	struct np_vmstat_diffs *st = pcp ? pcp->st : NULL;
+	int home = pcp ? pcp->home : intended;
+	if (served == intended) {
+		np_vmstat_add(st, served, NUMA_PAGE_STAT_numa_hit, npages);
+	} else {
+		np_vmstat_add(st, served, NUMA_PAGE_STAT_numa_miss, npages);
+		np_vmstat_add(st, intended, NUMA_PAGE_STAT_numa_foreign, npages);
+	}
+	np_vmstat_add(st, served, served == home ? NUMA_PAGE_STAT_local_node : NUMA_PAGE_STAT_other_node, npages);
+	np_vmstat_add(st, served, NUMA_PAGE_STAT_pages_in_use, npages);
+}
+
+void np_pcp_count_free(struct np_pcp *pcp, int node, long npages)
+{
+	struct np_vmstat_diffs *st = pcp ? pcp->st : NULL;
+	np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_in_use, -npages);
+	if (pcp && !is_near(pcp, node))
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_remote_free, npages);
+}
+
+/* Refills list[order] with a batch: from the home node's first-choice pool, else along the
+ * home node's fallback order. Returns false when no node had memory. */
+static bool refill(struct np_pcp *pcp, unsigned order)
+{
+	np_pcp_follow_cpu(pcp);
+	int want = pcp->batch >> order;
+	want = want < 1 ? 1 : want > MAX_BATCH_RUNS ? MAX_BATCH_RUNS : want;
+	struct np_page *runs[MAX_BATCH_RUNS];
+	bool stolen;
+	int from = np_pool_pick(pcp->home, &pcp->rotor, &stolen);
+	int got = np_pool_get_batch(from, order, want, runs, pcp->st);
+	if (got && stolen)
+		np_vmstat_add(pcp->st, from, NUMA_PAGE_STAT_pages_stolen, (long)got << order);
+	const struct np_topo_node *nd = &np_topo_table.node[pcp->home];
+	for (int k = 0; !got && k < nd->nfallback; k++)
+		if (nd->fallback[k] != from)
+			got = np_pool_get_batch(from = nd->fallback[k], order, want, runs, pcp->st);
+	if (!got)
+		return false;
+	np_vmstat_add(pcp->st, from, NUMA_PAGE_STAT_pcp_refill, 1);
+	struct np_page_list *l = &pcp->list[order];
+	bool near = is_near(pcp, from);
+	for (int i = got - 1; i >= 0; i--) {
+		runs[i]->state = NP_PAGE_PCP;
+		if (near)
+			push_head(l, runs[i]);
+		else
+			push_tail(l, runs[i]);
+	}
+	pcp->count += got << order;
+	return true;
+}
+
+/* A run of 1 << order pages from a pool for a request aimed at `node`, bypassing the cache. */
+static struct np_page *get_direct(struct np_pcp *pcp, unsigned order, int node)
+{
+	const struct np_topo_node *nd = &np_topo_table.node[node];
+	for (int k = 0; k < nd->nfallback; k++) {
+		struct np_page *run;
+		if (np_pool_get_batch(nd->fallback[k], order, 1, &run, pcp->st) == 1) {
+			np_pcp_count_alloc(pcp, node, nd->fallback[k], 1L << order);
+			return run;
+		}
+	}
+	return NULL;
+}
+
+struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
+{
+	np_assert(order < NP_PCP_ORDERS);
+	if (node >= 0 && node != pcp->home)
+		return get_direct(pcp, order, node);
+	struct np_page_list *l = &pcp->list[order];
+	struct np_page *pg = l->head;
+	/* Only remote pages left (or none): prefer a fresh batch of near ones. */
+	if (!pg || !is_near(pcp, np_page_node(pg))) {
+		refill(pcp, order);
+		pg = l->head;
+		if (!pg)
+			return NULL;
+	}
+	unlink_run(l, pg);
+	pcp->count -= 1 << order;
+	pg->state = NP_PAGE_USED;
+	np_pcp_count_alloc(pcp, pcp->home, np_page_node(pg), 1L << order);
+	return pg;
+}
+
+/* Sends at least a batch of pages, tail first, back to their pools. */
+static void flush(struct np_pcp *pcp, int pages)
+{
+	struct np_page *runs[MAX_BATCH_RUNS];
+	while (pages > 0 && pcp->count > 0) {
+		int n = 0;
+		uint64_t drained = 0;
+		/* Remote runs first (they sit at the tails), then round-robin over the orders. */
+		for (int pass = 0; pass < 2 && n < MAX_BATCH_RUNS && pages > 0; pass++) {
+			bool progress = true;
+			while (progress && n < MAX_BATCH_RUNS && pages > 0) {
+				progress = false;
+				for (int o = 0; o < NP_PCP_ORDERS && n < MAX_BATCH_RUNS && pages > 0; o++) {
+					struct np_page *pg = pcp->list[o].tail;
+					if (!pg || (pass == 0 && is_near(pcp, np_page_node(pg))))
+						continue;
+					unlink_run(&pcp->list[o], pg);
+					pcp->count -= 1 << o;
+					pages -= 1 << o;
+					drained |= 1ULL << np_page_node(pg);
+					runs[n++] = pg;
+					progress = true;
+				}
+			}
+		}
+		if (n == 0)
+			break;
+		for (int node = 0; drained; node++, drained >>= 1)
+			if (drained & 1)
+				np_vmstat_add(pcp->st, node, NUMA_PAGE_STAT_pcp_drain, 1);
+		np_pool_put_batch(runs, n, pcp->st);
+	}
+}
+
+void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
+{
+	int node = np_page_node(run);
+	unsigned order = run->order;
+	np_assert(order < NP_PCP_ORDERS && run->npages == 1u << order);
+	np_pcp_count_free(pcp, node, 1L << order);
+	run->state = NP_PAGE_PCP;
+	run->owner = NULL;
+	if (is_near(pcp, node))
+		push_head(&pcp->list[order], run);
+	else
+		push_tail(&pcp->list[order], run);
+	pcp->count += 1 << order;
+	if (NP_UNLIKELY(pcp->count >= pcp->high))
+		flush(pcp, pcp->batch);
+}
+
+struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node)
+{
+	int intended = node >= 0 ? node : pcp->home;
+	int first = -1;
+	if (node < 0 || node == pcp->home) {
+		np_pcp_follow_cpu(pcp);
+		intended = pcp->home;
+		bool stolen;
+		first = np_pool_pick(intended, &pcp->rotor, &stolen);
+		struct np_page *run = np_pool_get_run(first, npages, align_pages, pcp->st);
+		if (run) {
+			if (stolen)
+				np_vmstat_add(pcp->st, first, NUMA_PAGE_STAT_pages_stolen, (long)npages);
+			np_pcp_count_alloc(pcp, intended, first, (long)npages);
+			return run;
+		}
+	}
+	const struct np_topo_node *nd = &np_topo_table.node[intended];
+	for (int k = 0; k < nd->nfallback; k++) {
+		if (nd->fallback[k] == first)
+			continue;
+		struct np_page *run = np_pool_get_run(nd->fallback[k], npages, align_pages, pcp->st);
+		if (run) {
+			np_pcp_count_alloc(pcp, intended, nd->fallback[k], (long)npages);
+			return run;
+		}
+	}
+	return NULL;
+}
+
+void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)
+{
+	np_pcp_count_free(pcp, np_page_node(run), run->npages);
+	run->owner = NULL;
+	np_pool_put_run(run, pcp ? pcp->st : NULL);
+}
+
+void np_pcp_drain(struct np_pcp *pcp)
+{
+	flush(pcp, pcp->count);
+}
+
+const char *np_pcp_check(const struct np_pcp *pcp)
+{
+	int count = 0;
+	for (int o = 0; o < NP_PCP_ORDERS; o++) {
+		const struct np_page *prev = NULL;
+		bool seen_far = false;
+		for (const struct np_page *pg = pcp->list[o].head; pg; prev = pg, pg = pg->next) {
+			if (pg->prev != prev)
+				return "broken back link";
+			if (pg->state != NP_PAGE_PCP)
+				return "a cached run is not in state PCP";
+			if (pg->order != o || pg->npages != 1u << o)
+				return "a cached run sits in the list of another order";
+			bool near = is_near(pcp, np_page_node(pg));
+			if (near && seen_far)
+				return "a near run stands behind a remote one";
+			seen_far |= !near;
+			count += 1 << o;
+		}
+		if (pcp->list[o].tail != prev)
+			return "tail pointer disagrees with the list";
+	}
+	return count == pcp->count ? NULL : "count disagrees with the lists";
+}

@@ -1,0 +1,72 @@
+/*
+ * pcp.h — per-thread page caches, after Linux's per-cpu pagesets. A thread keeps free runs of
+ * 1 << order pages (order 0..NP_PCP_ORDERS-1) in one list per order. Allocation takes from
+ * the head. On free, a run of a node near the thread (its own node, or for a memoryless node
+ * its nearest memory nodes) goes to the head, so it is reused first while still hot; a run of
+ * any other node goes to the tail, so remote pages are the last to be reused and the first to
+ * leave. When count reaches high, a batch leaves from the tail, each run back to its own
+ * node's pool (remote pages drain home); when a list is empty it refills a batch from the
+ * home node's pool (or its fallback) in one lock hold.
+ *
+ * A pcp belongs to one thread: no lock. Invariants: see np_pcp_check().
+ */
+#ifndef NP_PCP_H
+#define NP_PCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "pool/pool.h"
+#include "vmstat/vmstat.h"
+
+#define NP_PCP_ORDERS 5 /* 4 KiB .. 64 KiB */
+#define NP_PCP_BATCH_DEFAULT 32
+#define NP_PCP_HIGH_FACTOR 6
+
+struct np_page_list {
+	struct np_page *head, *tail;
+};
+
+struct np_pcp {
+	struct np_page_list list[NP_PCP_ORDERS];
+	int count;             /* pages held over all lists */
+	int high, batch;       /* drain a batch once count >= high; refill batch pages */
+	int home;              /* dense node the thread allocates for (its CPU's, or set) */
+	bool home_fixed;       /* set by numa_page_set_home_node: do not follow the CPU */
+	uint64_t near;         /* dense nodes whose pages count as local (bit per node) */
+	unsigned rotor;        /* rotating iterator for stealing among equidistant pools */
+	struct np_vmstat_diffs *st;
+};
+
+/* Prepares an empty cache for a thread homed on dense node `home`. */
+void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st);
+/* Re-homes the cache: near pages move to the head of each list, the others to the tail. */
+void np_pcp_set_home(struct np_pcp *pcp, int home);
+/* Follows the thread's CPU unless the home was set explicitly; called on every refill. */
+void np_pcp_follow_cpu(struct np_pcp *pcp);
+
+/* A run of 1 << order pages for a request intended for dense node `node` (-1: the home
+ * node). The home node's requests go through the cache; others go to that node's pool (and
+ * its fallback order) directly. Counts hit/miss/foreign/local/other and pages in use. NULL
+ * when no allowed node has memory left. */
+struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node);
+/* A run of 1 << order pages back into the cache (head if near, tail if remote). */
+void np_pcp_put(struct np_pcp *pcp, struct np_page *run);
+/* Runs that are not cache-sized (any length, a page run of the page API or a large malloc):
+ * served straight from the pools along the fallback order, with the same accounting. */
+struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node);
+void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run);
+/* Gives every cached run back to its pool (thread exit, trim). */
+void np_pcp_drain(struct np_pcp *pcp);
+
+/* Accounting shared with callers that place memory themselves (huge chunks): counts npages
+ * served on dense node `served` for a request intended for `intended`. */
+void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages);
+/* ... and npages of dense node `node` given back (pcp may be NULL: a thread without state). */
+void np_pcp_count_free(struct np_pcp *pcp, int node, long npages);
+
+/* Checks the lists (orders, states, count); NULL when sound, else what is wrong. */
+const char *np_pcp_check(const struct np_pcp *pcp);
+
+#endif /* NP_PCP_H */

@@ -1,0 +1,184 @@
+/*
+ * chunk.c — mapping, binding and registering chunks (see chunk.h). No lock: each chunk's
+ * granule bytes are written by the one thread that mapped it, before any of its memory is
+ * handed out; readers use relaxed loads (see np_chunk_lookup).
+ */
+#include "pool/chunk.h"
+
+#include <errno.h>
+
+#include "log.h"
+#include "options.h"
+#include "os.h"
+#include "topology/topology.h"
+#include "vmstat/vmstat.h"
+
+uint8_t np_granule_map[(size_t)1 << (NP_ADDR_BITS - NP_CHUNK_SHIFT)];
+
+static void mark(const void *start, size_t size, uint8_t first)
+{
+	uintptr_t g = (uintptr_t)start >> NP_CHUNK_SHIFT;
+	uintptr_t end = ((uintptr_t)start + size - 1) >> NP_CHUNK_SHIFT;
+	__atomic_store_n(&np_granule_map[g], first, __ATOMIC_RELEASE);
+	for (g++; g <= end; g++)
+		__atomic_store_n(&np_granule_map[g], first ? NP_GRANULE_CONT : NP_GRANULE_NONE, __ATOMIC_RELEASE);
+}
+
+/* Binds [p, p+size) to dense node `node`. 0 when the memory may be used as that node's. */
+static int bind_range(void *p, size_t size, int node)
+{
+	const struct np_topo *t = &np_topo_table;
+	if (!t->is_system) {
+		/* Rehearsal: the fixture's nodes are not this machine's; pages carry the logical
+		 * node only. Counted, not failed. */
+		np_vmstat_add(NULL, node, NUMA_PAGE_STAT_bind_skipped, 1);
+		return 0;
+	}
+	int rc = np_os_bind(p, size, t->node[node].os_id, np_opt.bind);
+	if (rc == 0)
+		return 0;
+	np_vmstat_add(NULL, node, NUMA_PAGE_STAT_bind_fail, 1);
+	if (np_opt.bind == NP_BIND_STRICT)
+		return rc; /* the caller falls back to the next node */
+	/* Preferred: the kernel's default policy places the pages; keep going (counted). */
+	return 0;
+}
+
+static void name_range(void *p, size_t size, int node)
+{
+	char name[32];
+	np_format(name, sizeof name, "numapage:node%d", np_topo_table.node[node].os_id);
+	np_os_name(p, size, name);
+}
+
+struct np_chunk *np_chunk_map(int node)
+{
+	struct np_chunk *c = np_os_map(NP_CHUNK_SIZE, NP_CHUNK_SIZE);
+	if (!c)
+		return NULL;
+	if (bind_range(c, NP_CHUNK_SIZE, node) < 0) {
+		np_os_unmap(c, NP_CHUNK_SIZE);
+		return NULL;
+	}
+	name_range(c, NP_CHUNK_SIZE, node);
+	c->magic = NP_CHUNK_MAGIC;
+	c->kind = NP_CHUNK_NORMAL;
+	c->node = (uint16_t)node;
+	c->size = NP_CHUNK_SIZE;
+	c->data_offset = NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
+	mark(c, NP_CHUNK_SIZE, NP_GRANULE_START);
+	np_vmstat_add(NULL, node, NUMA_PAGE_STAT_chunks_mapped, 1);
+	return c;
+}
+
+struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align)
+{
+	const struct np_topo *t = &np_topo_table;
+	/* The fields sit behind the (unused) descriptor array: the data starts after them. */
+	size_t off = align > sizeof(struct np_chunk) ? align : sizeof(struct np_chunk);
+	if (bytes > SIZE_MAX - off - NP_CHUNK_SIZE || align > ((size_t)1 << 40))
+		return NULL;
+	size_t size = (off + bytes + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
+	struct np_chunk *c = np_os_map(size, align > NP_CHUNK_SIZE ? align : NP_CHUNK_SIZE);
+	if (!c)
+		return NULL;
+	if (node >= 0) {
+		if (bind_range(c, size, node) < 0) {
+			np_os_unmap(c, size);
+			return NULL;
+		}
+		c->kind = NP_CHUNK_HUGE;
+		c->node = (uint16_t)node;
+		name_range(c, size, node);
+	} else {
+		int os_ids[NP_MAX_NODES], n = 0;
+		for (int i = 0; i < t->nnodes; i++)
+			if (t->node[i].mem_allowed) {
+				c->ilv[n] = (uint8_t)i;
+				os_ids[n++] = t->node[i].os_id;
+			}
+		c->nilv = (uint8_t)n;
+		c->kind = NP_CHUNK_INTERLEAVE;
+		c->node = c->ilv[0];
+		if (t->is_system) {
+			/* The kernel places page a of an anonymous interleaved mapping on the
+			 * (a >> PAGE_SHIFT) % n'th node of the mask: np_chunk_node_at follows
+			 * the same rule, and the VM tests check it with move_pages. */
+			if (np_os_bind_interleave(c, size, os_ids, n) < 0)
+				np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_bind_fail, 1);
+		} else {
+			np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_bind_skipped, 1);
+		}
+		np_os_name(c, size, "numapage:interleave");
+	}
+	c->magic = NP_CHUNK_MAGIC;
+	c->size = size;
+	c->data_offset = off;
+	mark(c, size, NP_GRANULE_START);
+	np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_chunks_mapped, 1);
+	return c;
+}
+
+void np_chunk_unmap_huge(struct np_chunk *c)
+{
+	size_t size = c->size;
+	c->magic = 0;
+	mark(c, size, NP_GRANULE_NONE);
+	np_os_unmap(c, size);
+}
+
+struct np_chunk *np_chunk_find(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (a >> NP_ADDR_BITS)
+		return NULL;
+	uintptr_t g = a >> NP_CHUNK_SHIFT;
+	for (;;) {
+		uint8_t v = __atomic_load_n(&np_granule_map[g], __ATOMIC_ACQUIRE);
+		if (v == NP_GRANULE_START)
+			break;
+		if (v != NP_GRANULE_CONT || g == 0)
+			return NULL;
+		g--;
+	}
+	struct np_chunk *c = (struct np_chunk *)(g << NP_CHUNK_SHIFT);
+	if ((uintptr_t)p >= (uintptr_t)c + c->size)
+		return NULL;
+	return c;
+}
+
+int np_chunk_node_at(const struct np_chunk *c, const void *p)
+{
+	if (c->kind != NP_CHUNK_INTERLEAVE)
+		return c->node;
+	return c->ilv[((uintptr_t)p >> NP_PAGE_SHIFT) % c->nilv];
+}
+
+const char *np_chunk_check(struct np_chunk *c)
+{
+	if (c->magic != NP_CHUNK_MAGIC)
+		return "bad chunk magic";
+	if (c->kind != NP_CHUNK_NORMAL)
+		return NULL;
+	size_t i = NP_CHUNK_HEADER_PAGES;
+	while (i < NP_CHUNK_PAGES) {
+		struct np_page *pg = &c->pages[i];
+		if (pg->state == NP_PAGE_TAIL || pg->state == NP_PAGE_FREE_END || pg->state == NP_PAGE_HEADER)
+			return "a run starts with a tail page";
+		uint32_t n = pg->npages;
+		if (n == 0 || i + n > NP_CHUNK_PAGES)
+			return "run length out of the chunk";
+		if (pg->state == NP_PAGE_FREE) {
+			if (n > 1 && (c->pages[i + n - 1].state != NP_PAGE_FREE_END || c->pages[i + n - 1].npages != n))
+				return "free run without a matching end marker";
+			if (i + n < NP_CHUNK_PAGES && c->pages[i + n].state == NP_PAGE_FREE)
+				return "two adjacent free runs were not coalesced";
+		} else {
+			for (uint32_t k = 1; k < n; k++)
+				if (c->pages[i + k].state != NP_PAGE_TAIL)
+					return "a used run holds a non-tail page";
+		}
+		i += n;
+	}
+	return NULL;
+}

@@ -1,0 +1,155 @@
+/*
+ * chunk.h — memory as the kernel gives it to us: 4 MiB chunks, 4 MiB-aligned, each bound to
+ * exactly one node when mapped and never moved. The chunk header holds the node and one page
+ * descriptor per 4 KiB page, so any pointer finds its chunk, descriptor and node by address
+ * arithmetic. Allocations too large for a chunk get a "huge" mapping of their own whose first
+ * page is the same header (without descriptors).
+ *
+ * A global byte map (one byte per 4 MiB of address space, reserved lazily) says which
+ * granules are ours: it is written under the chunk lock before a chunk's memory is handed out,
+ * and read without a lock by free() (a pointer can only be freed after it was handed out, so
+ * the write happened before). Invariants: see np_chunk_check().
+ */
+#ifndef NP_CHUNK_H
+#define NP_CHUNK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+#define NP_PAGE_SHIFT 12
+#define NP_PAGE_SIZE ((size_t)1 << NP_PAGE_SHIFT)
+#define NP_CHUNK_SHIFT 22
+#define NP_CHUNK_SIZE ((size_t)1 << NP_CHUNK_SHIFT)
+#define NP_CHUNK_PAGES (NP_CHUNK_SIZE / NP_PAGE_SIZE)
+#define NP_CHUNK_MAGIC 0x4e554d41u /* "NUMA" */
+#define NP_META_SHIFT 16 /* one metadata slot per 64 KiB */
+#define NP_META_SIZE 128
+/* Address bits the byte map covers (x86-64 user space with 4-level paging). */
+#define NP_ADDR_BITS 47
+
+enum np_page_state {
+	NP_PAGE_HEADER = 0, /* part of the chunk header: never handed out */
+	NP_PAGE_FREE,       /* first page of a free run in the node's pool */
+	NP_PAGE_FREE_END,   /* last page of a free run of 2 or more pages */
+	NP_PAGE_PCP,        /* first page of a run sitting in a thread's page cache */
+	NP_PAGE_USED,       /* first page of a run handed out (page API or a large malloc) */
+	NP_PAGE_SLAB,       /* first page of a run carved into small objects */
+	NP_PAGE_TAIL,       /* any other page of a run that is not free */
+};
+
+/* One per 4 KiB page of a chunk; meaningful fields are those of a run's first page (and the
+ * last page of free runs, for coalescing). 32 bytes: a chunk's 1024 descriptors fill 8 pages. */
+struct np_page {
+	struct np_page *next, *prev; /* list links: a pool bin or a thread's page cache */
+	void *owner;                 /* slab header for every page of a slab run, else NULL */
+	uint32_t npages;             /* run length (first page, and last page of a free run) */
+	uint8_t state;               /* enum np_page_state */
+	uint8_t order;               /* page-cache order of a run of 1 << order pages, else 0xff */
+	uint8_t clean;               /* free run known to read as zeros (fresh or purged) */
+	uint8_t pad;
+};
+
+enum np_chunk_kind { NP_CHUNK_NORMAL = 1, NP_CHUNK_HUGE = 2, NP_CHUNK_INTERLEAVE = 3 };
+
+/* A normal chunk starts with its page descriptors, then the metadata slots. The chunk's own
+ * fields live in metadata slot 0 (slot 0 covers the header pages, where no run can start), so
+ * the descriptors of header pages stay zero: state NP_PAGE_HEADER, owner NULL. A huge chunk
+ * has the same layout up to the fields, then its data at data_offset. */
+struct np_chunk {
+	struct np_page pages[NP_CHUNK_PAGES]; /* NORMAL only */
+	union {
+		struct {
+			uint32_t magic;
+			uint8_t kind;              /* enum np_chunk_kind */
+			uint8_t nilv;              /* interleave: number of nodes in ilv[] */
+			uint16_t node;             /* dense node index the memory is bound to */
+			size_t size;               /* bytes mapped, header included */
+			size_t data_offset;        /* huge: offset of the user's memory */
+			struct np_chunk *next;     /* the owning pool's chunk list */
+			uint8_t ilv[NP_MAX_NODES]; /* interleave: page a is on ilv[(a >> 12) % nilv] */
+		};
+		/* Room for the layer above (the malloc layer's slab headers): one slot per 64 KiB,
+		 * for runs that start on a 64 KiB boundary. Untouched slots cost no memory. */
+		uint8_t meta[NP_CHUNK_SIZE >> NP_META_SHIFT][NP_META_SIZE];
+	};
+};
+
+#define NP_CHUNK_HEADER_PAGES (sizeof(struct np_chunk) / NP_PAGE_SIZE)
+#define NP_CHUNK_DATA_PAGES (NP_CHUNK_PAGES - NP_CHUNK_HEADER_PAGES)
+_Static_assert(sizeof(struct np_page) == 32, "page descriptors are 32 bytes");
+_Static_assert(sizeof(struct np_chunk) % NP_PAGE_SIZE == 0, "the chunk header is whole pages");
+_Static_assert(offsetof(struct np_chunk, ilv) + NP_MAX_NODES <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
+	       "the chunk's fields fit in metadata slot 0");
+_Static_assert(sizeof(struct np_chunk) <= ((size_t)1 << NP_META_SHIFT), "slot 0 covers every header page");
+
+/* Granule map values. */
+enum { NP_GRANULE_NONE = 0, NP_GRANULE_START = 1, NP_GRANULE_CONT = 2 };
+/* One byte per granule of the user address space: 32 MiB of zero-filled BSS, of which only the
+ * pages covering our chunks are ever written (the rest stays the shared zero page). */
+extern uint8_t np_granule_map[(size_t)1 << (NP_ADDR_BITS - NP_CHUNK_SHIFT)];
+
+NP_INLINE struct np_chunk *np_chunk_of(const void *p)
+{
+	return (struct np_chunk *)((uintptr_t)p & ~(uintptr_t)(NP_CHUNK_SIZE - 1));
+}
+
+NP_INLINE size_t np_chunk_page_index(const struct np_chunk *c, const void *p)
+{
+	return ((uintptr_t)p - (uintptr_t)c) >> NP_PAGE_SHIFT;
+}
+
+NP_INLINE struct np_page *np_chunk_page(struct np_chunk *c, const void *p)
+{
+	return &c->pages[np_chunk_page_index(c, p)];
+}
+
+NP_INLINE void *np_page_addr(const struct np_page *pg)
+{
+	struct np_chunk *c = np_chunk_of(pg);
+	return (char *)c + ((size_t)(pg - c->pages) << NP_PAGE_SHIFT);
+}
+
+/* The metadata slot of the 64 KiB-aligned run starting at page descriptor pg. */
+NP_INLINE void *np_page_meta(struct np_page *pg)
+{
+	struct np_chunk *c = np_chunk_of(pg);
+	return c->meta[(size_t)(pg - c->pages) >> (NP_META_SHIFT - NP_PAGE_SHIFT)];
+}
+
+NP_INLINE int np_page_node(const struct np_page *pg)
+{
+	return np_chunk_of(pg)->node;
+}
+
+/* The chunk whose granule holds p, or NULL when p is not our memory: the start granule of a
+ * normal or huge chunk (the common case: a pointer we handed out). */
+NP_INLINE struct np_chunk *np_chunk_lookup(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (NP_UNLIKELY(a >> NP_ADDR_BITS))
+		return NULL;
+	if (NP_LIKELY(__atomic_load_n(&np_granule_map[a >> NP_CHUNK_SHIFT], __ATOMIC_RELAXED) == NP_GRANULE_START))
+		return np_chunk_of(p);
+	return NULL;
+}
+
+/* As np_chunk_lookup, but also finds the huge chunk holding an interior pointer. */
+struct np_chunk *np_chunk_find(const void *p);
+
+/* Maps a normal chunk for dense node `node`, binds it (unless the topology is a rehearsal),
+ * initialises its header and marks it in the granule map. NULL on failure (counted). */
+struct np_chunk *np_chunk_map(int node);
+/* Maps a huge chunk of at least `bytes` user bytes aligned to `align` (a power of two <= the
+ * chunk size), bound to `node`, or interleaved over the allowed memory nodes when node < 0. */
+struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align);
+/* Unmaps a huge chunk and clears its granules. */
+void np_chunk_unmap_huge(struct np_chunk *c);
+/* Node of the page holding p inside chunk c (differs per page only for interleaved chunks). */
+int np_chunk_node_at(const struct np_chunk *c, const void *p);
+/* Checks the descriptors of a normal chunk; NULL when sound, else what is wrong. */
+const char *np_chunk_check(struct np_chunk *c);
+
+#endif /* NP_CHUNK_H */

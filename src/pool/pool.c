@@ -1,0 +1,454 @@
+/*
+ * pool.c — per-node page pools (see pool.h). Free runs are maximal: a run returned to the pool
+ * merges with free neighbours at once, so the page before a free run's head and the page after
+ * its end are never free. Each free run carries its length on its first and last descriptor
+ * (states FREE and FREE_END) for that merge. System calls (mmap for growth, madvise for
+ * purging) are made with the pool lock dropped.
+ */
+#include "pool/pool.h"
+
+#include <errno.h>
+
+#include "log.h"
+#include "options.h"
+#include "os.h"
+
+struct np_pool np_pools[NP_MAX_NODES];
+
+/* Per node: where its threads refill first, and the equidistant group it may steal within. */
+static int primary[NP_MAX_NODES];
+static uint8_t group[NP_MAX_NODES][NP_MAX_NODES];
+static int group_n[NP_MAX_NODES];
+static size_t purge_pages; /* dirty pages a pool keeps before purging */
+
+#define PURGE_BATCH 32
+
+static void lock_pool(struct np_pool *p, struct np_vmstat_diffs *st)
+{
+	if (pthread_mutex_trylock(&p->lock) != 0) {
+		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pool_contended, 1);
+		pthread_mutex_lock(&p->lock);
+	}
+}
+
+static void unlock_pool(struct np_pool *p)
+{
+	pthread_mutex_unlock(&p->lock);
+}
+
+void np_pool_init(const struct np_topo *t)
+{
+	purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
+	for (int i = 0; i < NP_MAX_NODES; i++) {
+		struct np_pool *p = &np_pools[i];
+		*p = (struct np_pool){.node = i};
+		pthread_mutex_init(&p->lock, NULL);
+		if (i < t->nnodes && t->node[i].mem_allowed) {
+			p->exists = true;
+			p->limit_pages = t->node[i].mem_bytes >> NP_PAGE_SHIFT;
+		}
+	}
+	/* Equidistant nearest groups; memoryless nodes sharing a group are dealt its members in
+	 * turn, so their threads do not all start on one pool (the kernel spreads them too). */
+	int dealt[NP_MAX_NODES] = {0};
+	for (int n = 0; n < t->nnodes; n++) {
+		const struct np_topo_node *nd = &t->node[n];
+		group_n[n] = 0;
+		for (int k = 0; k < nd->nfallback && nd->fallback_dist[k] == nd->fallback_dist[0]; k++)
+			group[n][group_n[n]++] = nd->fallback[k];
+		if (nd->mem_allowed || group_n[n] <= 1) {
+			primary[n] = group_n[n] ? group[n][0] : n;
+			continue;
+		}
+		int first = group[n][0];
+		primary[n] = group[n][dealt[first] % group_n[n]];
+		dealt[first]++;
+	}
+	for (int c = 0; c < t->ncpus; c++) {
+		int n = t->cpu_to_node[c];
+		if (n >= 0 && t->cpu_allowed[c] && np_pools[primary[n]].exists)
+			np_pools[primary[n]].cpus_served++;
+	}
+}
+
+int np_pool_primary(int node)
+{
+	return primary[node];
+}
+
+/* ---- free runs -------------------------------------------------------------------------- */
+
+static int bin_of(size_t n)
+{
+	return n <= NP_POOL_EXACT_BINS ? (int)n - 1 : NP_POOL_EXACT_BINS;
+}
+
+static void bin_push(struct np_pool *p, struct np_page *pg)
+{
+	int b = bin_of(pg->npages);
+	pg->prev = NULL;
+	pg->next = p->bins[b];
+	if (pg->next)
+		pg->next->prev = pg;
+	p->bins[b] = pg;
+	p->bin_mask[b / 64] |= 1ULL << (b % 64);
+}
+
+static void bin_unlink(struct np_pool *p, struct np_page *pg)
+{
+	int b = bin_of(pg->npages);
+	if (pg->prev)
+		pg->prev->next = pg->next;
+	else
+		p->bins[b] = pg->next;
+	if (pg->next)
+		pg->next->prev = pg->prev;
+	if (!p->bins[b])
+		p->bin_mask[b / 64] &= ~(1ULL << (b % 64));
+}
+
+static void insert_free_locked(struct np_pool *p, struct np_page *pg, size_t n, bool clean)
+{
+	pg->state = NP_PAGE_FREE;
+	pg->npages = (uint32_t)n;
+	pg->clean = clean;
+	pg->owner = NULL;
+	pg->order = 0xff;
+	if (n > 1) {
+		pg[n - 1].state = NP_PAGE_FREE_END;
+		pg[n - 1].npages = (uint32_t)n;
+	}
+	bin_push(p, pg);
+	p->free_pages += n;
+	if (!clean)
+		p->dirty_pages += n;
+}
+
+static void remove_free_locked(struct np_pool *p, struct np_page *pg)
+{
+	bin_unlink(p, pg);
+	p->free_pages -= pg->npages;
+	if (!pg->clean)
+		p->dirty_pages = p->dirty_pages > pg->npages ? p->dirty_pages - pg->npages : 0;
+}
+
+/* Returns a run to the pool, merging it with free neighbours. */
+static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
+{
+	struct np_chunk *c = np_chunk_of(pg);
+	size_t idx = (size_t)(pg - c->pages);
+	size_t n = pg->npages;
+	if (idx > NP_CHUNK_HEADER_PAGES) {
+		struct np_page *left = &c->pages[idx - 1];
+		if (left->state == NP_PAGE_FREE || left->state == NP_PAGE_FREE_END) {
+			struct np_page *head = &c->pages[idx - left->npages];
+			remove_free_locked(p, head);
+			clean = clean && head->clean;
+			n += head->npages;
+			idx -= head->npages;
+			pg = head;
+		}
+	}
+	if (idx + n < NP_CHUNK_PAGES) {
+		struct np_page *right = &c->pages[idx + n];
+		if (right->state == NP_PAGE_FREE) {
+			remove_free_locked(p, right);
+			clean = clean && right->clean;
+			n += right->npages;
+		}
+	}
+	insert_free_locked(p, pg, n, clean);
+}
+
+/* Marks [pg, pg+n) as one run handed out: head USED, every other page TAIL. */
+static void mark_used(struct np_page *pg, size_t n, uint8_t order)
+{
+	pg->state = NP_PAGE_USED;
+	pg->npages = (uint32_t)n;
+	pg->order = order;
+	pg->owner = NULL;
+	pg->next = pg->prev = NULL;
+	for (size_t k = 1; k < n; k++) {
+		pg[k].state = NP_PAGE_TAIL;
+		pg[k].npages = 0;
+		pg[k].owner = NULL;
+	}
+}
+
+/* Takes a run of n pages aligned to align pages from the bins, splitting what is left over
+ * back into the pool. NULL when no free run fits. */
+static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
+{
+	for (int b = bin_of(n); b < NP_POOL_BINS; b++) {
+		uint64_t m = p->bin_mask[b / 64] >> (b % 64);
+		if (!m) {
+			b = (b / 64 + 1) * 64 - 1; /* skip the rest of this mask word */
+			continue;
+		}
+		b += __builtin_ctzll(m);
+		if (b >= NP_POOL_BINS)
+			break;
+		for (struct np_page *pg = p->bins[b]; pg; pg = pg->next) {
+			struct np_chunk *c = np_chunk_of(pg);
+			size_t idx = (size_t)(pg - c->pages), len = pg->npages;
+			size_t aidx = (idx + align - 1) & ~(align - 1);
+			if (aidx + n > idx + len)
+				continue;
+			bool clean = pg->clean;
+			remove_free_locked(p, pg);
+			if (aidx > idx)
+				insert_free_locked(p, pg, aidx - idx, clean);
+			if (aidx + n < idx + len)
+				insert_free_locked(p, &c->pages[aidx + n], idx + len - aidx - n, clean);
+			struct np_page *run = &c->pages[aidx];
+			run->clean = clean;
+			return run;
+		}
+	}
+	return NULL;
+}
+
+/* Maps a chunk for the pool with the lock dropped. Returns false when the node is full or the
+ * kernel refused. Called and returns with the lock held. */
+static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
+{
+	if (p->limit_pages && p->mapped_pages + NP_CHUNK_DATA_PAGES > p->limit_pages)
+		return false;
+	unlock_pool(p);
+	struct np_chunk *c = np_chunk_map(p->node);
+	lock_pool(p, st);
+	if (!c)
+		return false;
+	c->next = p->chunks;
+	p->chunks = c;
+	p->mapped_pages += NP_CHUNK_DATA_PAGES;
+	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true);
+	return true;
+}
+
+/* ---- the pool's interface ----------------------------------------------------------------- */
+
+int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st)
+{
+	struct np_pool *p = &np_pools[node];
+	if (!p->exists || n <= 0)
+		return 0;
+	size_t len = (size_t)1 << order;
+	int got = 0;
+	lock_pool(p, st);
+	while (got < n) {
+		struct np_page *run = take_locked(p, len, len);
+		if (!run) {
+			if (got || !grow_locked(p, st))
+				break; /* partial batches are fine; grow only when empty-handed */
+			continue;
+		}
+		mark_used(run, len, (uint8_t)order);
+		out[got++] = run;
+	}
+	unlock_pool(p);
+	if (got)
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(len * (size_t)got));
+	return got;
+}
+
+struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st)
+{
+	struct np_pool *p = &np_pools[node];
+	if (!p->exists || npages == 0 || npages > NP_POOL_MAX_RUN)
+		return NULL;
+	if (align_pages == 0)
+		align_pages = 1;
+	lock_pool(p, st);
+	struct np_page *run;
+	while (!(run = take_locked(p, npages, align_pages)))
+		if (!grow_locked(p, st))
+			break;
+	if (run)
+		mark_used(run, npages, 0xff);
+	unlock_pool(p);
+	if (run)
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)npages);
+	return run;
+}
+
+void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
+{
+	/* One lock hold per node: take the first remaining run's node, return every run of that
+	 * node (clearing its slot), repeat. Batches are small, so the quadratic scan is cheap. */
+	for (int i = 0; i < n; i++) {
+		if (!runs[i])
+			continue;
+		int node = np_page_node(runs[i]);
+		struct np_pool *p = &np_pools[node];
+		long pages = 0;
+		lock_pool(p, st);
+		for (int j = i; j < n; j++) {
+			if (!runs[j] || np_page_node(runs[j]) != node)
+				continue;
+			pages += runs[j]->npages;
+			put_locked(p, runs[j], false);
+			runs[j] = NULL;
+		}
+		bool purge = p->dirty_pages > purge_pages;
+		unlock_pool(p);
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_free, pages);
+		if (purge)
+			np_pool_purge(node, purge_pages / 2, st);
+	}
+}
+
+bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_diffs *st)
+{
+	struct np_chunk *c = np_chunk_of(run);
+	size_t idx = (size_t)(run - c->pages), n = run->npages;
+	if (new_npages <= n || idx + new_npages > NP_CHUNK_PAGES)
+		return new_npages <= n;
+	struct np_pool *p = &np_pools[c->node];
+	bool ok = false;
+	lock_pool(p, st);
+	struct np_page *right = &c->pages[idx + n];
+	if (right->state == NP_PAGE_FREE && n + right->npages >= new_npages) {
+		size_t rn = right->npages;
+		bool clean = right->clean;
+		remove_free_locked(p, right);
+		size_t extra = new_npages - n;
+		if (rn > extra)
+			insert_free_locked(p, &c->pages[idx + new_npages], rn - extra, clean);
+		for (size_t k = n; k < new_npages; k++) {
+			run[k].state = NP_PAGE_TAIL;
+			run[k].npages = 0;
+			run[k].owner = NULL;
+		}
+		run->npages = (uint32_t)new_npages;
+		run->order = 0xff;
+		ok = true;
+	}
+	unlock_pool(p);
+	if (ok)
+		np_vmstat_add(st, c->node, NUMA_PAGE_STAT_pages_alloc, (long)(new_npages - n));
+	return ok;
+}
+
+size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
+{
+	struct np_pool *p = &np_pools[node];
+	if (!p->exists)
+		return 0;
+	size_t total = 0;
+	for (;;) {
+		struct np_page *runs[PURGE_BATCH];
+		int n = 0;
+		lock_pool(p, st);
+		/* Largest runs first: they are the coldest and cost one madvise each. */
+		for (int b = NP_POOL_BINS - 1; b >= 0 && n < PURGE_BATCH && p->dirty_pages > keep_pages; b--) {
+			struct np_page *pg = p->bins[b];
+			while (pg && n < PURGE_BATCH && p->dirty_pages > keep_pages) {
+				struct np_page *next = pg->next;
+				if (!pg->clean) {
+					remove_free_locked(p, pg);
+					mark_used(pg, pg->npages, 0xff);
+					runs[n++] = pg;
+				}
+				pg = next;
+			}
+		}
+		unlock_pool(p);
+		if (n == 0)
+			break;
+		size_t pages = 0;
+		for (int i = 0; i < n; i++) {
+			np_os_purge(np_page_addr(runs[i]), (size_t)runs[i]->npages << NP_PAGE_SHIFT);
+			pages += runs[i]->npages;
+		}
+		lock_pool(p, st);
+		for (int i = 0; i < n; i++)
+			put_locked(p, runs[i], true);
+		unlock_pool(p);
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
+		total += pages;
+		if (n < PURGE_BATCH)
+			break;
+	}
+	return total;
+}
+
+int np_pool_pick(int home, unsigned *rotor, bool *stolen)
+{
+	int first = primary[home];
+	*stolen = false;
+	if (group_n[home] <= 1)
+		return first;
+	/* Average free pages per CPU over all pools; racy reads are fine: it is a hint. */
+	size_t sum_free = 0, sum_cpus = 0;
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		if (np_pools[i].exists) {
+			sum_free += __atomic_load_n(&np_pools[i].free_pages, __ATOMIC_RELAXED);
+			sum_cpus += np_pools[i].cpus_served;
+		}
+	struct np_pool *p = &np_pools[first];
+	size_t cpus = p->cpus_served ? p->cpus_served : 1;
+	if (!sum_cpus || __atomic_load_n(&p->free_pages, __ATOMIC_RELAXED) * sum_cpus >= sum_free * cpus)
+		return first;
+	/* Below average: steal from the next pool of the group that is above it. */
+	for (int k = 0; k < group_n[home]; k++) {
+		int cand = group[home][(*rotor + (unsigned)k) % (unsigned)group_n[home]];
+		struct np_pool *q = &np_pools[cand];
+		size_t qc = q->cpus_served ? q->cpus_served : 1;
+		if (cand != first && __atomic_load_n(&q->free_pages, __ATOMIC_RELAXED) * sum_cpus > sum_free * qc) {
+			*rotor += (unsigned)k + 1;
+			*stolen = true;
+			return cand;
+		}
+	}
+	return first;
+}
+
+void np_pool_atfork_prepare(void)
+{
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		if (np_pools[i].exists)
+			pthread_mutex_lock(&np_pools[i].lock);
+}
+
+void np_pool_atfork_parent(void)
+{
+	for (int i = NP_MAX_NODES - 1; i >= 0; i--)
+		if (np_pools[i].exists)
+			pthread_mutex_unlock(&np_pools[i].lock);
+}
+
+void np_pool_atfork_child(void)
+{
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		if (np_pools[i].exists)
+			pthread_mutex_init(&np_pools[i].lock, NULL);
+}
+
+const char *np_pool_check(int node)
+{
+	struct np_pool *p = &np_pools[node];
+	const char *err = NULL;
+	size_t free_pages = 0;
+	pthread_mutex_lock(&p->lock);
+	for (int b = 0; b < NP_POOL_BINS && !err; b++) {
+		bool bit = (p->bin_mask[b / 64] >> (b % 64)) & 1;
+		if (bit != (p->bins[b] != NULL))
+			err = "bin mask disagrees with the bins";
+		for (struct np_page *pg = p->bins[b]; pg && !err; pg = pg->next) {
+			if (pg->state != NP_PAGE_FREE)
+				err = "a binned run is not free";
+			else if (bin_of(pg->npages) != b)
+				err = "a run sits in the wrong bin";
+			else if (np_page_node(pg) != node)
+				err = "a pool holds a page of another node";
+			free_pages += pg->npages;
+		}
+	}
+	for (struct np_chunk *c = p->chunks; c && !err; c = c->next)
+		err = np_chunk_check(c);
+	if (!err && free_pages != p->free_pages)
+		err = "free page count disagrees with the bins";
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}

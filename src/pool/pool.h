@@ -1,0 +1,88 @@
+/*
+ * pool.h — one page pool per node with allowed memory: the free runs of that node's chunks,
+ * binned by length, coalesced on return, with one mutex taken once per batch (not per page).
+ * A pool grows by mapping and binding a chunk, and gives free memory back to the OS (madvise)
+ * once it holds more than NUMAPAGE_PURGE_MB of dirty free pages. A pool only ever holds pages
+ * of its own node: memory never changes node.
+ *
+ * Lock order: a thread holds at most one pool lock at a time, and no other allocator lock
+ * while holding it (the statistics registry lock is never taken under a pool lock).
+ * Invariants: see np_pool_check().
+ */
+#ifndef NP_POOL_H
+#define NP_POOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "pool/chunk.h"
+#include "topology/topology.h"
+#include "vmstat/vmstat.h"
+
+/* Free runs of 1..NP_POOL_EXACT_BINS pages sit in exact bins; longer ones in the last bin. */
+#define NP_POOL_EXACT_BINS 256
+#define NP_POOL_BINS (NP_POOL_EXACT_BINS + 1)
+/* Longest run a pool hands out; longer requests get a huge chunk of their own. */
+#define NP_POOL_MAX_RUN NP_CHUNK_DATA_PAGES
+
+struct np_pool {
+	pthread_mutex_t lock;
+	int node;                    /* dense node index */
+	bool exists;                 /* the node has allowed memory */
+	size_t free_pages;           /* pages in free runs (racy reads allowed: a hint) */
+	size_t dirty_pages;          /* free pages that may be resident (an upper bound) */
+	size_t mapped_pages;         /* data pages of all chunks */
+	size_t limit_pages;          /* the node's memory size (0 = unlimited) */
+	size_t cpus_served;          /* allowed CPUs whose first choice this pool is */
+	struct np_chunk *chunks;     /* every normal chunk of the node */
+	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
+	struct np_page *bins[NP_POOL_BINS];
+} NP_ALIGNED(NP_CACHELINE);
+
+extern struct np_pool np_pools[NP_MAX_NODES];
+
+/* Sets up one pool per node with allowed memory of the frozen topology. */
+void np_pool_init(const struct np_topo *t);
+
+/* Up to n runs of exactly 1 << order pages from node's pool, in one lock hold, growing the
+ * pool by a chunk if it is empty. Returns how many were stored in out[]. Runs come back with
+ * state NP_PAGE_USED and their order set. st: the caller's statistics deltas (may be NULL). */
+int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st);
+/* One run of npages (<= NP_POOL_MAX_RUN) whose address is aligned to align_pages (a power of
+ * two), or NULL when the node can give none. */
+struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st);
+/* Returns runs (of any nodes and lengths) to their own nodes' pools, one lock hold per node,
+ * and purges a pool that passed its watermark. Consumes runs[]: every slot is set to NULL. */
+void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st);
+NP_INLINE void np_pool_put_run(struct np_page *run, struct np_vmstat_diffs *st)
+{
+	np_pool_put_batch(&run, 1, st);
+}
+/* Grows a run handed out by np_pool_get_run in place to new_npages by taking the free run
+ * right behind it; false (nothing changed) when that run is not free or too short. */
+bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_diffs *st);
+/* Gives dirty free pages of node's pool back to the OS until at most keep_pages remain dirty.
+ * The madvise calls are made outside the lock. Returns pages purged. */
+size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st);
+
+/* The pool a thread homed on `home` refills from first. For a node with memory: itself. For a
+ * memoryless node whose nearest memory nodes are equidistant: the one among them whose free
+ * pages per CPU served is at or above the average over all pools, taken in turn by the
+ * caller's rotating iterator *rotor (DragonFly BSD's fix for the 2990WX); counted as
+ * pages_stolen by the caller when it is not the node's own primary pool. */
+int np_pool_pick(int home, unsigned *rotor, bool *stolen);
+/* The primary pool of a node (its own, or the one its equidistant group assigns it). */
+int np_pool_primary(int node);
+
+/* fork(): hold every pool lock across the fork, release (parent) or re-create (child). */
+void np_pool_atfork_prepare(void);
+void np_pool_atfork_parent(void);
+void np_pool_atfork_child(void);
+
+/* Walks every free run of a pool; NULL when sound, else what is wrong. Takes the lock. */
+const char *np_pool_check(int node);
+
+#endif /* NP_POOL_H */
