@@ -20,6 +20,7 @@ struct cmd {
 
 static const struct cmd cmds[] = {
 	{"options", np_cmd_options, "options"},
+	{"run", np_cmd_run, "run [--stats] [--json FILE] [--topology FILE] [--place POLICY] -- COMMAND [ARGS]"},
 	{"stat", np_cmd_stat, "stat PID [-i SECONDS] [-n COUNT]"},
 	{"topology", np_cmd_topology, "topology [--json] [--topology FILE|synthetic:STR]"},
 };

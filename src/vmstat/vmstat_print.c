@@ -158,14 +158,27 @@ void np_vmstat_exit_report(void)
 		numa_page_stats_print(stderr, NUMA_PAGE_STATS_TABLE);
 		break;
 	case REPORT_JSON: {
-		FILE *f = fopen(s + 5, "w");
+		/* "%p" in the path becomes the process id, so every process of a job started
+		 * with one setting (numapage run --stats) writes its own file. */
+		char path[4096];
+		size_t n = 0;
+		for (const char *c = s + 5; *c && n + 24 < sizeof path; c++) {
+			if (c[0] == '%' && c[1] == 'p') {
+				n += np_format(path + n, sizeof path - n, "%d", np_os_pid());
+				c++;
+			} else {
+				path[n++] = *c;
+			}
+		}
+		path[n] = '\0';
+		FILE *f = fopen(path, "w");
 		if (!f) {
-			np_warn("NUMAPAGE_STATS: cannot write %s (errno %d)", s + 5, errno);
+			np_warn("NUMAPAGE_STATS: cannot write %s (errno %d)", path, errno);
 			break;
 		}
 		int rc = numa_page_stats_print(f, NUMA_PAGE_STATS_JSON);
 		if (fclose(f) != 0 || rc != 0)
-			np_warn("NUMAPAGE_STATS: writing %s failed", s + 5);
+			np_warn("NUMAPAGE_STATS: writing %s failed", path);
 		break;
 	}
 	case REPORT_NONE:
