@@ -156,6 +156,16 @@ NUMA_PAGE_API const char *numa_page_stat_desc(int item);
 NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format);
 
 
+/* ---- Thread placement ----------------------------------------------------------------------- */
+
+#define NUMA_PAGE_PLACE_NONE 0   /* leave threads where the scheduler puts them (default) */
+#define NUMA_PAGE_PLACE_SPREAD 1 /* each new thread on the allowed node with fewest threads */
+#define NUMA_PAGE_PLACE_FILL 2   /* fill one node's CPUs before the next */
+/* Sets the placement policy (as NUMAPAGE_PLACE does) for threads the library sees from now on:
+ * a thread is placed at its first allocation, its affinity set to its node's CPUs, unless the
+ * program pinned it already. 0, or -1 with errno = EINVAL for an unknown policy. */
+NUMA_PAGE_API int numa_page_thread_place(int policy);
+
 #ifdef __cplusplus
 }
 #endif

@@ -196,6 +196,29 @@ static void huge_free(struct np_chunk *c, struct np_thread *th)
 	np_chunk_unmap_huge(c);
 }
 
+/* NUMAPAGE_INTERLEAVE_ABOVE: big arrays the main thread allocates before any other thread has
+ * used the allocator are the shared data of HPC codes: spread them over the memory nodes. */
+static bool interleave_wanted(const struct np_thread *th, size_t size)
+{
+	return np_opt.interleave_above > 0 && size >= (size_t)np_opt.interleave_above &&
+	       __atomic_load_n(&np_threads_seen, __ATOMIC_RELAXED) == 1 && th->tid == np_os_pid() &&
+	       np_topo_table.nmem_nodes > 1;
+}
+
+static void *interleaved(struct np_thread *th, size_t size)
+{
+	struct np_chunk *c = np_chunk_map_huge(-1, size ? size : 1, NP_PAGE_SIZE);
+	if (!c)
+		return NULL;
+	long pages = (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT);
+	for (int i = 0; i < c->nilv; i++) {
+		long share = pages / c->nilv + (i < pages % c->nilv);
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_interleave_hit, share);
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_pages_in_use, share);
+	}
+	return (char *)c + c->data_offset;
+}
+
 /* ---- the slow paths -------------------------------------------------------------------------- */
 
 static void *enomem(void)
@@ -233,7 +256,9 @@ void *np_malloc_slow(size_t size)
 		bool clean;
 		if (size > MAX_REQUEST)
 			return enomem();
-		p = page_alloc(th, size, NP_PAGE_SIZE, -1, &clean);
+		p = interleave_wanted(th, size) ? interleaved(th, size) : NULL;
+		if (!p)
+			p = page_alloc(th, size, NP_PAGE_SIZE, -1, &clean);
 		if (p)
 			np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_malloc_requested, (long)size);
 	}
@@ -383,9 +408,11 @@ void *np_calloc(size_t nmemb, size_t size)
 		if (th) {
 			if (n > MAX_REQUEST)
 				return enomem();
-			bool clean;
+			bool clean = true;
 			np_thread_fold_bytes(th);
-			void *p = page_alloc(th, n, NP_PAGE_SIZE, -1, &clean);
+			void *p = interleave_wanted(th, n) ? interleaved(th, n) : NULL;
+			if (!p)
+				p = page_alloc(th, n, NP_PAGE_SIZE, -1, &clean);
 			if (!p)
 				return enomem();
 			np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_malloc_requested, (long)n);
@@ -575,16 +602,8 @@ void *numa_page_alloc_interleaved(size_t size)
 	struct np_thread *th = self_or_init();
 	if (!th || size > MAX_REQUEST)
 		return enomem();
-	struct np_chunk *c = np_chunk_map_huge(-1, size ? size : 1, NP_PAGE_SIZE);
-	if (!c)
-		return enomem();
-	long pages = (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT);
-	for (int i = 0; i < c->nilv; i++) {
-		long share = pages / c->nilv + (i < pages % c->nilv);
-		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_interleave_hit, share);
-		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_pages_in_use, share);
-	}
-	return (char *)c + c->data_offset;
+	void *p = interleaved(th, size);
+	return p ? p : enomem();
 }
 
 int numa_page_node_of(const void *p)

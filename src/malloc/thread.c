@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "malloc/init.h"
+#include "malloc/place.h"
 #include "os.h"
 #include "topology/topology.h"
 
@@ -16,6 +17,7 @@ NP_TLS struct np_tls np_tls = {.cur = {[0 ... NP_NCLASSES - 1] = &np_slab_empty}
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct np_thread *live, *recycled;
 static pthread_key_t exit_key;
+int np_threads_seen;
 static bool exit_key_ok;
 
 static void on_thread_exit(void *arg);
@@ -48,7 +50,9 @@ struct np_thread *np_thread_get(void)
 		return np_tls.self;
 	if (!np_is_ready())
 		return NULL;
-	int home = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	bool fixed;
+	int placed = np_place_new_thread(&fixed);
+	int home = placed >= 0 ? placed : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
 	pthread_mutex_lock(&threads_lock);
 	struct np_thread *th = recycled;
 	if (th)
@@ -59,11 +63,17 @@ struct np_thread *np_thread_get(void)
 		memset(th, 0, sizeof *th);
 		th->struct_pages = pages;
 	} else if (!(th = map_struct(home))) {
+		if (placed >= 0)
+			np_place_done(placed);
 		return NULL;
 	}
 	th->tid = np_os_tid();
+	__atomic_add_fetch(&np_threads_seen, 1, __ATOMIC_RELAXED);
 	np_vmstat_register(&th->st);
 	np_pcp_init(&th->pcp, home, &th->st);
+	th->pcp.home_fixed = fixed;
+	if (placed >= 0)
+		np_place_done(placed);
 	pthread_mutex_lock(&threads_lock);
 	th->prev = NULL;
 	th->next = live;
@@ -111,7 +121,7 @@ void np_thread_abandon(struct np_thread *th)
 		th->ring[c] = NULL;
 	}
 	np_pcp_drain(&th->pcp);
-	np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_threads, -1);
+	np_pcp_fini(&th->pcp);
 	np_vmstat_unregister(&th->st);
 	pthread_mutex_lock(&threads_lock);
 	if (th->prev)

@@ -41,6 +41,9 @@ struct np_thread {
 	struct np_vmstat_diffs st;            /* last: large */
 };
 
+/* Threads the allocator has given state to since start-up (a fork's child keeps the count). */
+extern int np_threads_seen;
+
 /* The calling thread's state, created on first use; NULL while the allocator is not ready
  * (start-up: the caller serves from the bootstrap arena) or when no memory is left. */
 struct np_thread *np_thread_get(void);

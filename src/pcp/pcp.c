@@ -12,6 +12,14 @@
 
 #define MAX_BATCH_RUNS 64
 
+int np_pcp_threads[NP_MAX_NODES];
+
+static void count_thread(struct np_pcp *pcp, int node, int delta)
+{
+	__atomic_add_fetch(&np_pcp_threads[node], delta, __ATOMIC_RELAXED);
+	np_vmstat_add(pcp->st, node, NUMA_PAGE_STAT_threads, delta);
+}
+
 static bool is_near(const struct np_pcp *pcp, int node)
 {
 	return (pcp->near >> node) & 1;
@@ -72,15 +80,20 @@ void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st)
 		pcp->high = pcp->batch;
 	pcp->near = near_mask(home);
 	pcp->rotor = (unsigned)np_os_tid();
-	np_vmstat_add(st, home, NUMA_PAGE_STAT_threads, 1);
+	count_thread(pcp, home, 1);
+}
+
+void np_pcp_fini(struct np_pcp *pcp)
+{
+	count_thread(pcp, pcp->home, -1);
 }
 
 void np_pcp_set_home(struct np_pcp *pcp, int home)
 {
 	if (home == pcp->home)
 		return;
-	np_vmstat_add(pcp->st, pcp->home, NUMA_PAGE_STAT_threads, -1);
-	np_vmstat_add(pcp->st, home, NUMA_PAGE_STAT_threads, 1);
+	count_thread(pcp, pcp->home, -1);
+	count_thread(pcp, home, 1);
 	pcp->home = home;
 	pcp->near = near_mask(home);
 	/* Pages that were local are remote now: near ones to the head, the rest to the tail. */

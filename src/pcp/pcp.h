@@ -39,8 +39,14 @@ struct np_pcp {
 	struct np_vmstat_diffs *st;
 };
 
+/* Threads homed on each dense node right now (exact; the `threads` statistic is the same
+ * count through per-thread deltas). Changed only by np_pcp_init, _set_home and _fini. */
+extern int np_pcp_threads[NP_MAX_NODES];
+
 /* Prepares an empty cache for a thread homed on dense node `home`. */
 void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st);
+/* The thread leaves: its home node loses a thread (drain the cache first). */
+void np_pcp_fini(struct np_pcp *pcp);
 /* Re-homes the cache: near pages move to the head of each list, the others to the tail. */
 void np_pcp_set_home(struct np_pcp *pcp, int home);
 /* Follows the thread's CPU unless the home was set explicitly; called on every refill. */

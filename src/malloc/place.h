@@ -1,0 +1,30 @@
+/*
+ * place.h — node-aware placement of new threads (opt-in: NUMAPAGE_PLACE, numapage run --place,
+ * numa_page_thread_place). A thread is placed when the allocator first sees it (its first
+ * malloc or page allocation; the main thread's comes at start-up): `spread` homes it on the
+ * allowed node with CPUs that has the fewest threads (ties: most free memory nearby, then
+ * lowest id), `fill` fills one node's CPUs before the next; its CPU affinity is set to that
+ * node's allowed CPUs. A thread the program had already pinned (affinity narrower than the
+ * process's CPUs) is left alone, and affinity the thread sets later is respected (the home
+ * node then follows its CPU). In a rehearsal (a fixture topology) the home node is set
+ * without touching the real affinity.
+ *
+ * Lock: place_lock serialises choices, so threads starting together spread.
+ */
+#ifndef NP_PLACE_H
+#define NP_PLACE_H
+
+#include <stdbool.h>
+
+#include "internal.h"
+
+/* The home node (dense) for a thread starting now, after pinning it there; -1 when the
+ * policy is none or the program pinned the thread itself. *fixed: the home must not follow
+ * the CPU (rehearsals). A non-negative result must be followed by np_place_done(node) once
+ * the thread is counted on its node. */
+int np_place_new_thread(bool *fixed);
+void np_place_done(int node);
+/* The policy in force (enum np_place_policy). */
+int np_place_policy(void);
+
+#endif

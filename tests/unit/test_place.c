@@ -1,0 +1,149 @@
+/*
+ * Unit tests of thread placement (src/malloc/place.c) on fixture topologies with the fake OS:
+ * spread and fill counts per node, rebalancing after threads exit, threads the program pinned
+ * are left alone.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_os.h"
+#include "malloc/init.h"
+#include "os.h"
+#include "pcp/pcp.h"
+#include "topology/topology.h"
+
+static pthread_barrier_t started, release;
+static int pin_cpu = -1; /* >= 0: workers pin themselves to this CPU before allocating */
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	if (pin_cpu >= 0) {
+		np_fake_os_set_cpu(pin_cpu);
+		np_os_set_affinity(&pin_cpu, 1);
+	}
+	void *p = numa_page_malloc(64);
+	assert_non_null(p);
+	pthread_barrier_wait(&started);
+	pthread_barrier_wait(&release);
+	numa_page_free(p);
+	return NULL;
+}
+
+/* Starts n workers, waits until all have allocated, copies the per-node thread counts (the
+ * main thread included), then lets them exit and joins them. */
+static void run_workers(int n, int counts[NP_MAX_NODES])
+{
+	pthread_t t[64];
+	pthread_barrier_init(&started, NULL, (unsigned)n + 1);
+	pthread_barrier_init(&release, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, worker, NULL), 0);
+	pthread_barrier_wait(&started);
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		counts[i] = __atomic_load_n(&np_pcp_threads[i], __ATOMIC_RELAXED);
+	pthread_barrier_wait(&release);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&started);
+	pthread_barrier_destroy(&release);
+}
+
+static void spread_r7425_one_per_node(void **state)
+{
+	(void)state;
+	int counts[NP_MAX_NODES];
+	/* The main thread was placed at its first allocation; 7 more make 8 on 8 nodes. */
+	run_workers(7, counts);
+	for (int n = 0; n < 8; n++)
+		assert_int_equal(counts[n], 1);
+	/* They exited: the next creations find the nodes empty again and spread once more. */
+	run_workers(7, counts);
+	for (int n = 0; n < 8; n++)
+		assert_int_equal(counts[n], 1);
+}
+
+static void spread_2990wx_two_per_node(void **state)
+{
+	(void)state;
+	int counts[NP_MAX_NODES];
+	run_workers(7, counts);
+	for (int n = 0; n < 4; n++)
+		assert_int_equal(counts[n], 2);
+}
+
+static void fill_2990wx_in_order(void **state)
+{
+	(void)state;
+	int counts[NP_MAX_NODES];
+	run_workers(4, counts); /* 5 threads, 2 CPUs per node: 2, 2, 1, 0 */
+	assert_int_equal(counts[0], 2);
+	assert_int_equal(counts[1], 2);
+	assert_int_equal(counts[2], 1);
+	assert_int_equal(counts[3], 0);
+}
+
+static void pinned_threads_left_alone(void **state)
+{
+	(void)state;
+	int counts[NP_MAX_NODES];
+	/* Pretend the fixture is this machine so affinity is real, and pin every worker to CPU 6
+	 * (node 3): spread must not move them. */
+	np_topo_table.is_system = true;
+	pin_cpu = 6;
+	run_workers(4, counts);
+	pin_cpu = -1;
+	np_topo_table.is_system = false;
+	assert_int_equal(counts[3], 4);
+}
+
+static int setup_env(const char *fixture, const char *place)
+{
+	static char path[512];
+	snprintf(path, sizeof path, "%s/%s", NP_TOPOLOGIES, fixture);
+	setenv("NUMAPAGE_TOPOLOGY", path, 1);
+	setenv("NUMAPAGE_PLACE", place, 1);
+	setenv("NUMAPAGE_SHM", "0", 1);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	/* One process per scenario: the topology and policy are frozen at initialisation. */
+	const char *which = argc > 1 ? argv[1] : "all";
+	if (strcmp(which, "all") == 0) {
+		const char *names[] = {"spread-r7425", "spread-2990wx", "fill-2990wx", "pinned"};
+		int rc = 0;
+		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+			char cmd[1024];
+			snprintf(cmd, sizeof cmd, "'%s' %s", argv[0], names[i]);
+			rc |= system(cmd) != 0;
+		}
+		return rc;
+	}
+	struct CMUnitTest test;
+	if (strcmp(which, "spread-r7425") == 0) {
+		setup_env("r7425.xml", "spread");
+		test = (struct CMUnitTest)cmocka_unit_test(spread_r7425_one_per_node);
+	} else if (strcmp(which, "spread-2990wx") == 0) {
+		setup_env("2990wx.xml", "spread");
+		test = (struct CMUnitTest)cmocka_unit_test(spread_2990wx_two_per_node);
+	} else if (strcmp(which, "fill-2990wx") == 0) {
+		setup_env("2990wx.xml", "fill");
+		test = (struct CMUnitTest)cmocka_unit_test(fill_2990wx_in_order);
+	} else {
+		setup_env("2990wx.xml", "spread");
+		test = (struct CMUnitTest)cmocka_unit_test(pinned_threads_left_alone);
+	}
+	np_init();
+	void *p = numa_page_malloc(16); /* the main thread is placed here */
+	numa_page_free(p);
+	return _cmocka_run_group_tests(which, &test, 1, NULL, NULL);
+}
