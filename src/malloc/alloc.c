@@ -314,12 +314,27 @@ static void slab_free_slow(struct np_slab *s, uintptr_t a)
 	}
 }
 
+/* The chunk of a block we handed out: the chunk of p's granule or, for a huge block aligned to
+ * a chunk or more (its data starts a granule or more past its header), the huge chunk whose
+ * data starts exactly at p. NULL otherwise. */
+static struct np_chunk *block_chunk(const void *p)
+{
+	struct np_chunk *c = np_chunk_lookup(p);
+	if (NP_LIKELY(c != NULL))
+		return c;
+	c = np_chunk_find(p);
+	if (c && c->magic == NP_CHUNK_MAGIC && c->kind != NP_CHUNK_NORMAL &&
+	    (const char *)p == (const char *)c + c->data_offset)
+		return c;
+	return NULL;
+}
+
 void np_free_slow(void *p)
 {
 	if (!p)
 		return;
 	int saved = errno;
-	struct np_chunk *c = np_chunk_lookup(p);
+	struct np_chunk *c = block_chunk(p);
 	if (!c) {
 		if (np_bootstrap_owns(p)) {
 			errno = saved;
@@ -370,7 +385,7 @@ size_t np_usable_size(const void *p)
 {
 	if (!p)
 		return 0;
-	struct np_chunk *c = np_chunk_lookup(p);
+	struct np_chunk *c = block_chunk(p);
 	if (!c) {
 		if (np_bootstrap_owns(p))
 			return np_bootstrap_size(p);
