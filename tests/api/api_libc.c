@@ -1,0 +1,202 @@
+/*
+ * api_libc.c — what only the libc names have (valloc, pvalloc, mallinfo2, malloc_stats,
+ * malloc_trim's pad) and proof that the C library's own allocations (strdup, asprintf, getline,
+ * stdio buffers, qsort's buffer) come from libnumapage and can be freed with free. Built only
+ * when libnumapage exports the libc names (not under a sanitizer).
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "api/api_common.h"
+
+#define PAGE ((size_t)sysconf(_SC_PAGESIZE))
+
+static void valloc_is_page_aligned(void **state)
+{
+	(void)state;
+	for (size_t n = 0; n <= ((size_t)1 << 20); n = n ? n * 3 + 1 : 1) {
+		void *p = valloc(n);
+		assert_non_null(p);
+		assert_true(numa_page_node_of(p) >= 0);
+		assert_int_equal((uintptr_t)p % PAGE, 0);
+		assert_true(malloc_usable_size(p) >= n);
+		np_t_fill(p, n, n);
+		assert_int_equal(np_t_check(p, n, n), SIZE_MAX);
+		free(p);
+	}
+	errno = 0;
+	assert_null(valloc(np_t_opaque(SIZE_MAX - 100)));
+	assert_int_equal(errno, ENOMEM);
+}
+
+/* pvalloc rounds the size up to whole pages (0 to one page). */
+static void pvalloc_rounds_to_pages(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {0, 1, 4095, 4096, 4097, 50000, 1000000};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+		size_t want = sizes[i] ? (sizes[i] + PAGE - 1) / PAGE * PAGE : PAGE;
+		void *p = pvalloc(sizes[i]);
+		assert_non_null(p);
+		assert_true(numa_page_node_of(p) >= 0);
+		assert_int_equal((uintptr_t)p % PAGE, 0);
+		assert_true(malloc_usable_size(p) >= want);
+		np_t_fill(p, want, i);
+		assert_int_equal(np_t_check(p, want, i), SIZE_MAX);
+		free(p);
+	}
+	errno = 0;
+	assert_null(pvalloc(np_t_opaque(SIZE_MAX - 10)));
+	assert_int_equal(errno, ENOMEM);
+	errno = 0;
+	assert_null(pvalloc(np_t_opaque(SIZE_MAX / 2)));
+	assert_int_equal(errno, ENOMEM);
+}
+
+static int cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Memory the C library allocates on the program's behalf is ours, and free takes it. */
+static void libc_internal_allocations_are_ours(void **state)
+{
+	(void)state;
+	char *s = strdup("a string the C library copies with malloc");
+	assert_non_null(s);
+	assert_true(numa_page_node_of(s) >= 0);
+	free(s);
+
+	char *a = NULL;
+	assert_true(asprintf(&a, "%s-%d-%0200d", "asprintf", 42, 7) > 200);
+	assert_true(numa_page_node_of(a) >= 0);
+	free(a);
+
+	char *buf = NULL;
+	size_t cap = 0;
+	FILE *f = fmemopen((void *)"line one\nline two is longer\n", 28, "r");
+	assert_non_null(f);
+	assert_true(getline(&buf, &cap, f) > 0);
+	assert_true(numa_page_node_of(buf) >= 0);
+	assert_true(getline(&buf, &cap, f) > 0);
+	assert_string_equal(buf, "line two is longer\n");
+	fclose(f);
+	free(buf);
+
+	char *ms = NULL;
+	size_t mslen = 0;
+	FILE *m = open_memstream(&ms, &mslen);
+	assert_non_null(m);
+	for (int i = 0; i < 10000; i++)
+		fprintf(m, "%d,", i);
+	fclose(m);
+	assert_true(mslen > 40000);
+	assert_true(numa_page_node_of(ms) >= 0);
+	free(ms);
+
+	/* qsort takes a temporary buffer from malloc for large arrays. */
+	enum { N = 200000 };
+	uint64_t *v = malloc(N * sizeof *v);
+	assert_non_null(v);
+	for (int i = 0; i < N; i++)
+		v[i] = (uint64_t)(N - i) * 2654435761u % 1000003;
+	qsort(v, N, sizeof *v, cmp);
+	for (int i = 1; i < N; i++)
+		assert_true(v[i - 1] <= v[i]);
+	free(v);
+}
+
+static void mallinfo2_reports_our_memory(void **state)
+{
+	(void)state;
+	struct mallinfo2 before = mallinfo2();
+	assert_true(before.arena > 0);
+	enum { N = 20000 };
+	void **p = malloc(N * sizeof *p);
+	assert_non_null(p);
+	for (int i = 0; i < N; i++) {
+		p[i] = malloc(200);
+		assert_non_null(p[i]);
+	}
+	void *big = malloc(1 << 20);
+	assert_non_null(big);
+	struct mallinfo2 during = mallinfo2();
+	/* In-use bytes of small blocks are folded on a slow path: N blocks take many. */
+	assert_true(during.uordblks >= before.uordblks + (size_t)N * 200 / 2);
+	assert_true(during.arena >= before.arena);
+	for (int i = 0; i < N; i++)
+		free(p[i]);
+	free(p);
+	free(big);
+}
+
+/* malloc_stats prints our per-node table on stderr. */
+static void malloc_stats_prints_our_table(void **state)
+{
+	(void)state;
+	FILE *tmp = tmpfile();
+	assert_non_null(tmp);
+	fflush(stderr);
+	int saved = dup(2);
+	assert_true(saved >= 0);
+	assert_true(dup2(fileno(tmp), 2) == 2);
+	malloc_stats();
+	fflush(stderr);
+	assert_true(dup2(saved, 2) == 2);
+	close(saved);
+	rewind(tmp);
+	char text[8192];
+	size_t n = fread(text, 1, sizeof text - 1, tmp);
+	text[n] = 0;
+	fclose(tmp);
+	assert_non_null(strstr(text, "numa_hit"));
+	assert_non_null(strstr(text, "malloc_requested"));
+	assert_non_null(strstr(text, "node"));
+}
+
+/* malloc_trim's pad is accepted (and ignored); freed memory goes back. */
+static void malloc_trim_with_pad(void **state)
+{
+	(void)state;
+	enum { N = 64 };
+	void *p[N];
+	for (int i = 0; i < N; i++) {
+		p[i] = malloc(512 << 10);
+		assert_non_null(p[i]);
+		memset(p[i], 3, 512 << 10);
+	}
+	struct numa_page_node_stats used = np_t_stats();
+	for (int i = 0; i < N; i++)
+		free(p[i]);
+	assert_int_equal(malloc_trim(1 << 20), 1);
+	struct numa_page_node_stats after = np_t_stats();
+	assert_true(after.pages_purged >= used.pages_purged + N * (512 << 10) / 4096);
+}
+
+int main(void)
+{
+	/* Linking libnumapage replaced malloc: the very first block is already ours. */
+	void *first = malloc(8);
+	if (numa_page_node_of(first) < 0) {
+		fprintf(stderr, "malloc is not libnumapage's\n");
+		return 1;
+	}
+	free(first);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(valloc_is_page_aligned),
+		cmocka_unit_test(pvalloc_rounds_to_pages),
+		cmocka_unit_test(libc_internal_allocations_are_ours),
+		cmocka_unit_test(mallinfo2_reports_our_memory),
+		cmocka_unit_test(malloc_stats_prints_our_table),
+		cmocka_unit_test(malloc_trim_with_pad),
+	};
+	return cmocka_run_group_tests_name("api: libc-only names", tests, NULL, NULL);
+}

@@ -1,0 +1,642 @@
+/*
+ * api_malloc.c — the malloc family's contracts (glibc-compatible), built twice: against the
+ * numa_page_* names (api 'numa_page': also in sanitizer builds, where the override is off) and,
+ * with -DAPI_LIBC, against the libc names that libnumapage exports (api 'malloc': only when the
+ * override is on). Every block is written over its whole size and read back; every pointer is
+ * checked to be libnumapage's (numa_page_node_of), so a test cannot pass on another malloc.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "api/api_common.h"
+
+#ifdef API_LIBC
+#define F_MALLOC malloc
+#define F_FREE free
+#define F_CALLOC calloc
+#define F_REALLOC realloc
+#define F_REALLOCARRAY reallocarray
+#define F_POSIX_MEMALIGN posix_memalign
+#define F_ALIGNED_ALLOC aligned_alloc
+#define F_MEMALIGN memalign
+#define F_USABLE(p) malloc_usable_size(p)
+#define F_TRIM() malloc_trim(0)
+#else
+#define F_MALLOC numa_page_malloc
+#define F_FREE numa_page_free
+#define F_CALLOC numa_page_calloc
+#define F_REALLOC numa_page_realloc
+#define F_REALLOCARRAY numa_page_reallocarray
+#define F_POSIX_MEMALIGN numa_page_posix_memalign
+#define F_ALIGNED_ALLOC numa_page_aligned_alloc
+#define F_MEMALIGN numa_page_memalign
+#define F_USABLE(p) numa_page_usable_size(p)
+#define F_TRIM() numa_page_trim()
+#endif
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+/* p is non-NULL, libnumapage's, and has at least n usable bytes. */
+#define assert_ours(p, n)                                                                   \
+	do {                                                                                \
+		assert_non_null(p);                                                         \
+		assert_true(numa_page_node_of(p) >= 0);                                     \
+		assert_true(F_USABLE(p) + 1 > (n));                                            \
+	} while (0)
+
+#define assert_pattern(p, n, seed) assert_int_equal(np_t_check((p), (n), (seed)), SIZE_MAX)
+
+/* Sizes that cross every boundary: each class step, the slab / page-run / huge limits. */
+static const size_t boundary_sizes[] = {
+	0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 127, 128, 129, 160, 255, 256,
+	257, 500, 1000, 1024, 1025, 2047, 2048, 4095, 4096, 4097, 8191, 8192, 10000, 16383, 16384,
+	16385, 24576, 32767, 32768, 32769, 40000, 65535, 65536, 65537, 100000, 262144, 1000000,
+	2 * MiB, 4 * MiB - 16 * KiB, 4 * MiB, 4 * MiB + 1, 9 * MiB + 3,
+};
+
+static void malloc_zero_is_unique(void **state)
+{
+	(void)state;
+	void *a = F_MALLOC(np_t_opaque(0)), *b = F_MALLOC(np_t_opaque(0));
+	assert_ours(a, 0);
+	assert_ours(b, 0);
+	assert_ptr_not_equal(a, b);
+	F_FREE(a);
+	F_FREE(b);
+}
+
+static void free_null_is_noop(void **state)
+{
+	(void)state;
+	errno = 4242;
+	F_FREE(NULL);
+	assert_int_equal(errno, 4242);
+	assert_int_equal(F_USABLE(NULL), 0);
+}
+
+static void malloc_every_boundary(void **state)
+{
+	(void)state;
+	void *p[NP_ARRAY_SIZE_(boundary_sizes)];
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(boundary_sizes); i++) {
+		size_t n = boundary_sizes[i];
+		p[i] = F_MALLOC(n);
+		assert_ours(p[i], n);
+		assert_int_equal((uintptr_t)p[i] % 16, 0);
+		np_t_fill(p[i], n, i);
+	}
+	/* All live at once: no block overlaps another. */
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(boundary_sizes); i++) {
+		assert_pattern(p[i], boundary_sizes[i], i);
+		F_FREE(p[i]);
+	}
+}
+
+/* The whole usable size is the caller's: writing it all disturbs no neighbour. */
+static void usable_size_is_writable(void **state)
+{
+	(void)state;
+	enum { N = 64 };
+	for (size_t n = 1; n <= 70000; n = n * 5 / 4 + 1) {
+		void *p[N];
+		size_t u[N];
+		for (int i = 0; i < N; i++) {
+			p[i] = F_MALLOC(n);
+			assert_ours(p[i], n);
+			u[i] = F_USABLE(p[i]);
+			/* Small blocks waste at most a class step (25 %, or 16 bytes below 128). */
+			if (n <= 32 * KiB)
+				assert_true(u[i] <= n + n / 4 + 16);
+			np_t_fill(p[i], u[i], n * N + (size_t)i);
+		}
+		for (int i = 0; i < N; i++) {
+			assert_pattern(p[i], u[i], n * N + (size_t)i);
+			F_FREE(p[i]);
+		}
+	}
+}
+
+static void calloc_is_zeroed_after_reuse(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(boundary_sizes); i++) {
+		size_t n = boundary_sizes[i];
+		for (int round = 0; round < 3; round++) {
+			/* Dirty memory of this size first, so calloc likely gets it back. */
+			unsigned char *d = F_MALLOC(n);
+			assert_ours(d, n);
+			memset(d, 0xa5, F_USABLE(d));
+			F_FREE(d);
+			unsigned char *z = F_CALLOC(1, n);
+			assert_ours(z, n);
+			assert_true(np_t_all_zero(z, n));
+			F_FREE(z);
+			z = F_CALLOC(n, 1);
+			assert_ours(z, n);
+			assert_true(np_t_all_zero(z, n));
+			F_FREE(z);
+		}
+	}
+	/* Both orders of the arguments, and zero counts. */
+	void *p = F_CALLOC(np_t_opaque(0), 10), *q = F_CALLOC(10, np_t_opaque(0));
+	assert_ours(p, 0);
+	assert_ours(q, 0);
+	F_FREE(p);
+	F_FREE(q);
+}
+
+static void calloc_overflow_is_enomem(void **state)
+{
+	(void)state;
+	const size_t pairs[][2] = {
+		{SIZE_MAX, 2}, {2, SIZE_MAX}, {SIZE_MAX / 2 + 1, 2}, {(size_t)1 << 32, (size_t)1 << 32},
+		{SIZE_MAX, SIZE_MAX}, {(SIZE_MAX / 3) + 1, 3},
+	};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(pairs); i++) {
+		errno = 0;
+		assert_null(F_CALLOC(np_t_opaque(pairs[i][0]), np_t_opaque(pairs[i][1])));
+		assert_int_equal(errno, ENOMEM);
+	}
+	/* A product that does not overflow but is too large. */
+	errno = 0;
+	assert_null(F_CALLOC(np_t_opaque(SIZE_MAX / 2), 1));
+	assert_int_equal(errno, ENOMEM);
+}
+
+static void huge_sizes_are_enomem(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4095, SIZE_MAX / 2, SIZE_MAX / 2 + 1,
+				(size_t)1 << 62, (size_t)1 << 48, ((size_t)1 << 47) + 12345};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+		size_t n = np_t_opaque(sizes[i]);
+		void *p = (void *)1;
+		errno = 0;
+		assert_null(F_MALLOC(n));
+		assert_int_equal(errno, ENOMEM);
+		errno = 0;
+		assert_null(F_ALIGNED_ALLOC(64, n));
+		assert_int_equal(errno, ENOMEM);
+		errno = 0;
+		assert_null(F_MEMALIGN(4096, n));
+		assert_int_equal(errno, ENOMEM);
+		errno = 0;
+		assert_null(F_MEMALIGN(128 * KiB, n));
+		assert_int_equal(errno, ENOMEM);
+		assert_int_equal(F_POSIX_MEMALIGN(&p, 64, n), ENOMEM);
+		assert_ptr_equal(p, (void *)1);
+	}
+	/* Alignments no allocation can honour. */
+	errno = 0;
+	assert_null(F_MEMALIGN(np_t_opaque((size_t)1 << 63), 16));
+	assert_int_equal(errno, ENOMEM);
+	errno = 0;
+	assert_null(F_MEMALIGN(np_t_opaque(((size_t)1 << 62) + 1), 16));
+	assert_int_equal(errno, ENOMEM);
+}
+
+/* A large request that the machine can honour lazily: only touched pages become resident. */
+static void large_lazy_block(void **state)
+{
+	(void)state;
+	size_t n = 256 * MiB;
+	unsigned char *p = F_MALLOC(np_t_opaque(n));
+	assert_ours(p, n);
+	p[0] = 1;
+	p[n / 2] = 2;
+	p[n - 1] = 3;
+	assert_int_equal(p[0] + p[n / 2] + p[n - 1], 6);
+	F_FREE(p);
+}
+
+/* realloc keeps the contents across every kind of move and back. */
+static void realloc_preserves_contents(void **state)
+{
+	(void)state;
+	static const size_t steps[] = {
+		24,                  /* slab */
+		100,                 /* slab -> slab */
+		20000,               /* slab -> slab, a larger class */
+		40000,               /* slab -> pages (cache-sized run) */
+		300000,              /* pages -> pages (pool run) */
+		300000 + 4096,       /* pages grow, maybe in place */
+		3 * MiB,             /* pages -> pages, large */
+		8 * MiB + 5,         /* pages -> huge */
+		16 * MiB,            /* huge -> huge */
+		8 * MiB,             /* huge shrinks */
+		200000,              /* huge -> pages */
+		33000,               /* pages -> pages */
+		1000,                /* pages -> slab */
+		10,                  /* slab shrinks */
+		5 * MiB,             /* slab -> huge */
+		17,                  /* huge -> slab */
+	};
+	size_t old = 0;
+	unsigned char *p = NULL;
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(steps); i++) {
+		size_t n = steps[i];
+		unsigned char *q = F_REALLOC(p, n);
+		assert_ours(q, n);
+		size_t keep = old < n ? old : n;
+		assert_pattern(q, keep, 1000);
+		/* Extend the pattern of seed 1000 over the whole new size. */
+		np_t_fill(q, n, 1000);
+		p = q;
+		old = n;
+	}
+	F_FREE(p);
+}
+
+/* Growth and shrinking in small steps, many blocks interleaved (in-place paths and moves). */
+static void realloc_steps_interleaved(void **state)
+{
+	(void)state;
+	enum { N = 8 };
+	unsigned char *p[N] = {0};
+	size_t len[N] = {0};
+	for (size_t n = 1; n < 600000; n = n * 3 / 2 + 7) {
+		for (int i = 0; i < N; i++) {
+			size_t want = n + (size_t)i * 13;
+			unsigned char *q = F_REALLOC(p[i], want);
+			assert_ours(q, want);
+			assert_pattern(q, len[i] < want ? len[i] : want, (uint64_t)i);
+			np_t_fill(q, want, (uint64_t)i);
+			p[i] = q;
+			len[i] = want;
+		}
+	}
+	for (size_t n = len[0]; n > 1; n = n / 2) {
+		for (int i = 0; i < N; i++) {
+			unsigned char *q = F_REALLOC(p[i], n);
+			assert_ours(q, n);
+			assert_pattern(q, n, (uint64_t)i);
+			p[i] = q;
+			len[i] = n;
+		}
+	}
+	for (int i = 0; i < N; i++)
+		F_FREE(p[i]);
+}
+
+static void realloc_null_is_malloc(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(boundary_sizes); i++) {
+		size_t n = boundary_sizes[i];
+		void *p = F_REALLOC(NULL, n);
+		assert_ours(p, n);
+		np_t_fill(p, n, n);
+		assert_pattern(p, n, n);
+		F_FREE(p);
+	}
+}
+
+/* realloc(p, 0) frees p (glibc) and returns NULL: the pages of a page run leave pages_in_use. */
+static void realloc_zero_frees(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {MiB, 100 * KiB, 9 * MiB};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+		struct numa_page_node_stats before = np_t_stats();
+		void *p = F_MALLOC(sizes[i]);
+		assert_ours(p, sizes[i]);
+		struct numa_page_node_stats during = np_t_stats();
+		assert_true(during.pages_in_use >= before.pages_in_use + sizes[i] / 4096);
+		errno = 0;
+		assert_null(F_REALLOC(p, np_t_opaque(0)));
+		struct numa_page_node_stats after = np_t_stats();
+		assert_int_equal(after.pages_in_use, before.pages_in_use);
+	}
+	/* Small blocks too (no statistic moves per block: just no crash, no leak of the slot). */
+	for (int i = 0; i < 10000; i++) {
+		void *p = F_MALLOC(64);
+		assert_non_null(p);
+		assert_null(F_REALLOC(p, 0));
+	}
+}
+
+/* A failed realloc leaves the block as it was. */
+static void realloc_failure_keeps_block(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {40, 40000, 400000, 5 * MiB};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+		size_t n = sizes[i];
+		void *p = F_MALLOC(n);
+		assert_ours(p, n);
+		np_t_fill(p, n, 77 + i);
+		errno = 0;
+		assert_null(F_REALLOC(np_t_launder(p), np_t_opaque(SIZE_MAX / 2)));
+		assert_int_equal(errno, ENOMEM);
+		errno = 0;
+		assert_null(F_REALLOC(np_t_launder(p), np_t_opaque(SIZE_MAX)));
+		assert_int_equal(errno, ENOMEM);
+		assert_pattern(p, n, 77 + i);
+		assert_true(F_USABLE(p) >= n);
+		F_FREE(p);
+	}
+}
+
+static void reallocarray_overflow(void **state)
+{
+	(void)state;
+	size_t n = 1000;
+	unsigned char *p = F_REALLOCARRAY(NULL, 10, 100);
+	assert_ours(p, n);
+	np_t_fill(p, n, 5);
+	errno = 0;
+	assert_null(F_REALLOCARRAY(np_t_launder(p), np_t_opaque(SIZE_MAX / 4), 8));
+	assert_int_equal(errno, ENOMEM);
+	errno = 0;
+	assert_null(F_REALLOCARRAY(np_t_launder(p), np_t_opaque((size_t)1 << 33), (size_t)1 << 33));
+	assert_int_equal(errno, ENOMEM);
+	assert_pattern(p, n, 5); /* still ours, unchanged */
+	p = F_REALLOCARRAY(p, 300, 1000);
+	assert_ours(p, 300000);
+	assert_pattern(p, n, 5);
+	F_FREE(p);
+}
+
+static void posix_memalign_rejects_bad_alignment(void **state)
+{
+	(void)state;
+	const size_t bad[] = {0, 1, 2, 4, 7, 12, 24, 48, 100, 4097, 3 * 4096, SIZE_MAX};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(bad); i++) {
+		void *p = (void *)0x1234;
+		assert_int_equal(F_POSIX_MEMALIGN(&p, np_t_opaque(bad[i]), 100), EINVAL);
+		assert_ptr_equal(p, (void *)0x1234); /* untouched on error */
+	}
+	/* errno is not the error channel: a success leaves it alone. */
+	void *p = NULL;
+	errno = 4242;
+	assert_int_equal(F_POSIX_MEMALIGN(&p, 64, 100), 0);
+	assert_int_equal(errno, 4242);
+	assert_ours(p, 100);
+	F_FREE(p);
+	/* size 0 gives a valid, freeable pointer. */
+	p = NULL;
+	assert_int_equal(F_POSIX_MEMALIGN(&p, 256, np_t_opaque(0)), 0);
+	assert_non_null(p);
+	assert_int_equal((uintptr_t)p % 256, 0);
+	F_FREE(p);
+}
+
+static void aligned_alloc_rejects_bad_alignment(void **state)
+{
+	(void)state;
+	const size_t bad[] = {0, 3, 24, 100, 4097};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(bad); i++) {
+		errno = 0;
+		assert_null(F_ALIGNED_ALLOC(np_t_opaque(bad[i]), 64));
+		assert_int_equal(errno, EINVAL);
+	}
+}
+
+/* memalign, like glibc's, rounds a non-power-of-two alignment up to the next power of two. */
+static void memalign_rounds_alignment(void **state)
+{
+	(void)state;
+	const size_t aligns[][2] = {{0, 16}, {1, 16}, {3, 4}, {24, 32}, {100, 128}, {4097, 8192}, {40000, 65536}};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(aligns); i++) {
+		void *p = F_MEMALIGN(np_t_opaque(aligns[i][0]), 1000);
+		assert_ours(p, 1000);
+		assert_int_equal((uintptr_t)p % aligns[i][1], 0);
+		np_t_fill(p, 1000, i);
+		assert_pattern(p, 1000, i);
+		F_FREE(p);
+	}
+}
+
+/* Every alignment from 8 B to 64 KiB for sizes from 1 B to 1 MiB, through the three aligned
+ * calls; 16 blocks stay live at a time, so overlaps between neighbours show up. */
+static void alignment_sweep(void **state)
+{
+	(void)state;
+	enum { WINDOW = 16 };
+	struct {
+		unsigned char *p;
+		size_t n;
+		uint64_t seed;
+	} live[WINDOW] = {{0}};
+	unsigned k = 0;
+	uint64_t seed = 0;
+	for (size_t align = 8; align <= 64 * KiB; align <<= 1) {
+		for (size_t base = 1; base <= MiB; base <<= 1) {
+			size_t sizes[3] = {base > 1 ? base - 1 : 1, base, base + base / 2 + 1};
+			for (int j = 0; j < 3; j++) {
+				size_t n = sizes[j];
+				if (n > MiB)
+					continue;
+				for (int how = 0; how < 3; how++) {
+					unsigned char *p = NULL;
+					if (how == 0) {
+						assert_int_equal(F_POSIX_MEMALIGN((void **)&p, align, n), 0);
+					} else if (how == 1) {
+						p = F_ALIGNED_ALLOC(align, n);
+					} else {
+						p = F_MEMALIGN(align, n);
+					}
+					assert_ours(p, n);
+					assert_int_equal((uintptr_t)p & (align - 1), 0);
+					unsigned slot = k++ % WINDOW;
+					if (live[slot].p) {
+						assert_pattern(live[slot].p, live[slot].n, live[slot].seed);
+						F_FREE(live[slot].p);
+					}
+					np_t_fill(p, n, ++seed);
+					live[slot].p = p;
+					live[slot].n = n;
+					live[slot].seed = seed;
+				}
+			}
+		}
+	}
+	for (unsigned i = 0; i < WINDOW; i++) {
+		assert_pattern(live[i].p, live[i].n, live[i].seed);
+		F_FREE(live[i].p);
+	}
+}
+
+/* Alignments beyond 64 KiB, up to larger than a chunk. */
+static void large_alignments(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {1, 4096, 100000, MiB + 1, 5 * MiB};
+	for (size_t align = 128 * KiB; align <= 8 * MiB; align <<= 1)
+		for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+			void *p = NULL;
+			assert_int_equal(F_POSIX_MEMALIGN(&p, align, sizes[i]), 0);
+			assert_ours(p, sizes[i]);
+			assert_int_equal((uintptr_t)p & (align - 1), 0);
+			np_t_fill(p, sizes[i], align + i);
+			assert_pattern(p, sizes[i], align + i);
+			F_FREE(p);
+		}
+}
+
+struct remote_free_arg {
+	void **blocks;
+	int n;
+	int errno_seen;
+};
+
+static void *free_them(void *arg)
+{
+	struct remote_free_arg *a = arg;
+	errno = 777;
+	for (int i = 0; i < a->n; i++)
+		F_FREE(a->blocks[i]);
+	a->errno_seen = errno;
+	return NULL;
+}
+
+/* free never changes errno: owner frees, remote frees, page runs, huge blocks. */
+static void free_keeps_errno(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {1, 64, 4000, 32768, 40000, 100000, 3 * MiB, 7 * MiB};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+		void *p = F_MALLOC(sizes[i]);
+		assert_ours(p, sizes[i]);
+		errno = 4242;
+		F_FREE(p);
+		assert_int_equal(errno, 4242);
+	}
+	/* Frees from a thread that owns none of the blocks. */
+	enum { N = 64 };
+	void *blocks[N];
+	for (int i = 0; i < N; i++) {
+		blocks[i] = F_MALLOC(sizes[i % NP_ARRAY_SIZE_(sizes)]);
+		assert_non_null(blocks[i]);
+	}
+	struct remote_free_arg a = {blocks, N, 0};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, free_them, &a), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(a.errno_seen, 777);
+}
+
+/* Blocks allocated by one thread and freed by another, then reused by their owner. */
+static void cross_thread_free_and_reuse(void **state)
+{
+	(void)state;
+	enum { N = 5000 };
+	void **blocks = F_MALLOC(N * sizeof(void *));
+	assert_non_null(blocks);
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < N; i++) {
+			size_t n = (size_t)(i % 700) + 1;
+			blocks[i] = F_MALLOC(n);
+			assert_ours(blocks[i], n);
+			np_t_fill(blocks[i], n, (uint64_t)(round * N + i));
+		}
+		for (int i = 0; i < N; i++)
+			assert_pattern(blocks[i], (size_t)(i % 700) + 1, (uint64_t)(round * N + i));
+		struct remote_free_arg a = {blocks, N, 0};
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, free_them, &a), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+	}
+	F_FREE(blocks);
+}
+
+/* The statistics see the family's requests. */
+static void stats_count_requests(void **state)
+{
+	(void)state;
+	struct numa_page_node_stats before = np_t_stats();
+	void *p = F_MALLOC(np_t_opaque(3 * MiB));
+	assert_ours(p, 3 * MiB);
+	struct numa_page_node_stats after = np_t_stats();
+	assert_true(after.malloc_requested >= before.malloc_requested + 3 * MiB);
+	assert_true(after.pages_in_use >= before.pages_in_use + 3 * MiB / 4096);
+	F_FREE(p);
+	void *q = F_MALLOC(100);
+	int node = numa_page_node_of(q);
+	assert_true(node >= 0 && node <= numa_page_max_node());
+	F_FREE(q);
+}
+
+/* trim gives freed memory back: pages_purged grows and the resident set shrinks. */
+static void trim_returns_memory(void **state)
+{
+	(void)state;
+	enum { N = 192 };
+	const size_t n = 256 * KiB; /* 48 MiB in all: under the default purge watermark */
+	void *p[N];
+	for (int i = 0; i < N; i++) {
+		p[i] = F_MALLOC(n);
+		assert_ours(p[i], n);
+		memset(p[i], 0x5a, n);
+	}
+	/* Small blocks too: their slabs go back when empty. */
+	enum { M = 100000 };
+	void **small = F_MALLOC(M * sizeof(void *));
+	assert_non_null(small);
+	for (int i = 0; i < M; i++) {
+		small[i] = F_MALLOC(100);
+		assert_non_null(small[i]);
+		memset(small[i], 1, 100);
+	}
+	size_t rss_used = np_t_rss();
+	struct numa_page_node_stats used = np_t_stats();
+	for (int i = 0; i < M; i++)
+		F_FREE(small[i]);
+	F_FREE(small);
+	for (int i = 0; i < N; i++)
+		F_FREE(p[i]);
+	/* Frees may purge on their own past the watermark (keeping half of it): trim does the
+	 * rest, so every page freed here has been purged once trim returns. */
+	assert_int_equal(F_TRIM(), 1);
+	struct numa_page_node_stats after = np_t_stats();
+	size_t rss_trimmed = np_t_rss();
+	print_message("trim: purged %llu pages, rss %zu KiB -> %zu KiB\n",
+		      (unsigned long long)(after.pages_purged - used.pages_purged), rss_used >> 10,
+		      rss_trimmed >> 10);
+	assert_true(after.pages_purged >= used.pages_purged + (N * n) / 4096);
+	assert_true(rss_used > rss_trimmed + (N * n) * 3 / 4);
+	/* Nothing left to give back. */
+	assert_int_equal(F_TRIM(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(malloc_zero_is_unique),
+		cmocka_unit_test(free_null_is_noop),
+		cmocka_unit_test(malloc_every_boundary),
+		cmocka_unit_test(usable_size_is_writable),
+		cmocka_unit_test(calloc_is_zeroed_after_reuse),
+		cmocka_unit_test(calloc_overflow_is_enomem),
+		cmocka_unit_test(huge_sizes_are_enomem),
+		cmocka_unit_test(large_lazy_block),
+		cmocka_unit_test(realloc_preserves_contents),
+		cmocka_unit_test(realloc_steps_interleaved),
+		cmocka_unit_test(realloc_null_is_malloc),
+		cmocka_unit_test(realloc_zero_frees),
+		cmocka_unit_test(realloc_failure_keeps_block),
+		cmocka_unit_test(reallocarray_overflow),
+		cmocka_unit_test(posix_memalign_rejects_bad_alignment),
+		cmocka_unit_test(aligned_alloc_rejects_bad_alignment),
+		cmocka_unit_test(memalign_rounds_alignment),
+		cmocka_unit_test(alignment_sweep),
+		cmocka_unit_test(large_alignments),
+		cmocka_unit_test(free_keeps_errno),
+		cmocka_unit_test(cross_thread_free_and_reuse),
+		cmocka_unit_test(stats_count_requests),
+		cmocka_unit_test(trim_returns_memory),
+	};
+#ifdef API_LIBC
+	return cmocka_run_group_tests_name("api: the malloc family under the libc names", tests, NULL, NULL);
+#else
+	return cmocka_run_group_tests_name("api: the malloc family under numa_page_* names", tests, NULL, NULL);
+#endif
+}
