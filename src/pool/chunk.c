@@ -74,9 +74,12 @@ struct np_chunk *np_chunk_map(int node)
 struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align)
 {
 	const struct np_topo *t = &np_topo_table;
-	/* The fields sit behind the (unused) descriptor array: the data starts after them. */
-	size_t off = align > sizeof(struct np_chunk) ? align : sizeof(struct np_chunk);
-	if (bytes > SIZE_MAX - off - NP_CHUNK_SIZE || align > ((size_t)1 << 40))
+	/* The fields sit behind the (unused) descriptor array: the data starts after them, at
+	 * the first multiple of align (the header is 40 KiB: not a multiple of 16 or 32 KiB). */
+	if (align > ((size_t)1 << 40))
+		return NULL;
+	size_t off = (sizeof(struct np_chunk) + align - 1) & ~(align - 1);
+	if (bytes > SIZE_MAX - off - NP_CHUNK_SIZE)
 		return NULL;
 	size_t size = (off + bytes + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
 	struct np_chunk *c = np_os_map(size, align > NP_CHUNK_SIZE ? align : NP_CHUNK_SIZE);
