@@ -226,6 +226,14 @@ static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
 	return true;
 }
 
+/* Whether a run of n pages aligned to align pages fits behind the header of a fresh chunk.
+ * When it does not, growing the pool can never satisfy it (the caller maps it on its own). */
+static bool fits_in_chunk(size_t n, size_t align)
+{
+	size_t first = (NP_CHUNK_HEADER_PAGES + align - 1) & ~(align - 1);
+	return first <= NP_CHUNK_PAGES && n <= NP_CHUNK_PAGES - first;
+}
+
 /* ---- the pool's interface ----------------------------------------------------------------- */
 
 int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st)
@@ -234,6 +242,8 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
 	if (!p->exists || n <= 0)
 		return 0;
 	size_t len = (size_t)1 << order;
+	if (!fits_in_chunk(len, len))
+		return 0;
 	int got = 0;
 	lock_pool(p, st);
 	while (got < n) {
@@ -259,6 +269,8 @@ struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, str
 		return NULL;
 	if (align_pages == 0)
 		align_pages = 1;
+	if (!fits_in_chunk(npages, align_pages))
+		return NULL;
 	lock_pool(p, st);
 	struct np_page *run;
 	while (!(run = take_locked(p, npages, align_pages)))

@@ -52,7 +52,8 @@ void np_pool_init(const struct np_topo *t);
  * state NP_PAGE_USED and their order set. st: the caller's statistics deltas (may be NULL). */
 int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st);
 /* One run of npages (<= NP_POOL_MAX_RUN) whose address is aligned to align_pages (a power of
- * two), or NULL when the node can give none. */
+ * two), or NULL when the node can give none, or at once when no chunk could hold it at that
+ * alignment (the caller maps it as a huge chunk instead). */
 struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st);
 /* Returns runs (of any nodes and lengths) to their own nodes' pools, one lock hold per node,
  * and purges a pool that passed its watermark. Consumes runs[]: every slot is set to NULL. */
