@@ -138,6 +138,10 @@ static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 	struct np_chunk *c = np_chunk_of(pg);
 	size_t idx = (size_t)(pg - c->pages);
 	size_t n = pg->npages;
+	/* When the run merges into a free run on its left, its head becomes an interior page
+	 * that nothing rewrites: it must not keep saying USED, or freeing the pointer again
+	 * would pass free()'s state check and insert the run a second time. */
+	pg->state = NP_PAGE_FREE;
 	if (idx > NP_CHUNK_HEADER_PAGES) {
 		struct np_page *left = &c->pages[idx - 1];
 		if (left->state == NP_PAGE_FREE || left->state == NP_PAGE_FREE_END) {
