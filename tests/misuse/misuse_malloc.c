@@ -1,0 +1,125 @@
+/*
+ * misuse_malloc.c — programs that misuse free() and must be stopped by libnumapage's cheap
+ * always-on checks: each case (argv[1]) makes one mistake and must abort with
+ * "numapage: <call>: <reason> <ptr>" before returning. Returning 0 means the mistake went
+ * unnoticed (the test fails). Uses the libc names where libnumapage exports them
+ * (-DMISUSE_LIBC), else the numa_page_* names (sanitizer builds).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "numapage.h"
+
+#ifdef MISUSE_LIBC
+#include <malloc.h>
+#define M_MALLOC malloc
+#define M_FREE free
+#define M_USABLE malloc_usable_size
+#else
+#define M_MALLOC numa_page_malloc
+#define M_FREE numa_page_free
+#define M_USABLE numa_page_usable_size
+#endif
+
+/* p, opaque to the compiler: it must not see (or warn about) the mistake it cannot prove. */
+static void *launder(void *p)
+{
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+
+/* A live block, so the slab has neighbours and the misuse is not at a list end. */
+static char *live_block(size_t n)
+{
+	char *p = M_MALLOC(n);
+	if (!p || numa_page_node_of(p) < 0) {
+		fprintf(stderr, "setup: %zu-byte block is not libnumapage's\n", n);
+		exit(3);
+	}
+	memset(p, 0x11, n);
+	return p;
+}
+
+static void *free_twice(void *arg)
+{
+	M_FREE(arg);
+	M_FREE(launder(arg));
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s CASE\n", argv[0]);
+		return 2;
+	}
+	const char *c = argv[1];
+	char *keep[4];
+	for (int i = 0; i < 4; i++)
+		keep[i] = live_block(64);
+	fflush(stdout);
+
+	if (!strcmp(c, "free_stack")) {
+		char buf[64];
+		memset(buf, 1, sizeof buf);
+		M_FREE(launder(buf));
+	} else if (!strcmp(c, "free_interior")) {
+		char *p = live_block(64);
+		M_FREE(launder(p + 16));
+	} else if (!strcmp(c, "free_interior_large")) {
+		char *p = live_block(1 << 20);
+		M_FREE(launder(p + 4096));
+	} else if (!strcmp(c, "double_free_small")) {
+		char *p = live_block(48);
+		M_FREE(p);
+		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_small_busy")) {
+		/* The second free comes after other frees and mallocs of the class. */
+		char *p = live_block(48), *q = live_block(48);
+		M_FREE(p);
+		M_FREE(q);
+		char *r = live_block(48);
+		(void)r;
+		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_run")) {
+		char *p = live_block(40000); /* a run of the page cache's sizes */
+		M_FREE(p);
+		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_large")) {
+		char *p = live_block(1 << 20); /* a run straight from the node's pool */
+		M_FREE(p);
+		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_huge")) {
+		char *p = live_block(9 << 20); /* a mapping of its own, unmapped by the first free */
+		M_FREE(p);
+		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_remote")) {
+		/* Another thread frees an owner's block twice: caught when the owner collects. */
+		char *p = live_block(80);
+		pthread_t t;
+		if (pthread_create(&t, NULL, free_twice, p) || pthread_join(t, NULL))
+			return 3;
+		for (int i = 0; i < 100000; i++)
+			live_block(80);
+	} else if (!strcmp(c, "free_mmap")) {
+		char *p = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return 3;
+		p[0] = 1;
+		M_FREE(launder(p));
+	} else if (!strcmp(c, "usable_size_foreign")) {
+		char buf[64];
+		memset(buf, 1, sizeof buf);
+		printf("%zu\n", M_USABLE(launder(buf)));
+	} else {
+		fprintf(stderr, "unknown case %s\n", c);
+		return 2;
+	}
+	for (int i = 0; i < 4; i++)
+		M_FREE(keep[i]);
+	fprintf(stderr, "%s: the misuse was not caught\n", c);
+	return 0;
+}
