@@ -1,0 +1,712 @@
+/*
+ * Unit tests of src/pool/: chunks (layout, granule map, huge and interleaved chunks, binding
+ * through the fake OS by OS node id, strict and preferred bind failures) and the per-node page
+ * pools (batches of aligned runs, exact runs with alignment, growth and the node's limit,
+ * coalescing and every invariant after each step of a randomized sequence with a fixed seed,
+ * growing a run in place, purging, the contended-lock counter, and np_pool_pick's stealing among
+ * equidistant pools on the 2990WX fixture). Each test loads a fixture into np_topo_table and
+ * re-initialises options, statistics and pools; teardown unmaps every chunk it left behind.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_os.h"
+#include "options.h"
+#include "os.h"
+#include "pool/chunk.h"
+#include "pool/pool.h"
+#include "topology/topology.h"
+#include "vmstat/vmstat.h"
+
+#define STAT(node, item) np_vmstat_read(node, NUMA_PAGE_STAT_##item)
+
+/* Loads a fixture as the library's table and sets up fresh pools; option pairs name, value
+ * are applied first (NULL-terminated). */
+static void start(const char *fixture, ...)
+{
+	np_options_reset();
+	va_list ap;
+	va_start(ap, fixture);
+	const char *name;
+	while ((name = va_arg(ap, const char *)) != NULL)
+		assert_int_equal(np_options_set(name, va_arg(ap, const char *)), 0);
+	va_end(ap);
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
+	assert_int_equal(np_topo_load(&np_topo_table, path, NULL), 0);
+	np_vmstat_init(&np_topo_table);
+	np_vmstat_reset();
+	np_fake_os_reset();
+	np_pool_init(&np_topo_table);
+}
+
+/* Unmaps every normal chunk of every pool (tests leave whole pools behind). */
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < NP_MAX_NODES; i++) {
+		struct np_chunk *c = np_pools[i].chunks, *next;
+		for (; c; c = next) {
+			next = c->next;
+			np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
+			np_os_unmap(c, NP_CHUNK_SIZE);
+		}
+		np_pools[i].chunks = NULL;
+	}
+	np_fake_os_reset();
+	return 0;
+}
+
+static void check_node(int node)
+{
+	const char *err = np_pool_check(node);
+	if (err)
+		fail_msg("pool %d: %s", node, err);
+}
+
+static size_t page_index(const struct np_page *pg)
+{
+	return (size_t)(pg - np_chunk_of(pg)->pages);
+}
+
+/* ---- chunks ---------------------------------------------------------------------------------- */
+
+static void chunk_layout_and_lookup(void **state)
+{
+	(void)state;
+	start("sparse", NULL);
+	struct np_chunk *c = np_chunk_map(2); /* dense 2 = OS node 5 */
+	assert_non_null(c);
+	assert_int_equal((uintptr_t)c % NP_CHUNK_SIZE, 0);
+	assert_int_equal(c->magic, NP_CHUNK_MAGIC);
+	assert_int_equal(c->kind, NP_CHUNK_NORMAL);
+	assert_int_equal(c->node, 2);
+	assert_int_equal(c->data_offset, NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE);
+	/* The header fits in the first 64 KiB metadata slot, and leaves most of the chunk. */
+	assert_true(NP_CHUNK_HEADER_PAGES <= 16);
+	for (size_t i = 0; i < NP_CHUNK_HEADER_PAGES; i++)
+		assert_int_equal(c->pages[i].state, NP_PAGE_HEADER);
+	/* Any address of the chunk finds it; the granules around it are not ours. */
+	char *b = (char *)c;
+	assert_ptr_equal(np_chunk_lookup(b), c);
+	assert_ptr_equal(np_chunk_lookup(b + NP_CHUNK_SIZE - 1), c);
+	assert_ptr_equal(np_chunk_find(b + 12345), c);
+	assert_null(np_chunk_lookup(b + NP_CHUNK_SIZE));
+	assert_null(np_chunk_find(b + NP_CHUNK_SIZE));
+	assert_null(np_chunk_lookup((void *)((uintptr_t)1 << 50)));
+	assert_null(np_chunk_find((void *)((uintptr_t)1 << 50)));
+	assert_ptr_equal(np_page_addr(np_chunk_page(c, b + 5 * NP_PAGE_SIZE + 7)), b + 5 * NP_PAGE_SIZE);
+	assert_int_equal(np_chunk_node_at(c, b + 100 * NP_PAGE_SIZE), 2);
+	/* Rehearsal: not bound, counted as skipped. */
+	assert_int_equal(np_fake_os_binds(), 0);
+	assert_int_equal(STAT(2, bind_skipped), 1);
+	assert_int_equal(STAT(2, chunks_mapped), 1);
+	np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
+	np_os_unmap(c, NP_CHUNK_SIZE);
+}
+
+static void chunks_bind_by_os_id(void **state)
+{
+	(void)state;
+	start("sparse", NULL);
+	np_topo_table.is_system = true; /* the fake records binds as a real kernel would see them */
+	for (int n = 0; n < 3; n++) {
+		struct np_page *run;
+		assert_int_equal(np_pool_get_batch(n, 0, 1, &run, NULL), 1);
+		int os = np_topo_table.node[n].os_id;
+		assert_int_equal(np_fake_os_bound_node(np_page_addr(run)), os);
+		assert_int_equal(np_fake_os_bound_node((char *)np_chunk_of(run) + NP_CHUNK_SIZE - 1), os);
+		np_pool_put_run(run, NULL);
+	}
+	assert_int_equal(np_fake_os_binds(), 3);
+	assert_int_equal(STAT(1, bind_skipped), 0);
+}
+
+static void strict_bind_failure_means_no_memory(void **state)
+{
+	(void)state;
+	start("2node", "BIND", "strict", NULL);
+	np_topo_table.is_system = true;
+	np_fake_os_fail_bind(1, -ENOMEM);
+	struct np_page *run;
+	long unmaps = np_fake_os_unmaps();
+	assert_int_equal(np_pool_get_batch(1, 0, 1, &run, NULL), 0);
+	assert_null(np_pool_get_run(1, 20, 1, NULL));
+	assert_true(STAT(1, bind_fail) >= 2);
+	assert_true(np_fake_os_unmaps() >= unmaps + 2); /* the refused chunks went back */
+	assert_null(np_pools[1].chunks);
+	/* The other node is untouched. */
+	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL), 1);
+	np_pool_put_run(run, NULL);
+	check_node(0);
+	check_node(1);
+}
+
+static void preferred_bind_failure_is_counted_and_used(void **state)
+{
+	(void)state;
+	start("2node", NULL); /* preferred is the default */
+	np_topo_table.is_system = true;
+	np_fake_os_fail_bind(1, -EIO);
+	struct np_page *run;
+	assert_int_equal(np_pool_get_batch(1, 0, 1, &run, NULL), 1);
+	assert_int_equal(np_page_node(run), 1);
+	assert_int_equal(STAT(1, bind_fail), 1);
+	np_pool_put_run(run, NULL);
+}
+
+static void map_failure_means_no_memory(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_fake_os_fail_map_after(0);
+	struct np_page *run;
+	assert_int_equal(np_pool_get_batch(0, 0, 4, &run, NULL), 0);
+	assert_null(np_pool_get_run(0, 100, 1, NULL));
+	assert_int_equal(np_pools[0].mapped_pages, 0);
+	check_node(0);
+}
+
+static void huge_chunk(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	size_t bytes = 9 * NP_CHUNK_SIZE / 2 + 123; /* 18 MiB and a bit: five granules */
+	struct np_chunk *c = np_chunk_map_huge(1, bytes, NP_PAGE_SIZE);
+	assert_non_null(c);
+	assert_int_equal((uintptr_t)c % NP_CHUNK_SIZE, 0);
+	assert_int_equal(c->kind, NP_CHUNK_HUGE);
+	assert_int_equal(c->node, 1);
+	char *data = (char *)c + c->data_offset;
+	assert_int_equal((uintptr_t)data % NP_PAGE_SIZE, 0);
+	assert_true(c->size >= c->data_offset + bytes);
+	assert_int_equal(c->size % NP_PAGE_SIZE, 0);
+	data[0] = 1;
+	data[bytes - 1] = 2;
+	assert_ptr_equal(np_chunk_lookup(data), c);
+	/* Interior pointers of later granules: not a start (lookup), but found. */
+	assert_null(np_chunk_lookup(data + 2 * NP_CHUNK_SIZE));
+	assert_ptr_equal(np_chunk_find(data + 2 * NP_CHUNK_SIZE), c);
+	assert_ptr_equal(np_chunk_find(data + bytes - 1), c);
+	assert_int_equal(np_chunk_node_at(c, data + bytes - 1), 1);
+	long unmaps = np_fake_os_unmaps();
+	np_chunk_unmap_huge(c);
+	assert_int_equal(np_fake_os_unmaps(), unmaps + 1);
+	assert_null(np_chunk_find(data));
+	assert_null(np_chunk_find(data + 2 * NP_CHUNK_SIZE));
+	/* Absurd sizes are refused, not wrapped. */
+	assert_null(np_chunk_map_huge(0, SIZE_MAX - NP_PAGE_SIZE, NP_PAGE_SIZE));
+}
+
+static void huge_chunk_aligned(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	for (size_t align = NP_PAGE_SIZE; align <= 2 * NP_CHUNK_SIZE; align <<= 1) {
+		struct np_chunk *c = np_chunk_map_huge(0, 5 << 20, align);
+		assert_non_null(c);
+		char *data = (char *)c + c->data_offset;
+		assert_int_equal((uintptr_t)data % align, 0);
+		assert_ptr_equal(np_chunk_find(data), c);
+		np_chunk_unmap_huge(c);
+	}
+}
+
+static void interleaved_chunk_round_robin(void **state)
+{
+	(void)state;
+	start("4node", NULL);
+	np_topo_table.is_system = true;
+	struct np_chunk *c = np_chunk_map_huge(-1, 64 * NP_PAGE_SIZE, NP_PAGE_SIZE);
+	assert_non_null(c);
+	assert_int_equal(c->kind, NP_CHUNK_INTERLEAVE);
+	assert_int_equal(c->nilv, 4);
+	char *data = (char *)c + c->data_offset;
+	int first = np_chunk_node_at(c, data);
+	for (int i = 0; i < 64; i++) {
+		char *pg = data + (size_t)i * NP_PAGE_SIZE;
+		int n = np_chunk_node_at(c, pg);
+		assert_int_equal(n, (first + i) % 4);
+		/* What the kernel (here: the fake) was told agrees page by page. */
+		assert_int_equal(np_fake_os_bound_node(pg), np_topo_table.node[n].os_id);
+	}
+	np_chunk_unmap_huge(c);
+}
+
+/* ---- pools ----------------------------------------------------------------------------------- */
+
+static void init_marks_memory_nodes(void **state)
+{
+	(void)state;
+	start("r7425", NULL);
+	for (int n = 0; n < 8; n++)
+		assert_int_equal(np_pools[n].exists, n == 1 || n == 5);
+	assert_int_equal(np_pools[1].limit_pages, np_topo_table.node[1].mem_bytes >> NP_PAGE_SHIFT);
+	/* Every CPU is served by the pool nearest its node: 4 each. */
+	assert_int_equal(np_pools[1].cpus_served, 4);
+	assert_int_equal(np_pools[5].cpus_served, 4);
+	struct np_page *run;
+	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL), 0); /* memoryless: no pool */
+	assert_null(np_pool_get_run(3, 1, 1, NULL));
+}
+
+static void batch_of_aligned_runs(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	for (unsigned order = 0; order < 5; order++) {
+		struct np_page *runs[64];
+		int got = np_pool_get_batch(1, order, 40, runs, NULL);
+		assert_int_equal(got, 40);
+		for (int i = 0; i < got; i++) {
+			struct np_page *pg = runs[i];
+			assert_int_equal(pg->state, NP_PAGE_USED);
+			assert_int_equal(pg->order, order);
+			assert_int_equal(pg->npages, 1u << order);
+			assert_int_equal(np_page_node(pg), 1);
+			assert_int_equal(page_index(pg) % (1u << order), 0);
+			assert_int_equal((uintptr_t)np_page_addr(pg) % (NP_PAGE_SIZE << order), 0);
+			for (unsigned k = 1; k < 1u << order; k++)
+				assert_int_equal(pg[k].state, NP_PAGE_TAIL);
+			for (int j = 0; j < i; j++)
+				assert_ptr_not_equal(runs[j], pg);
+		}
+		check_node(1);
+		assert_int_equal(STAT(1, pages_alloc) - STAT(1, pages_free), (long)(40u << order));
+		np_pool_put_batch(runs, got, NULL);
+		for (int i = 0; i < got; i++)
+			assert_null(runs[i]); /* consumed */
+		check_node(1);
+		/* Everything came back: one maximal free run per chunk. */
+		assert_int_equal(np_pools[1].free_pages, np_pools[1].mapped_pages);
+	}
+	assert_int_equal(np_fake_os_maps(), 1);
+	assert_int_equal(STAT(1, chunks_mapped), 1);
+	assert_int_equal(STAT(1, pages_free), STAT(1, pages_alloc));
+	assert_int_equal(np_pools[1].bins[NP_POOL_BINS - 1]->npages, NP_CHUNK_DATA_PAGES);
+	assert_int_equal(STAT(0, pages_alloc), 0);
+}
+
+static void batch_grows_only_when_empty(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_page *runs[64];
+	/* Take all but 3 pages of the first chunk, then ask for 8: a partial batch, no growth. */
+	struct np_page *big = np_pool_get_run(0, NP_CHUNK_DATA_PAGES - 3, 1, NULL);
+	assert_non_null(big);
+	assert_int_equal(np_pool_get_batch(0, 0, 8, runs, NULL), 3);
+	assert_int_equal(np_fake_os_maps(), 1);
+	/* Now empty: the next batch maps a second chunk. */
+	assert_int_equal(np_pool_get_batch(0, 0, 8, runs + 3, NULL), 8);
+	assert_int_equal(np_fake_os_maps(), 2);
+	assert_int_equal(np_pools[0].mapped_pages, 2 * NP_CHUNK_DATA_PAGES);
+	check_node(0);
+	np_pool_put_batch(runs, 11, NULL);
+	np_pool_put_run(big, NULL);
+	check_node(0);
+	assert_int_equal(np_pools[0].free_pages, np_pools[0].mapped_pages);
+}
+
+static void exact_runs_with_alignment(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	assert_null(np_pool_get_run(0, 0, 1, NULL));
+	assert_null(np_pool_get_run(0, NP_POOL_MAX_RUN + 1, 1, NULL));
+	struct np_page *whole = np_pool_get_run(0, NP_POOL_MAX_RUN, 1, NULL);
+	assert_non_null(whole);
+	assert_int_equal(whole->npages, NP_POOL_MAX_RUN);
+	assert_int_equal(whole->order, 0xff);
+	np_pool_put_run(whole, NULL);
+	struct np_page *runs[64];
+	int n = 0;
+	for (size_t align = 1; align <= 256; align <<= 1) {
+		for (size_t len = 1; len <= 300; len += 97) {
+			struct np_page *r = np_pool_get_run(0, len, align, NULL);
+			assert_non_null(r);
+			assert_int_equal(page_index(r) % align, 0);
+			assert_int_equal(r->npages, len);
+			runs[n++] = r;
+			check_node(0);
+		}
+	}
+	np_pool_put_batch(runs, n, NULL);
+	check_node(0);
+	assert_int_equal(np_pools[0].free_pages, np_pools[0].mapped_pages);
+}
+
+/* A run that cannot fit in any chunk at its alignment must be refused at once, not by mapping
+ * chunk after chunk until the node is full: 896 pages on a 1 MiB boundary leave room for only
+ * 768 behind the boundary at page 256 of a 4 MiB chunk. */
+static void unfittable_alignment_fails_fast(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	assert_null(np_pool_get_run(0, 896, 256, NULL));
+	assert_true(np_fake_os_maps() <= 1);
+	assert_true(np_pools[0].mapped_pages <= NP_CHUNK_DATA_PAGES);
+	/* ... while what does fit is served: 768 pages at page 256. */
+	struct np_page *r = np_pool_get_run(0, 768, 256, NULL);
+	assert_non_null(r);
+	assert_int_equal(page_index(r), 256);
+	np_pool_put_run(r, NULL);
+	check_node(0);
+}
+
+static void node_limit_stops_growth(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	/* Pretend node 1 has two chunks' worth of memory. */
+	np_topo_table.node[1].mem_bytes = 2 * NP_CHUNK_SIZE;
+	np_pool_init(&np_topo_table);
+	struct np_page *r1 = np_pool_get_run(1, NP_POOL_MAX_RUN, 1, NULL);
+	struct np_page *r2 = np_pool_get_run(1, NP_POOL_MAX_RUN, 1, NULL);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	struct np_page *run;
+	assert_int_equal(np_pool_get_batch(1, 0, 1, &run, NULL), 0);
+	assert_null(np_pool_get_run(1, 1, 1, NULL));
+	assert_int_equal(np_fake_os_maps(), 2);
+	np_pool_put_run(r1, NULL);
+	assert_int_equal(np_pool_get_batch(1, 0, 1, &run, NULL), 1);
+	np_pool_put_run(run, NULL);
+	np_pool_put_run(r2, NULL);
+	check_node(1);
+}
+
+/* A run freed next to free runs merges with both; the merged run is found by length. */
+static void coalesces_both_sides(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_page *a = np_pool_get_run(0, 10, 1, NULL);
+	struct np_page *b = np_pool_get_run(0, 20, 1, NULL);
+	struct np_page *c = np_pool_get_run(0, 30, 1, NULL);
+	struct np_page *d = np_pool_get_run(0, 5, 1, NULL);
+	assert_ptr_equal(b, a + 10);
+	assert_ptr_equal(c, b + 20);
+	assert_ptr_equal(d, c + 30);
+	np_pool_put_run(a, NULL);
+	np_pool_put_run(c, NULL);
+	check_node(0);
+	assert_int_equal(a->state, NP_PAGE_FREE);
+	assert_int_equal(a->npages, 10);
+	assert_int_equal(a[9].state, NP_PAGE_FREE_END);
+	np_pool_put_run(b, NULL); /* merges with a (left) and c (right) */
+	check_node(0);
+	assert_int_equal(a->state, NP_PAGE_FREE);
+	assert_int_equal(a->npages, 60);
+	assert_int_equal(a[59].state, NP_PAGE_FREE_END);
+	assert_int_equal(a[59].npages, 60);
+	/* The run's old head must not still claim to be handed out: freeing it again would
+	 * otherwise pass free()'s state check and corrupt the pool. */
+	assert_int_not_equal(b->state, NP_PAGE_USED);
+	assert_int_not_equal(c->state, NP_PAGE_USED);
+	struct np_page *e = np_pool_get_run(0, 60, 1, NULL);
+	assert_ptr_equal(e, a);
+	np_pool_put_run(e, NULL);
+	np_pool_put_run(d, NULL);
+	check_node(0);
+	assert_int_equal(np_pools[0].free_pages, np_pools[0].mapped_pages);
+}
+
+static void grow_run_in_place(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_page *a = np_pool_get_run(0, 10, 1, NULL);
+	struct np_page *b = np_pool_get_run(0, 10, 1, NULL);
+	assert_ptr_equal(b, a + 10);
+	assert_false(np_pool_grow_run(a, 11, NULL)); /* b is in the way */
+	assert_true(np_pool_grow_run(b, 10, NULL));  /* not larger: nothing to do */
+	assert_true(np_pool_grow_run(b, 500, NULL));
+	assert_int_equal(b->npages, 500);
+	for (int k = 10; k < 500; k++)
+		assert_int_equal(b[k].state, NP_PAGE_TAIL);
+	check_node(0);
+	size_t left = NP_CHUNK_PAGES - page_index(b);
+	assert_false(np_pool_grow_run(b, left + 1, NULL)); /* beyond the chunk */
+	assert_true(np_pool_grow_run(b, left, NULL));       /* exactly to its end */
+	check_node(0);
+	assert_int_equal(np_pools[0].free_pages, 0);
+	np_pool_put_run(a, NULL);
+	np_pool_put_run(b, NULL);
+	check_node(0);
+	assert_int_equal(np_pools[0].free_pages, NP_CHUNK_DATA_PAGES);
+	assert_int_equal(STAT(0, pages_alloc), STAT(0, pages_free));
+}
+
+/* Writes the run's tag into the first word of each of its pages. */
+static void stamp(struct np_page *r, uint64_t tag)
+{
+	char *p = np_page_addr(r);
+	for (uint32_t k = 0; k < r->npages; k++)
+		*(uint64_t *)(p + (size_t)k * NP_PAGE_SIZE) = tag + k;
+}
+
+static void check_stamp(struct np_page *r, uint64_t tag)
+{
+	char *p = np_page_addr(r);
+	for (uint32_t k = 0; k < r->npages; k++)
+		assert_int_equal(*(uint64_t *)(p + (size_t)k * NP_PAGE_SIZE), tag + k);
+}
+
+/* Random gets (batches and exact runs, random lengths and alignments) and puts (single and
+ * batched) over two nodes, fixed seed; after every step every invariant holds, no two runs
+ * handed out overlap (the stamps survive), and at the end everything coalesces back. */
+static void randomized_invariants(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "1", NULL);
+	enum { MAX_HELD = 200, STEPS = 3000 };
+	static struct np_page *held[MAX_HELD];
+	static uint64_t tags[MAX_HELD];
+	int nheld = 0;
+	srand48(20240611);
+	uint64_t next_tag = 1;
+	for (int step = 0; step < STEPS; step++) {
+		int node = (int)(lrand48() % 2);
+		long op = lrand48() % 10;
+		if (nheld < MAX_HELD - 64 && (op < 5 || nheld == 0)) {
+			if (op < 2) {
+				struct np_page *runs[64];
+				unsigned order = (unsigned)(lrand48() % 5);
+				int want = 1 + (int)(lrand48() % 16);
+				int got = np_pool_get_batch(node, order, want, runs, NULL);
+				assert_true(got >= 1 && got <= want); /* partial batches are allowed */
+				for (int i = 0; i < got; i++) {
+					assert_int_equal(page_index(runs[i]) % (1u << order), 0);
+					tags[nheld] = next_tag;
+					next_tag += 1u << 10;
+					stamp(runs[i], tags[nheld]);
+					held[nheld++] = runs[i];
+				}
+			} else {
+				size_t len = 1 + (size_t)(lrand48() % (lrand48() % 16 ? 40 : 600));
+				size_t align = (size_t)1 << (lrand48() % 7);
+				struct np_page *r = np_pool_get_run(node, len, align, NULL);
+				assert_non_null(r);
+				assert_int_equal(page_index(r) % align, 0);
+				assert_int_equal(r->npages, len);
+				tags[nheld] = next_tag;
+				next_tag += 1u << 10;
+				stamp(r, tags[nheld]);
+				held[nheld++] = r;
+			}
+		} else if (op < 8) {
+			int i = (int)(lrand48() % nheld);
+			check_stamp(held[i], tags[i]);
+			np_pool_put_run(held[i], NULL);
+			held[i] = held[--nheld];
+			tags[i] = tags[nheld];
+		} else {
+			/* A batch of up to 8 runs of mixed nodes in one call. */
+			struct np_page *runs[8];
+			int n = 0;
+			while (n < 8 && nheld > 0) {
+				int i = (int)(lrand48() % nheld);
+				check_stamp(held[i], tags[i]);
+				runs[n++] = held[i];
+				held[i] = held[--nheld];
+				tags[i] = tags[nheld];
+				if (lrand48() % 3 == 0)
+					break;
+			}
+			np_pool_put_batch(runs, n, NULL);
+		}
+		check_node(0);
+		check_node(1);
+	}
+	for (int i = 0; i < nheld; i++) {
+		check_stamp(held[i], tags[i]);
+		np_pool_put_run(held[i], NULL);
+	}
+	for (int n = 0; n < 2; n++) {
+		check_node(n);
+		assert_int_equal(np_pools[n].free_pages, np_pools[n].mapped_pages);
+		/* Fully coalesced: one free run per chunk. */
+		size_t runs = 0;
+		for (struct np_page *pg = np_pools[n].bins[NP_POOL_BINS - 1]; pg; pg = pg->next)
+			runs++;
+		assert_int_equal(runs * NP_CHUNK_DATA_PAGES, np_pools[n].mapped_pages);
+		assert_int_equal(STAT(n, pages_alloc), STAT(n, pages_free));
+	}
+}
+
+static void purge_past_watermark(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "1", NULL); /* 256 dirty pages kept at most */
+	struct np_page *runs[4];
+	for (int i = 0; i < 4; i++) {
+		runs[i] = np_pool_get_run(0, 80, 1, NULL);
+		assert_non_null(runs[i]);
+		assert_true(runs[i]->clean); /* fresh from the kernel */
+		memset(np_page_addr(runs[i]), 0xab, 80 * NP_PAGE_SIZE);
+	}
+	/* 240 dirty pages: under the watermark after three, over it after four. */
+	np_pool_put_batch(runs, 3, NULL);
+	assert_int_equal(STAT(0, pages_purged), 0);
+	assert_int_equal(np_pools[0].dirty_pages, 240);
+	np_pool_put_run(runs[3], NULL);
+	long purged = STAT(0, pages_purged);
+	assert_true(purged > 0);
+	assert_true(np_pools[0].dirty_pages <= 128);
+	assert_int_equal(np_fake_os_purged_bytes(), purged * (long)NP_PAGE_SIZE);
+	check_node(0);
+	/* Purge everything: the memory reads back as zeros and is marked clean. */
+	np_pool_purge(0, 0, NULL);
+	assert_int_equal(np_pools[0].dirty_pages, 0);
+	struct np_page *r = np_pool_get_run(0, 400, 1, NULL);
+	assert_non_null(r);
+	assert_true(r->clean);
+	const uint64_t *w = np_page_addr(r);
+	for (size_t i = 0; i < 400 * NP_PAGE_SIZE / 8; i++)
+		assert_int_equal(w[i], 0);
+	np_pool_put_run(r, NULL);
+	check_node(0);
+	/* Nothing dirty, nothing to purge. */
+	np_pool_purge(0, 0, NULL);
+	assert_int_equal(np_pool_purge(1, 0, NULL), 0);
+	assert_int_equal(np_pool_purge(5, 0, NULL), 0); /* no such pool */
+}
+
+static void purge_off_keeps_nothing_dirty(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "0", NULL);
+	struct np_page *r = np_pool_get_run(1, 8, 1, NULL);
+	memset(np_page_addr(r), 1, 8 * NP_PAGE_SIZE);
+	np_pool_put_run(r, NULL);
+	assert_int_equal(np_pools[1].dirty_pages, 0);
+	assert_true(STAT(1, pages_purged) >= 8);
+	assert_int_equal(np_fake_os_purged_bytes(), STAT(1, pages_purged) * (long)NP_PAGE_SIZE);
+}
+
+static void *take_one(void *arg)
+{
+	struct np_page **out = arg;
+	np_pool_get_batch(0, 0, 1, out, NULL);
+	return NULL;
+}
+
+static void contended_lock_is_counted(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_page *run = NULL;
+	pthread_mutex_lock(&np_pools[0].lock);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, take_one, &run), 0);
+	struct timespec ts = {0, 50 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	assert_null(run); /* still waiting */
+	pthread_mutex_unlock(&np_pools[0].lock);
+	pthread_join(t, NULL);
+	assert_non_null(run);
+	assert_int_equal(STAT(0, pool_contended), 1);
+	np_pool_put_run(run, NULL);
+	assert_int_equal(STAT(0, pool_contended), 1); /* uncontended: not counted */
+}
+
+/* Fills pool `node` with `pages` free pages (maps what it needs). */
+static void fill(int node, size_t pages)
+{
+	struct np_page *r = np_pool_get_run(node, pages, 1, NULL);
+	assert_non_null(r);
+	np_pool_put_run(r, NULL);
+}
+
+static void pick_on_2990wx(void **state)
+{
+	(void)state;
+	start("2990wx", NULL);
+	/* Memoryless 1 and 3 are dealt the two equidistant memory nodes in turn. */
+	assert_int_equal(np_pool_primary(0), 0);
+	assert_int_equal(np_pool_primary(1), 0);
+	assert_int_equal(np_pool_primary(2), 2);
+	assert_int_equal(np_pool_primary(3), 2);
+	assert_int_equal(np_pools[0].cpus_served, 4);
+	assert_int_equal(np_pools[2].cpus_served, 4);
+	unsigned rotor = 0;
+	bool stolen = true;
+	/* Both empty: nobody is above average, stay home. */
+	assert_int_equal(np_pool_pick(1, &rotor, &stolen), 0);
+	assert_false(stolen);
+	/* Pool 2 full, pool 0 empty: node 1 steals from 2; node 3 is at home in 2. */
+	fill(2, NP_CHUNK_DATA_PAGES);
+	assert_int_equal(np_pool_pick(1, &rotor, &stolen), 2);
+	assert_true(stolen);
+	assert_int_equal(np_pool_pick(3, &rotor, &stolen), 2);
+	assert_false(stolen);
+	/* Memory nodes never steal: they are their own group. */
+	assert_int_equal(np_pool_pick(0, &rotor, &stolen), 0);
+	assert_false(stolen);
+	/* Pool 0 at or above the average: node 1 stays home. */
+	fill(0, NP_CHUNK_DATA_PAGES);
+	assert_int_equal(np_pool_pick(1, &rotor, &stolen), 0);
+	assert_false(stolen);
+	/* Pool 2 below average now: node 3 steals from 0. */
+	struct np_page *r = np_pool_get_run(2, 900, 1, NULL);
+	assert_int_equal(np_pool_pick(3, &rotor, &stolen), 0);
+	assert_true(stolen);
+	np_pool_put_run(r, NULL);
+}
+
+static void pick_on_r7425(void **state)
+{
+	(void)state;
+	start("r7425", NULL);
+	/* Each memoryless node has one nearest memory node: no choice, no stealing. */
+	const int want[8] = {1, 1, 1, 1, 5, 5, 5, 5};
+	fill(5, NP_CHUNK_DATA_PAGES);
+	for (int n = 0; n < 8; n++) {
+		unsigned rotor = 0;
+		bool stolen = true;
+		assert_int_equal(np_pool_primary(n), want[n]);
+		assert_int_equal(np_pool_pick(n, &rotor, &stolen), want[n]);
+		assert_false(stolen);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(chunk_layout_and_lookup, teardown),
+		cmocka_unit_test_teardown(chunks_bind_by_os_id, teardown),
+		cmocka_unit_test_teardown(strict_bind_failure_means_no_memory, teardown),
+		cmocka_unit_test_teardown(preferred_bind_failure_is_counted_and_used, teardown),
+		cmocka_unit_test_teardown(map_failure_means_no_memory, teardown),
+		cmocka_unit_test_teardown(huge_chunk, teardown),
+		cmocka_unit_test_teardown(huge_chunk_aligned, teardown),
+		cmocka_unit_test_teardown(interleaved_chunk_round_robin, teardown),
+		cmocka_unit_test_teardown(init_marks_memory_nodes, teardown),
+		cmocka_unit_test_teardown(batch_of_aligned_runs, teardown),
+		cmocka_unit_test_teardown(batch_grows_only_when_empty, teardown),
+		cmocka_unit_test_teardown(exact_runs_with_alignment, teardown),
+		cmocka_unit_test_teardown(unfittable_alignment_fails_fast, teardown),
+		cmocka_unit_test_teardown(node_limit_stops_growth, teardown),
+		cmocka_unit_test_teardown(coalesces_both_sides, teardown),
+		cmocka_unit_test_teardown(grow_run_in_place, teardown),
+		cmocka_unit_test_teardown(randomized_invariants, teardown),
+		cmocka_unit_test_teardown(purge_past_watermark, teardown),
+		cmocka_unit_test_teardown(purge_off_keeps_nothing_dirty, teardown),
+		cmocka_unit_test_teardown(contended_lock_is_counted, teardown),
+		cmocka_unit_test_teardown(pick_on_2990wx, teardown),
+		cmocka_unit_test_teardown(pick_on_r7425, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
