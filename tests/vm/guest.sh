@@ -3,7 +3,7 @@
 # ttyS1 and stderr on ttyS2. Prints the facts the host checks ("@@begin NAME" ... "@@end"
 # sections: sysfs, lstopo-xml, numapage-json) and runs the vm_* placement programs and, in the
 # 2990wx and r7425 guests, the api and stress tiers under LD_PRELOAD. Every check prints one
-# "ok - " / "not ok - " / "pending - " line; serial output is slow (~150 KB/s), so summaries only.
+# "ok - " or "not ok - " line; serial output is slow (~150 KB/s), so summaries only.
 # Exit status: 0 when nothing failed.
 
 topo=$(sed -n 's/.*np\.topo=\([^ ]*\).*/\1/p' /proc/cmdline)
@@ -67,13 +67,14 @@ while read -r p; do
 	esac
 done </vm/bin.list
 
-# The malloc tiers under LD_PRELOAD (tests as meson registered them, listed in /vm/tiers.sh):
-# one line per test, its output only when it fails.
+# The malloc tiers under LD_PRELOAD (tests as meson registered them, listed in /vm/tiers.sh as
+# "tier TIER NAME [VAR=VALUE...] PROGRAM [ARGS...]"): one line per test, its output only when
+# it fails.
 tier() {
 	t=$1 name=$2
 	shift 2
 	start=$(date +%s)
-	(cd /tmp && env LD_PRELOAD=$lib timeout 120 "$@") </dev/null >/tmp/out 2>&1
+	(cd /tmp && timeout 120 env LD_PRELOAD=$lib "$@") </dev/null >/tmp/out 2>&1
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		echo "ok - $t/$name under LD_PRELOAD in the $topo guest ($(( $(date +%s) - start )) s)"

@@ -21,12 +21,6 @@
 #include "numapage.h"
 #include "vm_common.h"
 
-#pragma weak numa_page_alloc
-#pragma weak numa_page_alloc_onnode
-#pragma weak numa_page_free
-#pragma weak numa_page_node_of
-#pragma weak numa_page_stats_get
-
 #define CG "/sys/fs/cgroup"
 #define CG_DIR CG "/np_vm_bind"
 
@@ -180,9 +174,6 @@ static bool pick(int *a, int *b, int *cpu_b)
 
 static void check_refused_bind(int a, int b)
 {
-	VM_NEED(numa_page_alloc_onnode, "a refused bind");
-	VM_NEED(numa_page_node_of, "a refused bind");
-	VM_NEED(numa_page_stats_get, "a refused bind");
 	static void *held[LIMIT / STEP];
 	int nheld = 0;
 	char buf[64], why[200];
@@ -275,8 +266,6 @@ int main(int argc, char **argv)
 		vm_fail("refused bind: exec /proc/self/exe: %s", strerror(errno));
 		return 1;
 	}
-	/* numa_page_version: a strong reference keeps libnumapage needed while the functions
-	 * checked here are weak (missing until the allocator exports them). */
 	vm_note("libnumapage %s: node %d's memory will be refused, node %d's allowed",
 		numa_page_version(), a, b);
 	check_refused_bind(a, b);

@@ -49,14 +49,6 @@ void vm_fail(const char *fmt, ...)
 	va_end(ap);
 }
 
-void vm_pending(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	line("pending - ", fmt, ap);
-	va_end(ap);
-}
-
 void vm_note(const char *fmt, ...)
 {
 	va_list ap;

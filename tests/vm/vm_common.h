@@ -1,10 +1,8 @@
 /*
  * vm_common.h — what the vm tier's guest programs share: result lines ("ok - ", "not ok - ",
- * "pending - ", counted by tests/vm/vmrun.py on the host), the kernel's own view of the NUMA
- * topology read from /sys (the oracle every placement check compares against: the library's
- * table is never used to judge the library), move_pages(2) queries, and threads pinned to one
- * CPU. Library functions are declared weak in the programs (VM_NEED), so a program links before
- * the allocator exports them and reports the missing ones as pending instead of passing.
+ * "# ", counted by tests/vm/vmrun.py on the host), the kernel's own view of the NUMA topology
+ * read from /sys (the oracle every placement check compares against: the library's table is
+ * never used to judge the library), move_pages(2) queries, and threads pinned to one CPU.
  * Single-threaded setup; the counters are atomic so pinned threads may report too.
  */
 #ifndef NP_VM_COMMON_H
@@ -47,21 +45,10 @@ int vm_mem_nodes(int *out);
 
 void vm_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void vm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void vm_pending(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "# ..." comment line. */
 void vm_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit status for main: 1 when a check failed, else 0. */
 int vm_exit_status(void);
-
-/* A library function the program needs: weak in the program, NULL until libnumapage exports
- * it. Reports the check as pending and returns from the calling function. */
-#define VM_NEED(fn, what)                                                                     \
-	do {                                                                                  \
-		if (!(fn)) {                                                                  \
-			vm_pending("%s: libnumapage does not export %s yet", what, #fn);    \
-			return;                                                               \
-		}                                                                             \
-	} while (0)
 
 /* Writes one byte in every page of [p, p + len) so that each page is really allocated. */
 void vm_touch(void *p, size_t len);

@@ -1,9 +1,9 @@
 /*
  * vm_malloc.c — the malloc family, served by libnumapage, puts memory where the calling
  * thread's node wants it. Built twice: vm_malloc links libnumapage (the -lnumapage door) and
- * vm_malloc_preload does not, and runs under LD_PRELOAD (the preload door). Both find the
- * library's own functions with dlsym, so the same source checks both doors; move_pages(2) is
- * the judge and /sys the oracle (vm_common.c). Objects freed by a thread of another node must
+ * vm_malloc_preload does not, and runs under LD_PRELOAD (the preload door; it finds
+ * numa_page_node_of with dlsym). Both check that malloc really is libnumapage's; move_pages(2)
+ * is the judge and /sys the oracle (vm_common.c). Objects freed by a thread of another node must
  * go back to their own node: afterwards each node's threads get only their own node's memory.
  */
 #include <dlfcn.h>
@@ -236,23 +236,24 @@ int main(int argc, char **argv)
 	(void)argc;
 	door = strstr(argv[0], "preload") ? "LD_PRELOAD" : "linked";
 	vm_topo_load();
-#ifdef VM_LINKED
-	/* The -lnumapage door: a strong reference keeps the library needed (--as-needed). */
-	vm_note("%s: libnumapage %s", door, numa_page_version());
-#endif
 	void *lib = dlopen("libnumapage.so.0", RTLD_NOLOAD | RTLD_LAZY);
 	if (!lib) {
 		vm_fail("%s: libnumapage.so.0 is not loaded in this process", door);
 		return 1;
 	}
+#ifdef VM_LINKED
+	node_of = numa_page_node_of;
+#else
+	/* Not linked with libnumapage: its functions are found in the preloaded library. */
 	node_of = (__typeof__(node_of))dlsym(RTLD_DEFAULT, "numa_page_node_of");
+#endif
 	void *lib_malloc = dlsym(lib, "malloc"), *used_malloc = dlsym(RTLD_DEFAULT, "malloc");
 	Dl_info own, used;
 	bool lib_defines = dladdr(lib_malloc, &own) && strstr(own.dli_fname, "libnumapage");
 	bool lib_serves = dladdr(used_malloc, &used) && strstr(used.dli_fname, "libnumapage");
 	if (!lib_defines) {
-		vm_pending("%s: malloc placement: libnumapage does not define malloc yet", door);
-		return 0;
+		vm_fail("%s: libnumapage does not define malloc (built with -Doverride=false?)", door);
+		return 1;
 	}
 	if (!lib_serves) {
 		vm_fail("%s: malloc resolves to %s, not libnumapage", door, used.dli_fname);
@@ -260,9 +261,8 @@ int main(int argc, char **argv)
 	}
 	vm_ok("%s: malloc is libnumapage's", door);
 	if (!node_of) {
-		vm_pending("%s: malloc placement: libnumapage does not export numa_page_node_of yet",
-			   door);
-		return 0;
+		vm_fail("%s: numa_page_node_of not found", door);
+		return 1;
 	}
 	void *probe = malloc(100);
 	if (node_of(probe) < 0)

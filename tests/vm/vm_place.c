@@ -18,14 +18,6 @@
 #include "numapage.h"
 #include "vm_common.h"
 
-/* Weak: the program links and reports "pending" while the allocator does not export these. */
-#pragma weak numa_page_alloc
-#pragma weak numa_page_alloc_onnode
-#pragma weak numa_page_free
-#pragma weak numa_page_node_of
-#pragma weak numa_page_home_node
-#pragma weak numa_page_stats_get
-
 /* ---- Placement of a set of pages ------------------------------------------------------- */
 
 struct tally {
@@ -122,7 +114,7 @@ static void *alloc_on_cpu(void *arg)
 	struct cpu_job *j = arg;
 	void *p[NSIZES];
 	j->ran_on = sched_getcpu();
-	j->home = numa_page_home_node ? numa_page_home_node() : -2;
+	j->home = numa_page_home_node();
 	for (size_t i = 0; i < NSIZES; i++)
 		p[i] = numa_page_alloc(alloc_sizes[i]);
 	for (size_t i = 0; i < NSIZES; i++)
@@ -134,9 +126,6 @@ static void *alloc_on_cpu(void *arg)
 
 static void check_alloc_every_cpu(void)
 {
-	VM_NEED(numa_page_alloc, "numa_page_alloc from every CPU");
-	VM_NEED(numa_page_free, "numa_page_alloc from every CPU");
-	VM_NEED(numa_page_node_of, "numa_page_alloc from every CPU");
 	char exp[64], got[256];
 	for (int cpu = 0; cpu < vm_topo.ncpus; cpu++) {
 		struct cpu_job j = {.cpu = cpu, .node = vm_topo.cpu_node[cpu]};
@@ -154,7 +143,7 @@ static void check_alloc_every_cpu(void)
 		else
 			vm_fail("numa_page_alloc on cpu %d (node %d): %s (expected %s): %s", cpu,
 				j.node, got, exp, j.t.first);
-		if (numa_page_home_node && j.home != j.node)
+		if (j.home != j.node)
 			vm_fail("numa_page_home_node on cpu %d: %d, the CPU's node is %d", cpu, j.home,
 				j.node);
 	}
@@ -164,8 +153,6 @@ static void check_alloc_every_cpu(void)
 
 static void check_onnode(void)
 {
-	VM_NEED(numa_page_alloc_onnode, "numa_page_alloc_onnode on every node");
-	VM_NEED(numa_page_node_of, "numa_page_alloc_onnode on every node");
 	char exp[64], got[256];
 	for (int n = 0; n <= vm_topo.max_node; n++) {
 		if (!vm_topo.online[n])
@@ -301,9 +288,6 @@ static void compare_stats(const char *what, const struct snap *b, const struct s
 
 static void check_stats(void)
 {
-	VM_NEED(numa_page_alloc, "statistics against move_pages");
-	VM_NEED(numa_page_stats_get, "statistics against move_pages");
-	VM_NEED(numa_page_node_of, "statistics against move_pages");
 	char what[96];
 	for (int n = 0; n <= vm_topo.max_node; n++) {
 		if (!vm_topo.online[n] || vm_topo.first_cpu[n] < 0)
@@ -336,9 +320,6 @@ static void check_stats(void)
 /* numa_page_alloc_onnode from the main thread, pinned to cpu 0, for every other node. */
 static void check_stats_onnode(void)
 {
-	VM_NEED(numa_page_alloc_onnode, "statistics of numa_page_alloc_onnode");
-	VM_NEED(numa_page_stats_get, "statistics of numa_page_alloc_onnode");
-	VM_NEED(numa_page_node_of, "statistics of numa_page_alloc_onnode");
 	int me = vm_topo.cpu_node[0];
 	char what[96];
 	for (int n = 0; n <= vm_topo.max_node; n++) {
@@ -392,19 +373,20 @@ static void *migrate(void *arg)
 		vm_fail("migration: could not move the thread to cpu %d", j->b);
 		return NULL;
 	}
-	j->home_after = numa_page_home_node ? numa_page_home_node() : -2;
 	for (int i = 0; i < NMIG; i++)
 		y[i] = numa_page_alloc(4096);
+	/* The home may follow lazily (on the next refill), but not later than the first
+	 * allocations made on the new node. */
+	j->home_after = numa_page_home_node();
 	for (int i = 0; i < NMIG; i++)
 		tally_pages(&j->after, y[i], 4096, nb);
 	/* Free the old node's pages here: they must go back to their own node, never serve this
 	 * node's requests. */
 	j->old_node = vm_where1(x[0]);
-	if (numa_page_stats_get)
-		snapshot(&s0);
+	snapshot(&s0);
 	for (int i = 0; i < NMIG; i++)
 		numa_page_free(x[i]);
-	if (numa_page_stats_get && j->old_node >= 0) {
+	if (j->old_node >= 0) {
 		snapshot(&s1);
 		j->in_use_drop = D(&s0, &s1, j->old_node, pages_in_use);
 	}
@@ -435,8 +417,6 @@ static void *alloc_back_home(void *arg)
 
 static void check_migration(void)
 {
-	VM_NEED(numa_page_alloc, "thread migration");
-	VM_NEED(numa_page_node_of, "thread migration");
 	struct mig_job j = {0};
 	char got[256];
 	if (!vm_pick_pair(&j.a, &j.b)) {
@@ -454,9 +434,9 @@ static void check_migration(void)
 	else
 		vm_fail("migration cpu %d -> %d: new pages %s: %s", j.a, j.b,
 			tally_nodes(&j.after, got, sizeof got), j.after.first);
-	if (numa_page_home_node && j.home_after != nb)
-		vm_fail("migration: numa_page_home_node is %d after moving to node %d", j.home_after,
-			nb);
+	if (j.home_after != nb)
+		vm_fail("migration: numa_page_home_node is %d after moving to node %d and allocating "
+			"there", j.home_after, nb);
 	if (tally_clean(&j.reuse))
 		vm_ok("migration: after freeing %d pages of the old node on the new one, %d new "
 		      "pages are all from the new node (%s)", NMIG, NMIG_AFTER,
@@ -464,14 +444,12 @@ static void check_migration(void)
 	else
 		vm_fail("migration: pages freed after moving were reused on the new node: %s (%s)",
 			tally_nodes(&j.reuse, got, sizeof got), j.reuse.first);
-	if (numa_page_stats_get) {
-		if (j.in_use_drop == -NMIG)
-			vm_ok("migration: pages_in_use of node %d dropped by the %d pages freed away "
-			      "from it", j.old_node, NMIG);
-		else
-			vm_fail("migration: pages_in_use of node %d changed by %lld when %d of its "
-				"pages were freed", j.old_node, j.in_use_drop, NMIG);
-	}
+	if (j.in_use_drop == -NMIG)
+		vm_ok("migration: pages_in_use of node %d dropped by the %d pages freed away from it",
+		      j.old_node, NMIG);
+	else
+		vm_fail("migration: pages_in_use of node %d changed by %lld when %d of its pages were "
+			"freed", j.old_node, j.in_use_drop, NMIG);
 	struct tally home = {0};
 	vm_on_cpu(j.a, alloc_back_home, &home);
 	if (tally_clean(&home))
@@ -593,9 +571,6 @@ static void *fill(void *arg)
 
 static void check_producer_consumer(void)
 {
-	VM_NEED(numa_page_alloc, "cross-node producer/consumer");
-	VM_NEED(numa_page_alloc_onnode, "cross-node producer/consumer");
-	VM_NEED(numa_page_node_of, "cross-node producer/consumer");
 	int a, b;
 	char got[256];
 	if (!vm_pick_pair(&a, &b)) {
@@ -606,8 +581,7 @@ static void check_producer_consumer(void)
 	static struct snap s0, s1;
 	pc[0].cpu_prod = a, pc[0].cpu_cons = b;
 	pc[1].cpu_prod = b, pc[1].cpu_cons = a;
-	if (numa_page_stats_get)
-		snapshot(&s0);
+	snapshot(&s0);
 	pthread_t t[4];
 	for (int i = 0; i < 2; i++) {
 		pthread_mutex_init(&pc[i].r.lock, NULL);
@@ -625,30 +599,32 @@ static void check_producer_consumer(void)
 			vm_fail("producer/consumer cpu %d -> cpu %d: %s, %d freed", pc[i].cpu_prod,
 				pc[i].cpu_cons, pc[i].made.first, pc[i].remote_frees);
 	}
-	if (numa_page_stats_get) {
-		snapshot(&s1);
-		char why[256] = "";
-		size_t o = 0;
-		for (int n = 0; n <= vm_topo.max_node; n++) {
-			int items = pc[0].items_on[n] + pc[1].items_on[n];
-			long long rf = D(&s0, &s1, n, remote_free);
-			if (items && rf < items)
-				o += (size_t)snprintf(why + o, sizeof why - o,
-						      " node %d: remote_free +%lld after %d of its "
-						      "allocations were freed on another node;",
-						      n, rf, items);
-		}
-		for (int n = 0; n <= vm_topo.max_node; n++)
-			if (vm_topo.online[n] && D(&s0, &s1, n, pages_in_use) != 0 && o < sizeof why)
-				o += (size_t)snprintf(why + o, sizeof why - o,
-						      " node %d: pages_in_use %+lld after everything "
-						      "was freed;", n, D(&s0, &s1, n, pages_in_use));
-		if (o)
-			vm_fail("producer/consumer statistics:%s", why);
-		else
-			vm_ok("producer/consumer statistics: remote frees counted on the pages' "
-			      "nodes, pages_in_use back to where it was");
+	snapshot(&s1);
+	char why[256] = "";
+	size_t o = 0;
+	for (int n = 0; n <= vm_topo.max_node; n++) {
+		int items = pc[0].items_on[n] + pc[1].items_on[n];
+		long long rf = D(&s0, &s1, n, remote_free);
+		if (items && rf < items && o < sizeof why)
+			o += (size_t)snprintf(why + o, sizeof why - o, " node %d: remote_free +%lld after "
+					      "%d of its allocations were freed on another node;", n,
+					      rf, items);
 	}
+	if (o)
+		vm_fail("producer/consumer statistics:%s", why);
+	else
+		vm_ok("producer/consumer statistics: the cross-node frees are counted in remote_free "
+		      "of the pages' nodes");
+	o = 0;
+	for (int n = 0; n <= vm_topo.max_node; n++)
+		if (vm_topo.online[n] && D(&s0, &s1, n, pages_in_use) != 0 && o < sizeof why)
+			o += (size_t)snprintf(why + o, sizeof why - o, " node %d: %+lld;", n,
+					      D(&s0, &s1, n, pages_in_use));
+	if (o)
+		vm_fail("producer/consumer statistics: pages_in_use not back after everything was "
+			"freed:%s", why);
+	else
+		vm_ok("producer/consumer statistics: pages_in_use of every node back to where it was");
 	/* No node's pool holds another node's pages: drain each node and look. */
 	for (int n = 0; n <= vm_topo.max_node; n++) {
 		if (!vm_topo.online[n] || !vm_topo.has_mem[n])
@@ -672,8 +648,6 @@ static void check_producer_consumer(void)
 int main(void)
 {
 	vm_topo_load();
-	/* A strong reference: the program needs libnumapage even while the checked functions
-	 * are still weak (missing). */
 	vm_note("libnumapage %s", numa_page_version());
 	if (vm_move_to_cpu(0) != 0)
 		vm_note("could not pin the main thread to cpu 0");
