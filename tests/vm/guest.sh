@@ -21,6 +21,7 @@ for d in /sys/devices/system/node/node*; do
 	echo "node $n cpus=$(cat $d/cpulist) memkb=$(awk '/MemTotal/ {print $4}' $d/meminfo)" \
 		"dist=$(tr ' ' ',' <$d/distance)"
 done
+echo "numa_balancing $(cat /proc/sys/kernel/numa_balancing)"
 echo "@@end"
 
 echo "@@begin lstopo-xml"

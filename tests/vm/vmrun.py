@@ -766,6 +766,9 @@ def check_sysfs(res, body, topo):
             for j, d in enumerate(m.group(4).split(',')):
                 dist[(n, j)] = int(d)
     res.check(nodes, 'kernel: sysfs lists NUMA nodes', body[:200])
+    m = re.search(r'^numa_balancing (\d+)', body, re.M)
+    res.check(m and m.group(1) == '0', 'kernel: automatic NUMA balancing is off (it would move '
+              'pages behind the checks)', m.group(0) if m else 'not reported')
     why = diff_facts((nodes, dist), spec_facts(topo))
     res.check(not why, 'kernel: nodes, CPUs, memory and SLIT in /sys match the QEMU topology', why)
 
