@@ -149,8 +149,11 @@ void np_pcp_count_free(struct np_pcp *pcp, int node, long npages)
 }
 
 /* Refills list[order] with a batch: from the home node's first-choice pool, else along the
- * home node's fallback order. Returns false when no node had memory. */
-static bool refill(struct np_pcp *pcp, unsigned order)
+ * home node's fallback order. near_only: the list still holds remote runs, so only a near
+ * pool may serve; they are used up before another remote batch is fetched (otherwise a thread
+ * whose near nodes are exhausted would pull a whole batch per page it takes and hoard them).
+ * Returns false when no allowed node had memory. */
+static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 {
 	np_pcp_follow_cpu(pcp);
 	int want = pcp->batch >> order;
@@ -162,9 +165,13 @@ static bool refill(struct np_pcp *pcp, unsigned order)
 	if (got && stolen)
 		np_vmstat_add(pcp->st, from, NUMA_PAGE_STAT_pages_stolen, (long)got << order);
 	const struct np_topo_node *nd = &np_topo_table.node[pcp->home];
-	for (int k = 0; !got && k < nd->nfallback; k++)
-		if (nd->fallback[k] != from)
-			got = np_pool_get_batch(from = nd->fallback[k], order, want, runs, pcp->st);
+	int picked = from;
+	for (int k = 0; !got && k < nd->nfallback; k++) {
+		int cand = nd->fallback[k];
+		if (cand == picked || (near_only && !is_near(pcp, cand)))
+			continue;
+		got = np_pool_get_batch(from = cand, order, want, runs, pcp->st);
+	}
 	if (!got)
 		return false;
 	np_vmstat_add(pcp->st, from, NUMA_PAGE_STAT_pcp_refill, 1);
@@ -204,7 +211,7 @@ struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
 	struct np_page *pg = l->head;
 	/* Only remote pages left (or none): prefer a fresh batch of near ones. */
 	if (!pg || !is_near(pcp, np_page_node(pg))) {
-		refill(pcp, order);
+		refill(pcp, order, pg != NULL);
 		pg = l->head;
 		if (!pg)
 			return NULL;
