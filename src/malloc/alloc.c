@@ -290,7 +290,7 @@ static void slab_free_slow(struct np_slab *s, uintptr_t a)
 	}
 	struct np_vmstat_diffs *st = th ? &th->st : NULL;
 	np_vmstat_add(st, s->node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
-	if (!th || !((th->pcp.near >> s->node) & 1))
+	if (np_pcp_is_remote(th ? &th->pcp : NULL, s->node))
 		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_remote_free, 1);
 	if (!np_slab_push_remote(s, a))
 		return;

@@ -140,11 +140,20 @@ void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npage
 	np_vmstat_add(st, served, NUMA_PAGE_STAT_pages_in_use, npages);
 }
 
+bool np_pcp_is_remote(const struct np_pcp *pcp, int node)
+{
+	if (pcp)
+		return !is_near(pcp, node);
+	/* A thread without state (it never allocated): judge by the CPU it runs on. */
+	int here = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	return here >= 0 && !((near_mask(here) >> node) & 1);
+}
+
 void np_pcp_count_free(struct np_pcp *pcp, int node, long npages)
 {
 	struct np_vmstat_diffs *st = pcp ? pcp->st : NULL;
 	np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_in_use, -npages);
-	if (pcp && !is_near(pcp, node))
+	if (np_pcp_is_remote(pcp, node))
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_remote_free, npages);
 }
 

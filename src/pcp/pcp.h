@@ -69,6 +69,9 @@ void np_pcp_drain(struct np_pcp *pcp);
 /* Accounting shared with callers that place memory themselves (huge chunks): counts npages
  * served on dense node `served` for a request intended for `intended`. */
 void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages);
+/* True when pages of dense node `node` are remote to the pcp's thread (pcp NULL: to the
+ * calling thread's CPU). */
+bool np_pcp_is_remote(const struct np_pcp *pcp, int node);
 /* ... and npages of dense node `node` given back (pcp may be NULL: a thread without state). */
 void np_pcp_count_free(struct np_pcp *pcp, int node, long npages);
 

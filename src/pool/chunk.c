@@ -38,10 +38,13 @@ static int bind_range(void *p, size_t size, int node)
 	if (rc == 0)
 		return 0;
 	np_vmstat_add(NULL, node, NUMA_PAGE_STAT_bind_fail, 1);
-	if (np_opt.bind == NP_BIND_STRICT)
-		return rc; /* the caller falls back to the next node */
-	/* Preferred: the kernel's default policy places the pages; keep going (counted). */
-	return 0;
+	/* A kernel without NUMA calls (or a sandbox that forbids them) cannot place memory at
+	 * all: the memory is as good as any, keep it. Any other refusal (the node is not in the
+	 * cpuset's mems, or has no memory) means the pages would land elsewhere while we tagged
+	 * them with this node: give the chunk back and let the fallback order serve. */
+	if (rc == -ENOSYS || rc == -EPERM)
+		return 0;
+	return rc;
 }
 
 static void name_range(void *p, size_t size, int node)

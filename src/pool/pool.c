@@ -218,11 +218,19 @@ static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
 {
 	if (p->limit_pages && p->mapped_pages + NP_CHUNK_DATA_PAGES > p->limit_pages)
 		return false;
+	/* After a refusal (a cpuset that no longer allows the node, no memory left) the fallback
+	 * order serves; try the node again only every so often, not on every request. */
+	if (p->grow_backoff) {
+		p->grow_backoff--;
+		return false;
+	}
 	unlock_pool(p);
 	struct np_chunk *c = np_chunk_map(p->node);
 	lock_pool(p, st);
-	if (!c)
+	if (!c) {
+		p->grow_backoff = 64;
 		return false;
+	}
 	c->next = p->chunks;
 	p->chunks = c;
 	p->mapped_pages += NP_CHUNK_DATA_PAGES;

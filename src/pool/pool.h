@@ -37,6 +37,7 @@ struct np_pool {
 	size_t mapped_pages;         /* data pages of all chunks */
 	size_t limit_pages;          /* the node's memory size (0 = unlimited) */
 	size_t cpus_served;          /* allowed CPUs whose first choice this pool is */
+	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
 	struct np_chunk *chunks;     /* every normal chunk of the node */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	struct np_page *bins[NP_POOL_BINS];
