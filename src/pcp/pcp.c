@@ -164,7 +164,6 @@ void np_pcp_count_free(struct np_pcp *pcp, int node, long npages)
  * Returns false when no allowed node had memory. */
 static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 {
-	np_pcp_follow_cpu(pcp);
 	int want = pcp->batch >> order;
 	want = want < 1 ? 1 : want > MAX_BATCH_RUNS ? MAX_BATCH_RUNS : want;
 	struct np_page *runs[MAX_BATCH_RUNS];
@@ -218,12 +217,20 @@ struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
 		return get_direct(pcp, order, node);
 	struct np_page_list *l = &pcp->list[order];
 	struct np_page *pg = l->head;
-	/* Only remote pages left (or none): prefer a fresh batch of near ones. */
+	/* Only remote pages left (or none): prefer a fresh batch of near ones. A refill is where
+	 * a thread notices it has moved to another node; a request that named the old home is
+	 * still for that node, and leaves the cache for its pool. */
 	if (!pg || !is_near(pcp, np_page_node(pg))) {
-		refill(pcp, order, pg != NULL);
-		pg = l->head;
-		if (!pg)
-			return NULL;
+		np_pcp_follow_cpu(pcp);
+		if (node >= 0 && node != pcp->home)
+			return get_direct(pcp, order, node);
+		pg = l->head; /* re-homing re-sorted the list */
+		if (!pg || !is_near(pcp, np_page_node(pg))) {
+			refill(pcp, order, pg != NULL);
+			pg = l->head;
+			if (!pg)
+				return NULL;
+		}
 	}
 	unlink_run(l, pg);
 	pcp->count -= 1 << order;
@@ -285,11 +292,12 @@ void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
 
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node)
 {
-	int intended = node >= 0 ? node : pcp->home;
 	int first = -1;
-	if (node < 0 || node == pcp->home) {
+	if (node < 0 || node == pcp->home)
 		np_pcp_follow_cpu(pcp);
-		intended = pcp->home;
+	/* A named node stays the intended one even when following the CPU just moved home. */
+	int intended = node >= 0 ? node : pcp->home;
+	if (intended == pcp->home) {
 		bool stolen;
 		first = np_pool_pick(intended, &pcp->rotor, &stolen);
 		struct np_page *run = np_pool_get_run(first, npages, align_pages, pcp->st);
