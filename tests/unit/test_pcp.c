@@ -1,0 +1,705 @@
+/*
+ * Unit tests of src/pcp/: head/tail ordering (a local free is the next page handed out; a
+ * remote free is not reused while local pages exist and leaves first on overflow), refill and
+ * drain batch sizes under NUMAPAGE_PCP_BATCH/HIGH, the fallback order of every node of every
+ * fixture (memoryless nodes served by their nearest memory node, counted as miss/foreign),
+ * exhaustion falling through the order without the cache growing past high, stealing among
+ * equidistant pools, following the CPU (and explicit requests for the old home), re-homing, and
+ * a randomized sequence with np_pcp_check and np_pool_check after every step (fixed seed).
+ * Each test loads a fixture into np_topo_table, fresh pools and a registered statistics block.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_os.h"
+#include "options.h"
+#include "os.h"
+#include "pcp/pcp.h"
+#include "pool/chunk.h"
+#include "pool/pool.h"
+#include "topology/topology.h"
+#include "vmstat/vmstat.h"
+
+#define STAT(node, item) np_vmstat_snapshot(node, NUMA_PAGE_STAT_##item)
+
+static struct np_vmstat_diffs *st;
+static struct np_pcp pcp;
+
+/* Loads a fixture as the library's table, fresh pools and statistics; option pairs name,
+ * value (NULL-terminated) are applied first. The pcp is not initialised. */
+static void start(const char *fixture, ...)
+{
+	np_options_reset();
+	va_list ap;
+	va_start(ap, fixture);
+	const char *name;
+	while ((name = va_arg(ap, const char *)) != NULL)
+		assert_int_equal(np_options_set(name, va_arg(ap, const char *)), 0);
+	va_end(ap);
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
+	assert_int_equal(np_topo_load(&np_topo_table, path, NULL), 0);
+	np_vmstat_init(&np_topo_table);
+	np_vmstat_reset();
+	np_fake_os_reset();
+	np_fake_os_set_cpu(0);
+	np_pool_init(&np_topo_table);
+	st = calloc(1, sizeof *st);
+	assert_non_null(st);
+	np_vmstat_register(st);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < NP_MAX_NODES; i++) {
+		struct np_chunk *c = np_pools[i].chunks, *next;
+		for (; c; c = next) {
+			next = c->next;
+			np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
+			np_os_unmap(c, NP_CHUNK_SIZE);
+		}
+		np_pools[i].chunks = NULL;
+	}
+	if (st) {
+		np_vmstat_unregister(st);
+		free(st);
+		st = NULL;
+	}
+	np_fake_os_reset();
+	np_fake_os_set_cpu(0);
+	return 0;
+}
+
+static void check(void)
+{
+	const char *err = np_pcp_check(&pcp);
+	if (err)
+		fail_msg("pcp: %s", err);
+	for (int n = 0; n < np_topo_table.nnodes; n++)
+		if (np_pools[n].exists && (err = np_pool_check(n)) != NULL)
+			fail_msg("pool %d: %s", n, err);
+}
+
+static bool in_cache(const struct np_page *pg)
+{
+	for (int o = 0; o < NP_PCP_ORDERS; o++)
+		for (const struct np_page *q = pcp.list[o].head; q; q = q->next)
+			if (q == pg)
+				return true;
+	return false;
+}
+
+/* Position of pg in its list from the head, or -1. */
+static int position(const struct np_page *pg)
+{
+	int i = 0;
+	for (const struct np_page *q = pcp.list[pg->order].head; q; q = q->next, i++)
+		if (q == pg)
+			return i;
+	return -1;
+}
+
+/* Pages of dense node `node` as if handed out (state USED, order 0), straight from its pool. */
+static void take(int node, int n, struct np_page **out)
+{
+	assert_int_equal(np_pool_get_batch(node, 0, n, out, NULL), n);
+}
+
+static long pages_in_use_total(void)
+{
+	long sum = 0;
+	for (int n = 0; n < np_topo_table.nnodes; n++)
+		sum += STAT(n, pages_in_use);
+	return sum;
+}
+
+/* ---- ordering ------------------------------------------------------------------------------ */
+
+static void local_free_is_next_out(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "8", NULL);
+	np_pcp_init(&pcp, 0, st);
+	struct np_page *a = np_pcp_get(&pcp, 0, -1);
+	struct np_page *b = np_pcp_get(&pcp, 0, -1);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->state, NP_PAGE_USED);
+	np_pcp_put(&pcp, a);
+	check();
+	assert_ptr_equal(pcp.list[0].head, a);
+	assert_ptr_equal(np_pcp_get(&pcp, 0, -1), a);
+	np_pcp_put(&pcp, b);
+	np_pcp_put(&pcp, a);
+	assert_ptr_equal(np_pcp_get(&pcp, 0, -1), a); /* last in, first out */
+	assert_ptr_equal(np_pcp_get(&pcp, 0, -1), b);
+	/* Higher orders too. */
+	struct np_page *c = np_pcp_get(&pcp, 3, -1);
+	assert_int_equal(c->npages, 8);
+	np_pcp_put(&pcp, c);
+	assert_ptr_equal(np_pcp_get(&pcp, 3, -1), c);
+	np_pcp_put(&pcp, c);
+	np_pcp_put(&pcp, a);
+	np_pcp_put(&pcp, b);
+	check();
+	np_pcp_drain(&pcp);
+	assert_int_equal(pcp.count, 0);
+	check();
+	assert_int_equal(np_pools[0].free_pages, np_pools[0].mapped_pages);
+	np_pcp_fini(&pcp);
+}
+
+static void remote_free_goes_to_tail_and_waits(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "8", NULL);
+	np_pcp_init(&pcp, 0, st);
+	struct np_page *r;
+	take(1, 1, &r);
+	np_pcp_put(&pcp, r);
+	assert_int_equal(pcp.count, 1);
+	assert_int_equal(STAT(1, remote_free), 1);
+	check();
+	/* Local pages are served (the remote one prompts a refill of local ones ahead of it),
+	 * and the remote page stays at the tail throughout. */
+	struct np_page *got[24];
+	for (int i = 0; i < 24; i++) {
+		got[i] = np_pcp_get(&pcp, 0, -1);
+		assert_ptr_not_equal(got[i], r);
+		assert_int_equal(np_page_node(got[i]), 0);
+		assert_ptr_equal(pcp.list[0].tail, r);
+		check();
+	}
+	/* A local free goes ahead of it. */
+	np_pcp_put(&pcp, got[0]);
+	assert_ptr_equal(pcp.list[0].head, got[0]);
+	assert_ptr_equal(pcp.list[0].tail, r);
+	assert_int_equal(STAT(0, remote_free), 0);
+	for (int i = 1; i < 24; i++)
+		np_pcp_put(&pcp, got[i]);
+	check();
+	np_pcp_drain(&pcp);
+	check();
+	assert_int_equal(np_pools[1].free_pages, np_pools[1].mapped_pages);
+	np_pcp_fini(&pcp);
+}
+
+static void remote_leaves_first_on_overflow(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "4", "PCP_HIGH", "8", NULL);
+	np_pcp_init(&pcp, 0, st);
+	assert_int_equal(pcp.batch, 4);
+	assert_int_equal(pcp.high, 8);
+	struct np_page *r, *loc[7];
+	take(1, 1, &r);
+	take(0, 7, loc);
+	np_pcp_put(&pcp, r);
+	for (int i = 0; i < 6; i++)
+		np_pcp_put(&pcp, loc[i]);
+	assert_int_equal(pcp.count, 7);
+	assert_int_equal(position(r), 6); /* behind every local page */
+	check();
+	size_t free1 = np_pools[1].free_pages;
+	np_pcp_put(&pcp, loc[6]); /* count reaches high: a batch of 4 leaves from the tail */
+	check();
+	assert_int_equal(pcp.count, 4);
+	assert_false(in_cache(r));
+	assert_int_equal(np_pools[1].free_pages, free1 + 1); /* went home */
+	/* Then the oldest local pages (the tail end): loc[0..2]; the newest stay. */
+	for (int i = 0; i < 3; i++)
+		assert_false(in_cache(loc[i]));
+	for (int i = 3; i < 7; i++)
+		assert_true(in_cache(loc[i]));
+	assert_int_equal(STAT(1, pcp_drain), 1);
+	assert_int_equal(STAT(0, pcp_drain), 1);
+	assert_int_equal(STAT(1, pages_free), 1);
+	assert_int_equal(STAT(0, pages_free), 3);
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+}
+
+/* ---- batch sizes ------------------------------------------------------------------------------ */
+
+static void refill_and_drain_batch_sizes(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "8", "PCP_HIGH", "24", NULL);
+	np_pcp_init(&pcp, 0, st);
+	assert_int_equal(pcp.batch, 8);
+	assert_int_equal(pcp.high, 24);
+	struct np_page *got[32];
+	got[0] = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(STAT(0, pcp_refill), 1);
+	assert_int_equal(STAT(0, pages_alloc), 8);
+	assert_int_equal(pcp.count, 7);
+	for (int i = 1; i < 8; i++)
+		got[i] = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(STAT(0, pcp_refill), 1); /* the batch lasted 8 pages */
+	assert_int_equal(pcp.count, 0);
+	got[8] = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(STAT(0, pcp_refill), 2);
+	assert_int_equal(STAT(0, pages_alloc), 16);
+	for (int i = 9; i < 24; i++)
+		got[i] = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(STAT(0, pcp_refill), 3);
+	assert_int_equal(STAT(0, pages_alloc), 24);
+	assert_int_equal(pcp.count, 0);
+	/* Orders: a batch is `batch` pages, at least one run. */
+	struct np_page *o2 = np_pcp_get(&pcp, 2, -1);
+	assert_int_equal(STAT(0, pages_alloc), 32);
+	assert_int_equal(pcp.count, 4);
+	struct np_page *o4 = np_pcp_get(&pcp, 4, -1);
+	assert_int_equal(STAT(0, pages_alloc), 48);
+	assert_int_equal(pcp.count, 4);
+	assert_int_equal(STAT(0, pcp_refill), 5);
+	assert_int_equal(STAT(0, pages_in_use), 24 + 4 + 16);
+	check();
+	/* Drain: the put that reaches high (24) sends a batch (8 pages) back, tail first. */
+	for (int i = 0; i < 19; i++)
+		np_pcp_put(&pcp, got[i]);
+	assert_int_equal(pcp.count, 23);
+	assert_int_equal(STAT(0, pcp_drain), 0);
+	np_pcp_put(&pcp, got[19]);
+	assert_int_equal(STAT(0, pcp_drain), 1);
+	assert_int_equal(STAT(0, pages_free), 8);
+	assert_int_equal(pcp.count, 16);
+	check();
+	for (int i = 20; i < 24; i++)
+		np_pcp_put(&pcp, got[i]);
+	np_pcp_put(&pcp, o2);
+	np_pcp_put(&pcp, o4);
+	check();
+	assert_true(pcp.count < pcp.high);
+	assert_int_equal(STAT(0, pages_in_use), 0);
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+}
+
+static void batch_defaults_and_bounds(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_pcp_init(&pcp, 0, st);
+	assert_int_equal(pcp.batch, NP_PCP_BATCH_DEFAULT);
+	assert_int_equal(pcp.high, NP_PCP_HIGH_FACTOR * NP_PCP_BATCH_DEFAULT);
+	np_pcp_fini(&pcp);
+	teardown(NULL);
+	start("2node", "PCP_BATCH", "16", "PCP_HIGH", "4", NULL);
+	np_pcp_init(&pcp, 0, st);
+	assert_int_equal(pcp.batch, 16);
+	assert_int_equal(pcp.high, 16); /* never below a batch */
+	np_pcp_fini(&pcp);
+	teardown(NULL);
+	/* batch 1 moves single pages; a huge batch is capped per refill, not an overflow. */
+	start("2node", "PCP_BATCH", "1", NULL);
+	np_pcp_init(&pcp, 0, st);
+	struct np_page *a = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(STAT(0, pages_alloc), 1);
+	assert_int_equal(pcp.count, 0);
+	np_pcp_put(&pcp, a);
+	np_pcp_fini(&pcp);
+	teardown(NULL);
+	start("2node", "PCP_BATCH", "65536", NULL);
+	np_pcp_init(&pcp, 0, st);
+	a = np_pcp_get(&pcp, 0, -1);
+	assert_non_null(a);
+	assert_true(STAT(0, pages_alloc) <= 64);
+	check();
+	np_pcp_put(&pcp, a);
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+}
+
+/* ---- fallback and accounting -------------------------------------------------------------- */
+
+/* The memory node a thread homed on `node` is served from first. */
+static int expected_first(int node)
+{
+	const struct np_topo_node *nd = &np_topo_table.node[node];
+	if (nd->mem_allowed)
+		return node;
+	return np_pool_primary(node);
+}
+
+static void fallback_of_every_fixture_node(void **state)
+{
+	(void)state;
+	static const char *const fixtures[] = {"2990wx", "r7425", "2node", "4node", "cxl", "sparse", "single"};
+	for (size_t f = 0; f < NP_ARRAY_SIZE(fixtures); f++) {
+		start(fixtures[f], NULL);
+		const struct np_topo *t = &np_topo_table;
+		int nnodes = t->nnodes;
+		teardown(NULL);
+		for (int n = 0; n < nnodes; n++) {
+			/* Fresh pools for each node: free pages left by the previous one would make
+			 * a memoryless node steal from them. */
+			start(fixtures[f], "PCP_BATCH", "4", NULL);
+			const struct np_topo_node *nd = &t->node[n];
+			int want = expected_first(n);
+			/* The primary is one of the nearest memory nodes. */
+			assert_int_equal(t->distance[n][want], nd->fallback_dist[0]);
+			if (nd->nfallback == 1 || nd->fallback_dist[1] != nd->fallback_dist[0])
+				assert_int_equal(want, nd->fallback[0]);
+			long hit = STAT(want, numa_hit), miss = STAT(want, numa_miss);
+			long foreign = STAT(n, numa_foreign), local = STAT(want, local_node);
+			long other = STAT(want, other_node);
+			np_pcp_init(&pcp, n, st);
+			pcp.home_fixed = true; /* not the fake CPU's node */
+			struct np_page *pg = np_pcp_get(&pcp, 0, -1);
+			assert_non_null(pg);
+			if (np_page_node(pg) != want)
+				fail_msg("%s: node %d served by %d, expected %d", fixtures[f], t->node[n].os_id,
+					 t->node[np_page_node(pg)].os_id, t->node[want].os_id);
+			if (want == n) {
+				assert_int_equal(STAT(n, numa_hit), hit + 1);
+				assert_int_equal(STAT(n, local_node), local + 1);
+			} else {
+				assert_int_equal(STAT(want, numa_miss), miss + 1);
+				assert_int_equal(STAT(n, numa_foreign), foreign + 1);
+				assert_int_equal(STAT(want, other_node), other + 1);
+			}
+			check();
+			np_pcp_put(&pcp, pg);
+			np_pcp_drain(&pcp);
+			np_pcp_fini(&pcp);
+			teardown(NULL);
+		}
+	}
+}
+
+static void named_fallbacks(void **state)
+{
+	(void)state;
+	/* r7425: a thread on CPU 0 (memoryless node 0) gets node 1; CPU 4 gets node 5. */
+	start("r7425", "PCP_BATCH", "4", NULL);
+	const int r7425[8] = {1, 1, 1, 1, 5, 5, 5, 5};
+	for (int cpu = 0; cpu < 8; cpu++) {
+		np_fake_os_set_cpu(cpu);
+		int home = np_topo_cpu_node(&np_topo_table, cpu);
+		np_pcp_init(&pcp, home, st);
+		struct np_page *pg = np_pcp_get(&pcp, 0, -1);
+		assert_int_equal(np_topo_table.node[np_page_node(pg)].os_id, r7425[cpu]);
+		np_pcp_put(&pcp, pg);
+		np_pcp_drain(&pcp);
+		np_pcp_fini(&pcp);
+	}
+	teardown(NULL);
+	/* 2990wx: memoryless 1 and 3 get nodes 0 and 2. */
+	start("2990wx", "PCP_BATCH", "4", NULL);
+	const int wx[4] = {0, 0, 2, 2};
+	for (int n = 0; n < 4; n++) {
+		np_fake_os_set_cpu(2 * n);
+		np_pcp_init(&pcp, n, st);
+		struct np_page *pg = np_pcp_get(&pcp, 0, -1);
+		assert_int_equal(np_page_node(pg), wx[n]);
+		np_pcp_put(&pcp, pg);
+		np_pcp_drain(&pcp);
+		np_pcp_fini(&pcp);
+	}
+}
+
+/* An exhausted home node falls through its order, counted; the remote pages it then gets
+ * must not pile up: the cache stays within high however long the home stays exhausted. */
+static void exhausted_home_falls_through_without_hoarding(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "8", "PCP_HIGH", "48", NULL);
+	np_topo_table.node[0].mem_bytes = NP_CHUNK_SIZE; /* node 0: one chunk */
+	np_pool_init(&np_topo_table);
+	np_pcp_init(&pcp, 0, st);
+	enum { N = NP_CHUNK_DATA_PAGES + 200 };
+	static struct np_page *got[N];
+	for (int i = 0; i < N; i++) {
+		got[i] = np_pcp_get(&pcp, 0, -1);
+		assert_non_null(got[i]);
+		assert_int_equal(np_page_node(got[i]), i < (int)NP_CHUNK_DATA_PAGES ? 0 : 1);
+		assert_true(pcp.count <= pcp.high);
+	}
+	check();
+	assert_int_equal(STAT(0, numa_hit), NP_CHUNK_DATA_PAGES);
+	assert_int_equal(STAT(1, numa_miss), 200);
+	assert_int_equal(STAT(0, numa_foreign), 200);
+	assert_int_equal(STAT(1, other_node), 200);
+	/* Node 1's pool handed out what was used and at most a batch more. */
+	assert_true(STAT(1, pages_alloc) <= 200 + pcp.batch);
+	for (int i = 0; i < N; i++)
+		np_pcp_put(&pcp, got[i]);
+	check();
+	np_pcp_drain(&pcp);
+	assert_int_equal(pages_in_use_total(), 0);
+	np_pcp_fini(&pcp);
+}
+
+static void explicit_node_bypasses_the_cache(void **state)
+{
+	(void)state;
+	start("4node", "PCP_BATCH", "8", NULL);
+	np_pcp_init(&pcp, 0, st);
+	struct np_page *pg = np_pcp_get(&pcp, 0, 2);
+	assert_int_equal(np_page_node(pg), 2);
+	assert_int_equal(pcp.count, 0);
+	assert_int_equal(STAT(2, pcp_refill), 0);
+	assert_int_equal(STAT(2, numa_hit), 1);
+	assert_int_equal(STAT(2, other_node), 1);
+	assert_int_equal(STAT(2, pages_in_use), 1);
+	/* Freed into this thread's cache, as a remote page (tail). */
+	struct np_page *loc = np_pcp_get(&pcp, 0, -1);
+	np_pcp_put(&pcp, loc);
+	np_pcp_put(&pcp, pg);
+	assert_ptr_equal(pcp.list[0].tail, pg);
+	assert_int_equal(STAT(2, remote_free), 1);
+	assert_int_equal(STAT(2, pages_in_use), 0);
+	check();
+	/* Runs of any length: explicit and home. */
+	struct np_page *r = np_pcp_get_run(&pcp, 20, 1, 3);
+	assert_int_equal(np_page_node(r), 3);
+	assert_int_equal(STAT(3, numa_hit), 20);
+	struct np_page *h = np_pcp_get_run(&pcp, 300, 4, -1);
+	assert_int_equal(np_page_node(h), 0);
+	assert_int_equal((size_t)(h - np_chunk_of(h)->pages) % 4, 0);
+	assert_int_equal(STAT(0, local_node), 300 + 1);
+	np_pcp_put_run(&pcp, r);
+	np_pcp_put_run(&pcp, h);
+	np_pcp_drain(&pcp);
+	check();
+	assert_int_equal(pages_in_use_total(), 0);
+	np_pcp_fini(&pcp);
+}
+
+/* ---- stealing, CPU, home ----------------------------------------------------------------- */
+
+static void memoryless_home_steals_from_fuller_pool(void **state)
+{
+	(void)state;
+	start("2990wx", "PCP_BATCH", "8", NULL);
+	/* Pool 2 holds a chunk of free pages, pool 0 nothing: node 1 (primary 0) takes from 2
+	 * instead of growing 0. */
+	struct np_page *r = np_pool_get_run(2, NP_CHUNK_DATA_PAGES, 1, NULL);
+	np_pool_put_run(r, NULL);
+	size_t free2 = np_pools[2].free_pages;
+	np_fake_os_set_cpu(2); /* node 1 */
+	np_pcp_init(&pcp, 1, st);
+	struct np_page *pg = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(pg), 2);
+	assert_int_equal(STAT(2, pages_stolen), 8);
+	assert_int_equal(np_pools[2].free_pages, free2 - 8);
+	assert_int_equal(np_pools[0].mapped_pages, 0);
+	/* Stolen pages are near (equidistant): at the head, reused first. */
+	np_pcp_put(&pcp, pg);
+	assert_ptr_equal(pcp.list[0].head, pg);
+	assert_int_equal(STAT(2, remote_free), 0);
+	check();
+	/* Once pool 0 is above the average, node 1 stays home. */
+	r = np_pool_get_run(0, NP_CHUNK_DATA_PAGES, 1, NULL);
+	np_pool_put_run(r, NULL);
+	np_pcp_drain(&pcp);
+	struct np_page *q = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(q), 0);
+	assert_int_equal(STAT(2, pages_stolen), 8);
+	np_pcp_put(&pcp, q);
+	/* Runs steal too. */
+	r = np_pool_get_run(0, NP_CHUNK_DATA_PAGES - 8, 1, NULL); /* pool 0 nearly empty */
+	struct np_page *s = np_pcp_get_run(&pcp, 30, 1, -1);
+	assert_int_equal(np_page_node(s), 2);
+	assert_int_equal(STAT(2, pages_stolen), 8 + 30);
+	np_pcp_put_run(&pcp, s);
+	np_pool_put_run(r, NULL);
+	np_pcp_drain(&pcp);
+	check();
+	np_pcp_fini(&pcp);
+}
+
+static void follows_the_cpu_on_refill(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "4", NULL);
+	np_pcp_init(&pcp, 0, st);
+	struct np_page *a = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(a), 0);
+	np_fake_os_set_cpu(2); /* node 1 */
+	/* The cached pages of node 0 are still served until the next refill. */
+	struct np_page *cached[3];
+	for (int i = 0; i < 3; i++) {
+		cached[i] = np_pcp_get(&pcp, 0, -1);
+		assert_int_equal(np_page_node(cached[i]), 0);
+	}
+	assert_int_equal(pcp.home, 0);
+	struct np_page *b = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(pcp.home, 1);
+	assert_int_equal(np_page_node(b), 1);
+	/* Node 0's pages are remote now. */
+	np_pcp_put(&pcp, a);
+	assert_ptr_equal(pcp.list[0].tail, a);
+	check();
+	/* A fixed home does not follow. */
+	np_pcp_set_home(&pcp, 0);
+	pcp.home_fixed = true;
+	np_pcp_drain(&pcp);
+	struct np_page *c = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(c), 0);
+	assert_int_equal(pcp.home, 0);
+	np_pcp_put(&pcp, c);
+	np_pcp_put(&pcp, b);
+	for (int i = 0; i < 3; i++)
+		np_pcp_put(&pcp, cached[i]);
+	check();
+	np_pcp_drain(&pcp);
+	assert_int_equal(pages_in_use_total(), 0);
+	np_pcp_fini(&pcp);
+}
+
+/* A request that names the node the thread was homed on is for that node, even when the
+ * refill it prompts is where the thread notices it has moved. */
+static void explicit_old_home_after_migration(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "4", NULL);
+	/* A run. */
+	np_pcp_init(&pcp, 0, st);
+	np_fake_os_set_cpu(2); /* moved to node 1, not noticed yet */
+	struct np_page *r = np_pcp_get_run(&pcp, 20, 1, 0);
+	assert_non_null(r);
+	assert_int_equal(np_page_node(r), 0);
+	assert_int_equal(STAT(0, numa_hit), 20);
+	np_pcp_put_run(&pcp, r);
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+	/* A cached order, with the cache empty: the refill notices the move. */
+	np_fake_os_set_cpu(0);
+	np_pcp_init(&pcp, 0, st);
+	np_fake_os_set_cpu(2);
+	struct np_page *a = np_pcp_get(&pcp, 0, 0);
+	assert_non_null(a);
+	assert_int_equal(np_page_node(a), 0);
+	assert_int_equal(STAT(0, numa_hit), 21);
+	struct np_page *b = np_pcp_get(&pcp, 0, -1); /* unnamed: the new home */
+	assert_int_equal(np_page_node(b), 1);
+	np_pcp_put(&pcp, a);
+	np_pcp_put(&pcp, b);
+	check();
+	np_pcp_drain(&pcp);
+	assert_int_equal(pages_in_use_total(), 0);
+	np_pcp_fini(&pcp);
+}
+
+static void rehoming_resorts_the_lists(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "64", NULL);
+	int t0 = np_pcp_threads[0], t1 = np_pcp_threads[1];
+	np_pcp_init(&pcp, 0, st);
+	struct np_page *loc[6], *rem[6];
+	take(0, 6, loc);
+	take(1, 6, rem);
+	for (int i = 0; i < 6; i++) {
+		np_pcp_put(&pcp, loc[i]);
+		np_pcp_put(&pcp, rem[i]);
+	}
+	check();
+	for (int i = 0; i < 6; i++)
+		assert_true(position(loc[i]) < 6 && position(rem[i]) >= 6);
+	np_pcp_set_home(&pcp, 1);
+	check();
+	for (int i = 0; i < 6; i++)
+		assert_true(position(rem[i]) < 6 && position(loc[i]) >= 6);
+	assert_int_equal(pcp.count, 12);
+	assert_int_equal(np_pcp_threads[1], t1 + 1);
+	assert_int_equal(np_pcp_threads[0], t0);
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+	assert_int_equal(np_pcp_threads[1], t1);
+}
+
+/* ---- randomized ---------------------------------------------------------------------------- */
+
+static void randomized_invariants(void **state)
+{
+	(void)state;
+	start("2990wx", "PCP_BATCH", "8", "PCP_HIGH", "40", "PURGE_MB", "1", NULL);
+	np_pcp_init(&pcp, 1, st);
+	enum { MAX_HELD = 256, STEPS = 4000 };
+	static struct np_page *held[MAX_HELD];
+	int nheld = 0;
+	srand48(7);
+	for (int step = 0; step < STEPS; step++) {
+		long op = lrand48() % 16;
+		if (op < 7 && nheld < MAX_HELD) {
+			unsigned order = (unsigned)(lrand48() % NP_PCP_ORDERS);
+			int node = lrand48() % 4 ? -1 : (int)(lrand48() % 4);
+			struct np_page *pg = np_pcp_get(&pcp, order, node);
+			assert_non_null(pg);
+			assert_int_equal(pg->state, NP_PAGE_USED);
+			assert_int_equal(pg->npages, 1u << order);
+			*(uint64_t *)np_page_addr(pg) = (uintptr_t)pg;
+			held[nheld++] = pg;
+		} else if (op < 8 && nheld < MAX_HELD) {
+			size_t len = 1 + (size_t)(lrand48() % 40);
+			struct np_page *pg = np_pcp_get_run(&pcp, len, 1, lrand48() % 2 ? -1 : (int)(lrand48() % 4));
+			assert_non_null(pg);
+			*(uint64_t *)np_page_addr(pg) = (uintptr_t)pg;
+			held[nheld++] = pg;
+		} else if (op < 14 && nheld > 0) {
+			int i = (int)(lrand48() % nheld);
+			struct np_page *pg = held[i];
+			held[i] = held[--nheld];
+			assert_int_equal(*(uint64_t *)np_page_addr(pg), (uintptr_t)pg);
+			if (pg->order < NP_PCP_ORDERS)
+				np_pcp_put(&pcp, pg);
+			else
+				np_pcp_put_run(&pcp, pg);
+		} else if (op == 14) {
+			np_fake_os_set_cpu((int)(lrand48() % 8)); /* noticed on the next refill */
+		} else if (lrand48() % 8 == 0) {
+			np_pcp_drain(&pcp);
+		} else {
+			np_pcp_set_home(&pcp, (int)(lrand48() % 4));
+		}
+		check();
+		/* Puts drain at high; refills may overshoot it by a batch per order, no more. */
+		assert_true(pcp.count < pcp.high + NP_PCP_ORDERS * NP_MAX(pcp.batch, 16));
+	}
+	while (nheld > 0) {
+		struct np_page *pg = held[--nheld];
+		if (pg->order < NP_PCP_ORDERS)
+			np_pcp_put(&pcp, pg);
+		else
+			np_pcp_put_run(&pcp, pg);
+	}
+	np_pcp_drain(&pcp);
+	check();
+	assert_int_equal(pages_in_use_total(), 0);
+	for (int n = 0; n < 4; n++)
+		if (np_pools[n].exists)
+			assert_int_equal(np_pools[n].free_pages, np_pools[n].mapped_pages);
+	np_pcp_fini(&pcp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(local_free_is_next_out, teardown),
+		cmocka_unit_test_teardown(remote_free_goes_to_tail_and_waits, teardown),
+		cmocka_unit_test_teardown(remote_leaves_first_on_overflow, teardown),
+		cmocka_unit_test_teardown(refill_and_drain_batch_sizes, teardown),
+		cmocka_unit_test_teardown(batch_defaults_and_bounds, teardown),
+		cmocka_unit_test_teardown(fallback_of_every_fixture_node, teardown),
+		cmocka_unit_test_teardown(named_fallbacks, teardown),
+		cmocka_unit_test_teardown(exhausted_home_falls_through_without_hoarding, teardown),
+		cmocka_unit_test_teardown(explicit_node_bypasses_the_cache, teardown),
+		cmocka_unit_test_teardown(memoryless_home_steals_from_fuller_pool, teardown),
+		cmocka_unit_test_teardown(follows_the_cpu_on_refill, teardown),
+		cmocka_unit_test_teardown(explicit_old_home_after_migration, teardown),
+		cmocka_unit_test_teardown(rehoming_resorts_the_lists, teardown),
+		cmocka_unit_test_teardown(randomized_invariants, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
