@@ -111,20 +111,6 @@ static void judge(void *p, size_t len, int want, bool *on_want, bool *agree, cha
 	}
 }
 
-/* Whether a chunk named for node n is mapped ("[anon:numapage:node<n>]" in /proc/self/maps). */
-static bool mapped_for(int n)
-{
-	char line[512], name[40];
-	bool found = false;
-	snprintf(name, sizeof name, "numapage:node%d]", n);
-	FILE *f = fopen("/proc/self/maps", "r");
-	while (f && fgets(line, sizeof line, f))
-		found |= strstr(line, name) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 struct job {
 	int mem;
 	bool on_want, agree, malloc_ok;
@@ -146,7 +132,7 @@ static void *alloc_on_refused_node(void *arg)
 }
 
 /* B: the last memory node with CPUs (else the last one); A: the first other memory node;
- * cpu_b: a CPU whose threads get B's memory. false when there are not two memory nodes. */
+ * cpu_b: a CPU whose threads get B's memory and no other. false when there are not two memory nodes. */
 static bool pick(int *a, int *b, int *cpu_b)
 {
 	int mems[VM_MAX_NODES], nm = vm_mem_nodes(mems);
@@ -163,9 +149,15 @@ static bool pick(int *a, int *b, int *cpu_b)
 	for (int i = 0; i < nm && *a < 0; i++)
 		if (mems[i] != *b)
 			*a = mems[i];
-	for (int c = 0; c < vm_topo.ncpus && *cpu_b < 0; c++)
-		if (vm_topo.cpu_node[c] >= 0 && vm_node_ok(vm_topo.cpu_node[c], *b))
+	/* A CPU whose threads may get memory from b only (2990wx: not the memoryless node 1's,
+	 * which may be served from 0 as well). */
+	for (int c = 0; c < vm_topo.ncpus && *cpu_b < 0; c++) {
+		int n = vm_topo.cpu_node[c], ok = 0;
+		for (int m = 0; n >= 0 && m <= vm_topo.max_node; m++)
+			ok += vm_node_ok(n, m);
+		if (n >= 0 && ok == 1 && vm_node_ok(n, *b))
 			*cpu_b = c;
+	}
 	return *cpu_b >= 0;
 }
 
@@ -178,8 +170,12 @@ static void check_refused_bind(int a, int b)
 	int nheld = 0;
 	char buf[64], why[200];
 	bool on_b, agree;
+	struct numa_page_node_stats s0, s1;
 	numa_page_free(numa_page_alloc_onnode(4096, b));
-	bool before = mapped_for(a);
+	numa_page_stats_get(a, &s0);
+	/* The library's own count, as a precondition only: memory mapped for a before the change
+	 * would be moved to b by the kernel without any refusal (and stay a's by the contract). */
+	bool before = s0.chunks_mapped > 0;
 
 	int e = confine(b);
 	if (e) {
@@ -188,13 +184,12 @@ static void check_refused_bind(int a, int b)
 		return;
 	}
 	vm_note("refused bind: process confined to node %d's memory (Mems_allowed_list %s); "
-		"memory of node %d %s mapped before", b, mems_allowed(buf, sizeof buf), a,
-		before ? "was" : "was not");
+		"chunks mapped for node %d before: %llu", b, mems_allowed(buf, sizeof buf), a,
+		(unsigned long long)s0.chunks_mapped);
 
 	/* Ask node a for memory (untouched) until the library maps a new chunk for it and the
 	 * kernel refuses the bind. Pages of a chunk bound before the change are not judged: the
 	 * kernel moved their policy to b, and they were bound to a as numa_page_node_of says. */
-	struct numa_page_node_stats s0, s1;
 	numa_page_stats_get(a, &s0);
 	s1 = s0;
 	while (s1.bind_fail == s0.bind_fail && nheld < LIMIT / STEP) {
