@@ -71,6 +71,9 @@ done </vm/bin.list
 # The malloc tiers under LD_PRELOAD (tests as meson registered them, listed in /vm/tiers.sh as
 # "tier TIER NAME [VAR=VALUE...] PROGRAM [ARGS...]"): one line per test, its output only when
 # it fails.
+# Tests with deadlines scale them by this (1 under KVM, more under TCG; set by vmrun.py).
+NP_TEST_TIME_SCALE=$(sed -n 's/.*np\.timescale=\([0-9]*\).*/\1/p' /proc/cmdline)
+export NP_TEST_TIME_SCALE=${NP_TEST_TIME_SCALE:-1}
 tier() {
 	t=$1 name=$2
 	shift 2
@@ -83,7 +86,8 @@ tier() {
 		echo "# $t/$name: skipped (77)"
 	else
 		failed=1
-		echo "not ok - $t/$name under LD_PRELOAD in the $topo guest: exit status $rc"
+		echo "not ok - $t/$name under LD_PRELOAD in the $topo guest: exit status $rc" \
+			"after $(( $(date +%s) - start )) s"
 		tail -n 15 /tmp/out | sed 's/^/#   /'
 	fi
 }

@@ -68,6 +68,8 @@ TOPOLOGIES = {
 
 # Topologies whose guests also run the api and stress tiers under LD_PRELOAD (issue 6).
 TIER_TOPOLOGIES = ('2990wx', 'r7425')
+# NP_TEST_TIME_SCALE for those tiers under TCG (see main).
+TCG_TIME_SCALE = 10
 
 
 def distance(topo, a, b):
@@ -874,7 +876,8 @@ def main():
     ap.add_argument('--boot-timeout', type=float, default=float(
         os.environ.get('NP_VM_BOOT_TIMEOUT', 60)), help='seconds until a boot counts as stalled')
     ap.add_argument('--run-timeout', type=float, default=float(
-        os.environ.get('NP_VM_RUN_TIMEOUT', 240)), help='seconds for the guest tests')
+        os.environ.get('NP_VM_RUN_TIMEOUT', 0)), help='seconds for the guest tests (default: '
+                    '240, 600 in the guests that also run the api and stress tiers)')
     ap.add_argument('--retries', type=int, default=2, help='reboots after a stalled boot')
     ap.add_argument('--export-xml', help='write the guest\'s lstopo XML here')
     ap.add_argument('--refresh-kernel', action='store_true')
@@ -883,6 +886,8 @@ def main():
 
     t_start = time.monotonic()
     topo = TOPOLOGIES[args.topology]
+    if not args.run_timeout:
+        args.run_timeout = 600 if args.topology in TIER_TOPOLOGIES else 240
     args.qemu = shutil.which(args.qemu)
     if not args.qemu:
         prerequisite_missing('qemu-system-x86_64 (qemu-system-x86)')
@@ -904,6 +909,10 @@ def main():
               'cryptomgr.notests tsc=reliable no_timer_check np.topo=%s' % (
                   lpj, '' if os.environ.get('NP_VM_VERBOSE') else ' quiet', args.topology))
     accel = 'kvm' if kvm_usable(args, kernel, append, args.cache) else 'tcg'
+    # How much slower than the host the guest runs, for tests with deadlines: guest.sh exports
+    # it to the api and stress tiers as NP_TEST_TIME_SCALE. Under TCG, 8 vCPUs share 2 host
+    # cores and every instruction is translated: threaded tests run 10-20x slower.
+    append += ' np.timescale=%d' % (1 if accel == 'kvm' else TCG_TIME_SCALE)
     cmd = qemu_cmd(args, topo, kernel, append, accel)
     log('kernel %s, %s, -smp %s -m %dM' % (kdesc, accel, topo['smp'], topo['mem_mib']))
     with open(os.path.join(args.outdir, 'qemu-cmd.txt'), 'w') as f:
