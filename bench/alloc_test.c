@@ -35,12 +35,16 @@ static void at_check_zero(const unsigned char *p, size_t size)
 {
 	/* All of a small object, else the first and last 256 bytes and one byte per 512. */
 	size_t edge = size < 1024 ? size : 256;
-	for (size_t i = 0; i < edge; i++)
-		if (p[i] || p[size - 1 - i])
-			bench_fail("alloc-test: calloc(%zu) at %p not zeroed", size, (const void *)p);
+	for (size_t i = 0; i < edge; i++) {
+		size_t at = p[i] ? i : size - 1 - i;
+		if (p[at])
+			bench_fail("alloc-test: calloc(%zu) at %p not zeroed: byte %zu is 0x%02x", size,
+				   (const void *)p, at, p[at]);
+	}
 	for (size_t i = edge; i < size; i += 512)
 		if (p[i])
-			bench_fail("alloc-test: calloc(%zu) at %p not zeroed at %zu", size, (const void *)p, i);
+			bench_fail("alloc-test: calloc(%zu) at %p not zeroed: byte %zu is 0x%02x", size,
+				   (const void *)p, i, p[i]);
 }
 
 static void *at_thread(void *arg)

@@ -70,7 +70,7 @@ static void *lb_thread(void *arg)
 
 int bench_large_blocks(const struct bench_args *a, struct bench_result *r)
 {
-	uint64_t total = bench_scaled(5000, a->scale, 100);
+	uint64_t total = bench_scaled(3000, a->scale, 100);
 	struct lb_worker *w = calloc((size_t)a->threads, sizeof *w);
 	if (!w)
 		bench_fail("large-blocks: calloc failed");

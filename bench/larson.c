@@ -64,7 +64,7 @@ int bench_larson(const struct bench_args *a, struct bench_result *r)
 	struct larson_shared sh = {
 		.threads = a->threads,
 		.seed = a->seed,
-		.ops_per_epoch_total = bench_scaled(4000000, a->scale, 1000) / LARSON_EPOCHS,
+		.ops_per_epoch_total = bench_scaled(3000000, a->scale, 1000) / LARSON_EPOCHS,
 	};
 	/* 32768 live objects in all (~17 MB), split over the threads' tables. */
 	size_t live = 32768;

@@ -59,7 +59,7 @@ int bench_mstress(const struct bench_args *a, struct bench_result *r)
 	sh.slot = calloc(MS_SLOTS, sizeof *sh.slot);
 	int n = a->threads;
 	uint64_t lives = (uint64_t)n * MS_LIVES_PER_THREAD;
-	uint64_t total = bench_scaled(3000000, a->scale, 1000);
+	uint64_t total = bench_scaled(2000000, a->scale, 1000);
 	struct ms_life *life = calloc(lives, sizeof *life);
 	pthread_t *tid = calloc((size_t)n, sizeof *tid);
 	if (!sh.slot || !life || !tid)

@@ -4,7 +4,7 @@
  * each thread count given, each thread on its own CPU's node. Two modes: "bare" (allocate and
  * free, as a pool would be measured) and "touch" (write one byte per page, check it, free; what
  * a program pays). Each round allocates 16 blocks and frees them, so no API can just hand the
- * same block back. Prints one line per measurement:
+ * same block back; one untimed round warms each measurement up. Prints one line per measurement:
  *   page api=A mode=M size=S threads=T iters=N ns=X
  * libnumapage's functions are looked up at run time (the process normally runs with
  * LD_PRELOAD=libnumapage.so; else NPBENCH_NUMAPAGE_LIB names it), so this program builds before
@@ -116,8 +116,11 @@ static void *pb_thread(void *arg)
 	long page = sysconf(_SC_PAGESIZE);
 	void *blk[PB_BATCH];
 	pthread_barrier_wait(j->start);
-	double t0 = pb_now();
-	for (long i = 0; i < j->iters; i += PB_BATCH) {
+	/* One untimed batch first, so a pool's first faults are not charged to short runs. */
+	double t0 = 0;
+	for (long i = -PB_BATCH; i < j->iters; i += PB_BATCH) {
+		if (i == 0)
+			t0 = pb_now();
 		for (int b = 0; b < PB_BATCH; b++) {
 			unsigned char *p = pb_alloc(j->api, j->size, node);
 			if (!p)

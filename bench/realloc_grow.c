@@ -95,7 +95,7 @@ static void *rg_thread(void *arg)
 
 int bench_realloc_grow(const struct bench_args *a, struct bench_result *r)
 {
-	uint64_t total = bench_scaled(300000, a->scale, 1000);
+	uint64_t total = bench_scaled(200000, a->scale, 1000);
 	struct rg_worker *w = calloc((size_t)a->threads, sizeof *w);
 	if (!w)
 		bench_fail("realloc-grow: calloc failed");

@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -118,6 +117,14 @@ def machine_info():
     except (OSError, ValueError, IndexError):
         pass
     return info
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
 
 
 def git_commit():
@@ -363,7 +370,7 @@ class Suite:
 
     def prepare_gcc(self, scale):
         """A C file of n functions whose combined result the generator computes as well."""
-        n = max(40, int(2000 * scale))
+        n = max(40, int(350 * scale))
         rng = random.Random(42)
         M = 0xFFFFFFFF
         src = ["#include <stdint.h>", "#include <stdio.h>", ""]
@@ -537,7 +544,7 @@ class Suite:
             if not alive():
                 err = "server exited at start-up"
             if err is None:
-                n = max(2000, int(100000 * scale))
+                n = max(2000, int(30000 * scale))
                 r = run_proc(["redis-benchmark", "-s", sock, "-n", str(n), "-c", "32", "-P", "8",
                               "-r", "100000", "-d", "128", "-q", "--csv", "-t",
                               "set,get,incr,lpush,rpop,sadd,hset,spop,zadd,lrange_100,mset"],
@@ -704,6 +711,8 @@ class Suite:
         if not os.path.exists(self.vmstat_bench):
             return None
         if self.a.only and "vmstat" not in self.a.only.split(","):
+            return None
+        if self.a.skip and "vmstat" in self.a.skip.split(","):
             return None
         # vmstat_bench [-m EVENTS_PER_THREAD] [-t MAX_THREADS] [-r ROUNDS]
         args = [self.vmstat_bench, "-m", str(max(10000, int(5000000 * self.a.scale))),
@@ -1009,7 +1018,8 @@ def header(suite):
             suite.a.scale, ",".join(map(str, suite.threads)), suite.a.rounds,
             ", ".join(al.name for al in suite.allocs)),
         "- packages: %s" % ", ".join("%s %s" % kv_ for kv_ in sorted(m["packages"].items())),
-        "- run took %.0f s" % m["elapsed_s"],
+        "- run took %.0f s; load average (1, 5, 15 min) at start %s, at end %s (other work on the "
+        "machine makes the numbers noisier)" % (m["elapsed_s"], m["loadavg_start"], m["loadavg_end"]),
     ]
 
 
@@ -1058,9 +1068,10 @@ def main():
     suite.meta = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
                   "machine": machine_info(), "commit": git_commit(), "packages": package_versions(),
                   "command": "python3 bench/run.py " + " ".join(sys.argv[1:]),
-                  "scale": a.scale, "rounds": a.rounds}
+                  "scale": a.scale, "rounds": a.rounds, "loadavg_start": loadavg()}
     suite.run()
     suite.meta["elapsed_s"] = time.time() - t0
+    suite.meta["loadavg_end"] = loadavg()
     suite.meta["threads"] = suite.threads
     suite.meta["allocators"] = {al.name: al.path or "(C library)" for al in suite.allocs}
     summary = summarize(suite)
