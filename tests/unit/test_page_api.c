@@ -1,0 +1,941 @@
+/*
+ * Unit tests of the page API (numa_page_alloc, _onnode, _interleaved, numa_page_free,
+ * numa_page_node_of, numa_page_set_home_node / home_node) through the whole allocator on the
+ * fake OS. The library initialises once per process, so each fixture runs in a child process
+ * of its own (NUMAPAGE_TOPOLOGY set there) with its own CMocka group: sizes and alignment, size
+ * 0 and overflowing sizes, invalid nodes, every CPU's pages, memoryless nodes counted as
+ * miss/foreign, stealing, statistics against what was allocated, huge and interleaved memory,
+ * binds by OS id, purge and trim, 10,000 thread lifetimes returning everything, cross-thread
+ * frees, and fork in a threaded program.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake_os.h"
+#include "numapage.h"
+#include "options.h"
+#include "pcp/pcp.h"
+#include "pool/chunk.h"
+#include "pool/pool.h"
+#include "topology/topology.h"
+
+#define KB ((size_t)1 << 10)
+#define MB ((size_t)1 << 20)
+#define PAGE ((size_t)4096)
+
+static const struct np_topo *T = &np_topo_table;
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static int os_of(int dense)
+{
+	return T->node[dense].os_id;
+}
+
+static int dense_of(int os)
+{
+	int d = np_topo_node_index(T, os);
+	assert_true(d >= 0);
+	return d;
+}
+
+/* Pages accounted for a page-API request of size bytes (cache-sized requests are rounded up to
+ * a power of two, the rest to whole pages). */
+static long pages_for(size_t size)
+{
+	size_t n = size ? (size + PAGE - 1) / PAGE : 1;
+	if (n <= 16) {
+		size_t p = 1;
+		while (p < n)
+			p <<= 1;
+		return (long)p;
+	}
+	return (long)n;
+}
+
+struct counters {
+	long v[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS];
+};
+
+static void snap(struct counters *c)
+{
+	for (int d = 0; d < T->nnodes; d++) {
+		struct numa_page_node_stats s;
+		assert_int_equal(numa_page_stats_get(os_of(d), &s), 0);
+		const uint64_t *f = &s.numa_hit;
+		for (int i = 0; i < NUMA_PAGE_STAT_NITEMS; i++)
+			c->v[d][i] = (long)f[i];
+	}
+}
+
+#define DELTA(a, b, dense, item) ((b)->v[dense][NUMA_PAGE_STAT_##item] - (a)->v[dense][NUMA_PAGE_STAT_##item])
+
+static long total_in_use(void)
+{
+	struct counters c;
+	snap(&c);
+	long sum = 0;
+	for (int d = 0; d < T->nnodes; d++)
+		sum += c.v[d][NUMA_PAGE_STAT_pages_in_use];
+	return sum;
+}
+
+/* Pages of all pools not free (handed out, in thread caches, or thread structs). */
+static long pool_used_pages(void)
+{
+	long used = 0;
+	for (int d = 0; d < T->nnodes; d++)
+		if (np_pools[d].exists)
+			used += (long)np_pools[d].mapped_pages - (long)np_pools[d].free_pages;
+	return used;
+}
+
+static void check_pools(void)
+{
+	for (int d = 0; d < T->nnodes; d++) {
+		const char *err = np_pools[d].exists ? np_pool_check(d) : NULL;
+		if (err)
+			fail_msg("pool of node %d: %s", os_of(d), err);
+	}
+}
+
+/* Whether dense node `served` is among the nearest memory nodes of dense node `home` (any of
+ * the equidistant ones may serve a memoryless node: stealing). */
+static bool in_nearest_group(int home, int served)
+{
+	const struct np_topo_node *nd = &T->node[home];
+	return T->distance[home][served] == nd->fallback_dist[0] && T->node[served].mem_allowed;
+}
+
+/* Runs fn(arg) on a new thread whose (fake) CPU is cpu from its first instruction on. */
+struct on_cpu {
+	int cpu;
+	void (*fn)(void *);
+	void *arg;
+};
+
+static void *on_cpu_main(void *p)
+{
+	struct on_cpu *oc = p;
+	np_fake_os_set_cpu(oc->cpu);
+	oc->fn(oc->arg);
+	return NULL;
+}
+
+static void run_on_cpu(int cpu, void (*fn)(void *), void *arg)
+{
+	struct on_cpu oc = {cpu, fn, arg};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, on_cpu_main, &oc), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+struct probe {
+	size_t size;
+	int home;   /* OS id numa_page_home_node() said */
+	int node;   /* OS id of the page */
+	long stolen; /* pages_stolen of the serving node during the call */
+};
+
+static void probe_fn(void *arg)
+{
+	struct probe *pr = arg;
+	pr->home = numa_page_home_node();
+	void *p = numa_page_alloc(pr->size);
+	if (!p) {
+		pr->node = -2;
+		return;
+	}
+	pr->node = numa_page_node_of(p);
+	numa_page_free(p);
+}
+
+/* ---- tests common to every fixture --------------------------------------------------------- */
+
+/* Every CPU's thread is homed on the CPU's node and served from its nearest memory. */
+static void every_cpu_gets_nearest_memory(void **state)
+{
+	(void)state;
+	for (int cpu = 0; cpu < T->ncpus; cpu++) {
+		int d = T->cpu_to_node[cpu];
+		if (d < 0)
+			continue;
+		struct probe pr = {.size = PAGE};
+		run_on_cpu(cpu, probe_fn, &pr);
+		assert_int_equal(pr.home, os_of(d));
+		assert_true(pr.node >= 0);
+		if (!in_nearest_group(d, dense_of(pr.node)))
+			fail_msg("CPU %d (node %d) served by node %d", cpu, os_of(d), pr.node);
+		if (T->node[d].mem_allowed)
+			assert_int_equal(pr.node, os_of(d));
+	}
+	check_pools();
+}
+
+/* onnode on every node: memory nodes serve themselves (hit); memoryless ones are served by
+ * their nearest memory node, counted as miss there and foreign on the node asked for. */
+static void onnode_every_node(void **state)
+{
+	(void)state;
+	int home = dense_of(numa_page_home_node());
+	for (int d = 0; d < T->nnodes; d++) {
+		const size_t sizes[] = {PAGE, 3 * PAGE, 100 * KB, 2 * MB};
+		for (size_t i = 0; i < NP_ARRAY_SIZE(sizes); i++) {
+			struct counters a, b;
+			snap(&a);
+			void *p = numa_page_alloc_onnode(sizes[i], os_of(d));
+			assert_non_null(p);
+			assert_int_equal((uintptr_t)p % PAGE, 0);
+			snap(&b);
+			int s = dense_of(numa_page_node_of(p));
+			long n = pages_for(sizes[i]);
+			if (T->node[d].mem_allowed) {
+				assert_int_equal(s, d);
+				assert_int_equal(DELTA(&a, &b, d, numa_hit), n);
+			} else {
+				assert_true(in_nearest_group(d, s));
+				assert_int_equal(DELTA(&a, &b, s, numa_miss), n);
+				assert_int_equal(DELTA(&a, &b, d, numa_foreign), n);
+				assert_int_equal(DELTA(&a, &b, s, numa_hit), 0);
+			}
+			assert_int_equal(DELTA(&a, &b, s, pages_in_use), n);
+			if (s == home)
+				assert_int_equal(DELTA(&a, &b, s, local_node), n);
+			else
+				assert_int_equal(DELTA(&a, &b, s, other_node), n);
+			memset(p, 0x11, sizes[i]);
+			numa_page_free(p);
+			struct counters c;
+			snap(&c);
+			assert_int_equal(DELTA(&a, &c, s, pages_in_use), 0);
+		}
+	}
+	check_pools();
+}
+
+static void invalid_nodes_are_einval(void **state)
+{
+	(void)state;
+	int bad[] = {-1, -2, INT_MIN, INT_MAX, NP_MAX_NODES, NP_MAX_NODES + 1, 1000};
+	for (size_t i = 0; i < NP_ARRAY_SIZE(bad); i++) {
+		errno = 0;
+		assert_null(numa_page_alloc_onnode(PAGE, bad[i]));
+		assert_int_equal(errno, EINVAL);
+	}
+	/* Ids between the real ones that are not nodes (sparse fixtures), and one past the last. */
+	for (int os = 0; os <= os_of(T->nnodes - 1) + 1; os++) {
+		if (np_topo_node_index(T, os) >= 0)
+			continue;
+		errno = 0;
+		assert_null(numa_page_alloc_onnode(PAGE, os));
+		assert_int_equal(errno, EINVAL);
+		errno = 0;
+		assert_int_equal(numa_page_set_home_node(os), -1);
+		assert_int_equal(errno, EINVAL);
+	}
+	errno = 0;
+	assert_int_equal(numa_page_set_home_node(-2), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+/* Interleaved memory: page i of the block is on the memory nodes in turn. */
+static void interleaved_round_robin(void **state)
+{
+	(void)state;
+	int mem[NP_MAX_NODES], nmem = 0;
+	for (int d = 0; d < T->nnodes; d++)
+		if (T->node[d].mem_allowed)
+			mem[nmem++] = os_of(d);
+	const size_t sizes[] = {0, PAGE, 5 * PAGE + 1, 64 * PAGE, 5 * MB};
+	for (size_t i = 0; i < NP_ARRAY_SIZE(sizes); i++) {
+		struct counters a, b;
+		snap(&a);
+		char *p = numa_page_alloc_interleaved(sizes[i]);
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % PAGE, 0);
+		snap(&b);
+		size_t npages = sizes[i] ? (sizes[i] + PAGE - 1) / PAGE : 1;
+		int first = -1;
+		for (int k = 0; k < nmem; k++)
+			if (mem[k] == numa_page_node_of(p))
+				first = k;
+		assert_true(first >= 0);
+		for (size_t pg = 0; pg < npages; pg++) {
+			assert_int_equal(numa_page_node_of(p + pg * PAGE), mem[(first + (int)pg) % nmem]);
+			assert_int_equal(numa_page_node_of(p + pg * PAGE + PAGE - 1), mem[(first + (int)pg) % nmem]);
+		}
+		long hits = 0, in_use = 0;
+		for (int d = 0; d < T->nnodes; d++) {
+			hits += DELTA(&a, &b, d, interleave_hit);
+			in_use += DELTA(&a, &b, d, pages_in_use);
+		}
+		assert_int_equal(hits, (long)npages);
+		assert_int_equal(in_use, (long)npages);
+		memset(p, 0x22, sizes[i]);
+		numa_page_free(p);
+		struct counters c;
+		snap(&c);
+		for (int d = 0; d < T->nnodes; d++)
+			assert_int_equal(DELTA(&a, &c, d, pages_in_use), 0);
+	}
+	errno = 0;
+	assert_null(numa_page_alloc_interleaved(SIZE_MAX));
+	assert_int_equal(errno, ENOMEM);
+}
+
+/* ---- tests on 2node ------------------------------------------------------------------------- */
+
+/* Every size: page-aligned, on the home node, writable, freed; usable size covers it. */
+static void sizes_and_alignment(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {0, 1, 100, PAGE - 1, PAGE, PAGE + 1, 2 * PAGE, 3 * PAGE, 16 * KB,
+				64 * KB - 1, 64 * KB, 64 * KB + 1, 200000, MB, NP_POOL_MAX_RUN * PAGE,
+				NP_POOL_MAX_RUN * PAGE + 1, 4 * MB, 5 * MB + 7, 17 * MB};
+	int home = numa_page_home_node();
+	long base = total_in_use();
+	void *held[NP_ARRAY_SIZE(sizes)];
+	for (size_t i = 0; i < NP_ARRAY_SIZE(sizes); i++) {
+		char *p = numa_page_alloc(sizes[i]);
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % PAGE, 0);
+		assert_int_equal(numa_page_node_of(p), home);
+		size_t len = sizes[i] ? sizes[i] : 1;
+		assert_int_equal(numa_page_node_of(p + len - 1), home);
+		assert_true(numa_page_usable_size(p) >= len);
+		memset(p, (int)i, len);
+		held[i] = p;
+	}
+	/* All live at once: no two overlap. */
+	for (size_t i = 0; i < NP_ARRAY_SIZE(sizes); i++) {
+		const unsigned char *p = held[i];
+		size_t len = sizes[i] ? sizes[i] : 1;
+		assert_int_equal(p[0], (unsigned char)i);
+		assert_int_equal(p[len - 1], (unsigned char)i);
+	}
+	check_pools();
+	for (size_t i = 0; i < NP_ARRAY_SIZE(sizes); i++)
+		numa_page_free(held[i]);
+	assert_int_equal(total_in_use(), base);
+	check_pools();
+}
+
+static void size_zero_is_one_page(void **state)
+{
+	(void)state;
+	long base = total_in_use();
+	void *p = numa_page_alloc(0), *q = numa_page_alloc(0);
+	assert_non_null(p);
+	assert_non_null(q);
+	assert_ptr_not_equal(p, q);
+	assert_int_equal(numa_page_usable_size(p), PAGE);
+	assert_int_equal(total_in_use(), base + 2);
+	void *r = numa_page_alloc_onnode(0, 1);
+	assert_non_null(r);
+	assert_int_equal(numa_page_node_of(r), 1);
+	numa_page_free(p);
+	numa_page_free(q);
+	numa_page_free(r);
+	assert_int_equal(total_in_use(), base);
+}
+
+static void overflowing_sizes_are_enomem(void **state)
+{
+	(void)state;
+	const size_t bad[] = {SIZE_MAX, SIZE_MAX - PAGE + 2, SIZE_MAX / 2 + 1, (size_t)1 << 63,
+			      ((size_t)1 << 47), ((size_t)1 << 46) + 1};
+	for (size_t i = 0; i < NP_ARRAY_SIZE(bad); i++) {
+		errno = 0;
+		assert_null(numa_page_alloc(bad[i]));
+		assert_int_equal(errno, ENOMEM);
+		errno = 0;
+		assert_null(numa_page_alloc_onnode(bad[i], 0));
+		assert_int_equal(errno, ENOMEM);
+	}
+}
+
+static void free_null_and_errno(void **state)
+{
+	(void)state;
+	numa_page_free(NULL);
+	void *p = numa_page_alloc(3 * PAGE);
+	void *q = numa_page_alloc(100 * PAGE);
+	void *h = numa_page_alloc(6 * MB);
+	errno = 1234;
+	numa_page_free(p);
+	numa_page_free(q);
+	numa_page_free(h);
+	numa_page_free(NULL);
+	assert_int_equal(errno, 1234);
+}
+
+static void node_of_foreign_pointers(void **state)
+{
+	(void)state;
+	int local;
+	char *heap = malloc(100); /* the C library's: this unit test does not replace malloc */
+	const void *bad[] = {NULL, &local, heap, (void *)1, (void *)((uintptr_t)1 << 50)};
+	for (size_t i = 0; i < NP_ARRAY_SIZE(bad); i++) {
+		errno = 0;
+		assert_int_equal(numa_page_node_of(bad[i]), -1);
+		assert_int_equal(errno, EINVAL);
+	}
+	free(heap);
+	/* The header of a chunk is not memory we handed out; nor is a huge block's header. */
+	char *p = numa_page_alloc(PAGE);
+	errno = 0;
+	assert_int_equal(numa_page_node_of(np_chunk_of(p)), -1);
+	assert_int_equal(errno, EINVAL);
+	char *h = numa_page_alloc(9 * MB);
+	errno = 0;
+	assert_int_equal(numa_page_node_of(np_chunk_of(h)), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(numa_page_node_of(h + 9 * MB - 1), numa_page_home_node());
+	numa_page_free(p);
+	numa_page_free(h);
+}
+
+static void huge_blocks(void **state)
+{
+	(void)state;
+	long unmaps = np_fake_os_unmaps();
+	long base = total_in_use();
+	for (int node = 0; node < 2; node++) {
+		size_t size = 9 * MB + 5;
+		char *p = numa_page_alloc_onnode(size, node);
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % PAGE, 0);
+		for (size_t off = 0; off < size; off += 64 * KB)
+			assert_int_equal(numa_page_node_of(p + off), node);
+		memset(p, 0x33, size);
+		assert_int_equal(total_in_use(), base + (long)((size + PAGE - 1) / PAGE));
+		numa_page_free(p);
+		assert_int_equal(total_in_use(), base);
+	}
+	assert_int_equal(np_fake_os_unmaps(), unmaps + 2); /* huge blocks go straight back */
+}
+
+static void home_node_set_and_follow(void **state)
+{
+	(void)state;
+	assert_int_equal(numa_page_home_node(), 0); /* the main thread runs on (fake) CPU 0 */
+	assert_int_equal(numa_page_set_home_node(1), 0);
+	assert_int_equal(numa_page_home_node(), 1);
+	void *p = numa_page_alloc(PAGE), *q = numa_page_alloc(40 * PAGE);
+	assert_int_equal(numa_page_node_of(p), 1);
+	assert_int_equal(numa_page_node_of(q), 1);
+	/* -1: follow the CPU (0, on node 0) again. */
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+	assert_int_equal(numa_page_home_node(), 0);
+	void *r = numa_page_alloc(40 * PAGE);
+	assert_int_equal(numa_page_node_of(r), 0);
+	/* ... wherever it goes. */
+	np_fake_os_set_cpu(2);
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+	assert_int_equal(numa_page_home_node(), 1);
+	np_fake_os_set_cpu(0);
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+	assert_int_equal(numa_page_home_node(), 0);
+	numa_page_free(p);
+	numa_page_free(q);
+	numa_page_free(r);
+}
+
+/* A thread that moves to another node's CPU gets that node's pages once its cache refills. */
+static void migrate_fn(void *arg)
+{
+	(void)arg;
+	void *p[64];
+	assert_int_equal(numa_page_home_node(), 0);
+	p[0] = numa_page_alloc(PAGE);
+	assert_int_equal(numa_page_node_of(p[0]), 0);
+	np_fake_os_set_cpu(3); /* node 1 */
+	int n = 1, seen1 = 0;
+	for (; n < 64 && !seen1; n++) {
+		p[n] = numa_page_alloc(PAGE);
+		seen1 = numa_page_node_of(p[n]) == 1;
+	}
+	assert_true(seen1);
+	assert_int_equal(numa_page_home_node(), 1);
+	/* A run (not cached) follows at once. */
+	void *r = numa_page_alloc(100 * PAGE);
+	assert_int_equal(numa_page_node_of(r), 1);
+	numa_page_free(r);
+	while (n-- > 0)
+		numa_page_free(p[n]);
+}
+
+static void thread_follows_migration(void **state)
+{
+	(void)state;
+	run_on_cpu(0, migrate_fn, NULL);
+}
+
+/* Statistics against what was allocated: numa_hit, local/other, pages_in_use, per node. */
+static void statistics_match_allocations(void **state)
+{
+	(void)state;
+	struct counters a, b;
+	snap(&a);
+	const size_t sizes[] = {PAGE, 2 * PAGE + 1, 64 * KB, 65 * KB, 300 * KB, 6 * MB};
+	void *held[2][NP_ARRAY_SIZE(sizes)];
+	long want[2] = {0, 0};
+	for (int node = 0; node < 2; node++)
+		for (size_t i = 0; i < NP_ARRAY_SIZE(sizes); i++) {
+			held[node][i] = node ? numa_page_alloc_onnode(sizes[i], 1) : numa_page_alloc(sizes[i]);
+			assert_non_null(held[node][i]);
+			want[node] += pages_for(sizes[i]);
+		}
+	snap(&b);
+	for (int d = 0; d < 2; d++) {
+		assert_int_equal(DELTA(&a, &b, d, numa_hit), want[d]);
+		assert_int_equal(DELTA(&a, &b, d, numa_miss), 0);
+		assert_int_equal(DELTA(&a, &b, d, numa_foreign), 0);
+		assert_int_equal(DELTA(&a, &b, d, pages_in_use), want[d]);
+	}
+	assert_int_equal(DELTA(&a, &b, 0, local_node), want[0]); /* home 0 */
+	assert_int_equal(DELTA(&a, &b, 1, other_node), want[1]);
+	assert_int_equal(DELTA(&a, &b, 0, other_node), 0);
+	assert_int_equal(DELTA(&a, &b, 1, local_node), 0);
+	for (int node = 0; node < 2; node++)
+		for (size_t i = 0; i < NP_ARRAY_SIZE(sizes); i++)
+			numa_page_free(held[node][i]);
+	snap(&b);
+	for (int d = 0; d < 2; d++)
+		assert_int_equal(DELTA(&a, &b, d, pages_in_use), 0);
+	/* Node 1's pages were freed by this node-0 thread: remote frees, every one. */
+	assert_int_equal(DELTA(&a, &b, 1, remote_free), want[1]);
+	assert_int_equal(DELTA(&a, &b, 0, remote_free), 0);
+}
+
+/* ---- threads ----------------------------------------------------------------------------- */
+
+#define LIVES 10000
+#define AT_ONCE 4
+
+static void *volatile handoff[AT_ONCE]; /* a page each thread leaves for the next one */
+static pthread_barrier_t all_alive;
+
+struct life {
+	int slot;
+	unsigned seed;
+	bool together; /* wait until AT_ONCE threads are alive (all hold their state) */
+};
+
+static void *life_main(void *arg)
+{
+	struct life *l = arg;
+	unsigned s = l->seed;
+	np_fake_os_set_cpu((int)(s % 4));
+	void *p[6];
+	const size_t sizes[] = {PAGE, 3 * PAGE, 16 * PAGE, 20 * PAGE, 64 * KB, 5 * PAGE};
+	for (int i = 0; i < 6; i++) {
+		p[i] = s % 7 == 0 ? numa_page_alloc_onnode(sizes[i], (int)(s % 2)) : numa_page_alloc(sizes[i]);
+		if (!p[i])
+			abort();
+		*(unsigned *)p[i] = s;
+		s = s * 1103515245u + 12345u;
+	}
+	if (l->together)
+		pthread_barrier_wait(&all_alive);
+	/* Free the page the previous thread of this slot left (allocated elsewhere). */
+	void *prev = __atomic_exchange_n(&handoff[l->slot], p[5], __ATOMIC_ACQ_REL);
+	numa_page_free(prev);
+	for (int i = 4; i >= 0; i -= 2)
+		numa_page_free(p[i]);
+	for (int i = 1; i < 5; i += 2)
+		numa_page_free(p[i]);
+	return NULL;
+}
+
+static void run_lives(int rounds, unsigned seed, bool together)
+{
+	for (int r = 0; r < rounds; r++) {
+		pthread_t t[AT_ONCE];
+		struct life l[AT_ONCE];
+		for (int i = 0; i < AT_ONCE; i++) {
+			l[i] = (struct life){i, seed + (unsigned)(r * AT_ONCE + i) * 2654435761u, together};
+			assert_int_equal(pthread_create(&t[i], NULL, life_main, &l[i]), 0);
+		}
+		for (int i = 0; i < AT_ONCE; i++)
+			assert_int_equal(pthread_join(t[i], NULL), 0);
+	}
+}
+
+/* 10,000 thread lifetimes: each thread's cache goes back at exit; nothing accumulates. */
+static void thread_exit_returns_everything(void **state)
+{
+	(void)state;
+	/* Warm up with AT_ONCE threads alive at once: that many thread structs exist from now on
+	 * and are recycled (a struct is never unmapped), so they are part of the baseline. */
+	pthread_barrier_init(&all_alive, NULL, AT_ONCE);
+	run_lives(1, 1, true);
+	pthread_barrier_destroy(&all_alive);
+	long used0 = pool_used_pages(), in_use0 = total_in_use();
+	int threads0[NP_MAX_NODES];
+	for (int d = 0; d < T->nnodes; d++)
+		threads0[d] = np_pcp_threads[d];
+	run_lives(LIVES / AT_ONCE - 1, 99, false);
+	assert_int_equal(total_in_use(), in_use0);
+	assert_int_equal(pool_used_pages(), used0);
+	for (int d = 0; d < T->nnodes; d++)
+		assert_int_equal(np_pcp_threads[d], threads0[d]);
+	struct numa_page_node_stats s;
+	assert_int_equal(numa_page_stats_get(0, &s), 0);
+	assert_true(s.threads >= 1); /* this thread */
+	check_pools();
+	for (int i = 0; i < AT_ONCE; i++) {
+		numa_page_free(handoff[i]);
+		handoff[i] = NULL;
+	}
+}
+
+/* A thread the library never saw frees pages another thread allocated. */
+static void *free_them(void *arg)
+{
+	void **p = arg;
+	for (int i = 0; p[i]; i++)
+		numa_page_free(p[i]);
+	return NULL;
+}
+
+static void free_from_unknown_thread(void **state)
+{
+	(void)state;
+	long base = total_in_use();
+	void *p[5] = {numa_page_alloc(PAGE), numa_page_alloc(8 * PAGE), numa_page_alloc(50 * PAGE),
+		      numa_page_alloc(5 * MB), NULL};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, free_them, p), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(total_in_use(), base);
+	check_pools();
+}
+
+static volatile int stop_workers;
+
+static void *churn(void *arg)
+{
+	unsigned s = (unsigned)(uintptr_t)arg;
+	np_fake_os_set_cpu((int)(s % 4));
+	void *held[16] = {0};
+	while (!__atomic_load_n(&stop_workers, __ATOMIC_ACQUIRE)) {
+		int i = (int)(s % 16);
+		numa_page_free(held[i]);
+		size_t size = (size_t)(1 + s % 40) * PAGE;
+		held[i] = s % 5 ? numa_page_alloc(size) : numa_page_alloc_onnode(size, (int)(s % 2));
+		if (!held[i])
+			abort();
+		*(char *)held[i] = 1;
+		s = s * 1103515245u + 12345u;
+	}
+	for (int i = 0; i < 16; i++)
+		numa_page_free(held[i]);
+	return NULL;
+}
+
+/* The child of a fork: allocate and free on every node and check the pools, within 10 s. */
+static int child_work(void)
+{
+	alarm(10);
+	for (int d = 0; d < T->nnodes; d++) {
+		if (np_pools[d].exists && np_pool_check(d))
+			return 1;
+		void *p = numa_page_alloc_onnode(3 * PAGE, os_of(d));
+		void *q = numa_page_alloc_onnode(200 * PAGE, os_of(d));
+		void *h = numa_page_alloc_onnode(5 * MB, os_of(d));
+		if (!p || !q || !h)
+			return 2;
+		memset(q, 1, 200 * PAGE);
+		numa_page_free(p);
+		numa_page_free(q);
+		numa_page_free(h);
+	}
+	void *many[300];
+	for (int i = 0; i < 300; i++)
+		if (!(many[i] = numa_page_alloc(PAGE)))
+			return 3;
+	for (int i = 0; i < 300; i++)
+		numa_page_free(many[i]);
+	/* A new thread in the child works too. */
+	pthread_t t;
+	void *p[3] = {numa_page_alloc(PAGE), numa_page_alloc(20 * PAGE), NULL};
+	if (pthread_create(&t, NULL, free_them, p) || pthread_join(t, NULL))
+		return 4;
+	for (int d = 0; d < T->nnodes; d++)
+		if (np_pools[d].exists && np_pool_check(d))
+			return 5;
+	return 0;
+}
+
+static void fork_in_threaded_program(void **state)
+{
+	(void)state;
+	stop_workers = 0;
+	pthread_t w[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&w[i], NULL, churn, (void *)(uintptr_t)(i * 7919 + 1)), 0);
+	/* Each fork costs the parent ~0.1-0.3 s here (the child's exit tears down every mapping
+	 * while two threads churn on two cores): a few forks, taken at random points. */
+	for (int k = 0; k < 8; k++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(child_work());
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			fail_msg("fork %d: child %s %d", k, WIFEXITED(status) ? "exited" : "killed by signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	}
+	__atomic_store_n(&stop_workers, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(w[i], NULL), 0);
+	check_pools();
+}
+
+/* ---- purge (2node, NUMAPAGE_PURGE_MB=1) ------------------------------------------------------ */
+
+static void purge_and_trim(void **state)
+{
+	(void)state;
+	struct counters a, b;
+	snap(&a);
+	long purged_bytes0 = np_fake_os_purged_bytes();
+	void *p[16];
+	for (int i = 0; i < 16; i++) {
+		p[i] = numa_page_alloc(256 * KB);
+		memset(p[i], 0x44, 256 * KB);
+	}
+	for (int i = 0; i < 16; i++)
+		numa_page_free(p[i]);
+	snap(&b);
+	long purged = DELTA(&a, &b, 0, pages_purged);
+	assert_true(purged > 0); /* 4 MiB freed against a 1 MiB watermark */
+	assert_true(np_pools[0].dirty_pages <= 256);
+	assert_int_equal(np_fake_os_purged_bytes() - purged_bytes0, purged * (long)PAGE);
+	/* Trim gives back the rest (the thread's cache included). */
+	void *q = numa_page_alloc(8 * PAGE);
+	memset(q, 1, 8 * PAGE);
+	numa_page_free(q);
+	numa_page_trim();
+	assert_int_equal(np_pools[0].dirty_pages, 0);
+	assert_int_equal(numa_page_trim(), 0);
+	snap(&b);
+	assert_int_equal(np_fake_os_purged_bytes() - purged_bytes0, DELTA(&a, &b, 0, pages_purged) * (long)PAGE);
+	char *r = numa_page_alloc(MB);
+	memset(r, 2, MB);
+	numa_page_free(r);
+	check_pools();
+}
+
+/* Trim (default watermark: nothing is purged on the way): freed pages and the thread's cache
+ * go back to the OS, and trim says so; a second trim finds nothing. */
+static void trim_releases_free_pages(void **state)
+{
+	(void)state;
+	long purged0 = np_fake_os_purged_bytes();
+	void *p[8];
+	for (int i = 0; i < 8; i++) {
+		p[i] = numa_page_alloc(i % 2 ? 300 * KB : 4 * PAGE);
+		memset(p[i], 0x55, i % 2 ? 300 * KB : 4 * PAGE);
+	}
+	for (int i = 0; i < 8; i++)
+		numa_page_free(p[i]);
+	assert_true(np_pools[0].dirty_pages > 0);
+	assert_int_equal(numa_page_trim(), 1);
+	for (int d = 0; d < T->nnodes; d++)
+		assert_int_equal(np_pools[d].dirty_pages, 0);
+	assert_true(np_fake_os_purged_bytes() > purged0);
+	assert_int_equal(numa_page_trim(), 0);
+	check_pools();
+}
+
+/* ---- memoryless fixtures -------------------------------------------------------------------- */
+
+/* r7425: a thread on CPU 0 gets pages of node 1, CPU 4 -> node 5 (the nearest memory). */
+static void r7425_cpu_to_memory(void **state)
+{
+	(void)state;
+	const int want[8] = {1, 1, 1, 1, 5, 5, 5, 5};
+	for (int cpu = 0; cpu < 8; cpu++) {
+		struct counters a, b;
+		snap(&a);
+		struct probe pr = {.size = PAGE};
+		run_on_cpu(cpu, probe_fn, &pr);
+		snap(&b);
+		assert_int_equal(pr.home, cpu);
+		assert_int_equal(pr.node, want[cpu]);
+		if (cpu != 1 && cpu != 5) {
+			assert_int_equal(DELTA(&a, &b, want[cpu], numa_miss), 1);
+			assert_int_equal(DELTA(&a, &b, cpu, numa_foreign), 1);
+			assert_int_equal(DELTA(&a, &b, want[cpu], other_node), 1);
+		} else {
+			assert_int_equal(DELTA(&a, &b, cpu, numa_hit), 1);
+			assert_int_equal(DELTA(&a, &b, cpu, local_node), 1);
+		}
+	}
+	/* A home set to a memoryless node is served the same way. */
+	assert_int_equal(numa_page_set_home_node(6), 0);
+	void *p = numa_page_alloc(30 * PAGE);
+	assert_int_equal(numa_page_node_of(p), 5);
+	numa_page_free(p);
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+}
+
+static void steal_probe(void *arg)
+{
+	struct probe *pr = arg;
+	struct numa_page_node_stats a, b;
+	numa_page_stats_get(0, &a);
+	probe_fn(pr);
+	numa_page_stats_get(0, &b);
+	pr->stolen = (long)(b.pages_stolen - a.pages_stolen);
+}
+
+/* 2990wx: memoryless nodes 1 and 3 refill from nodes 0 and 2; a pool below the average takes
+ * from one above it instead of growing. */
+static void wx_memoryless_and_stealing(void **state)
+{
+	(void)state;
+	/* Pool 0 has this thread's pages; pool 2 has never been used. A node-3 thread (primary
+	 * pool 2) takes from pool 0 rather than growing 2, counted as stolen. */
+	assert_int_equal(np_pools[2].mapped_pages, 0);
+	struct probe pr = {.size = PAGE};
+	run_on_cpu(6, steal_probe, &pr);
+	assert_int_equal(pr.home, 3);
+	assert_int_equal(pr.node, 0);
+	assert_true(pr.stolen > 0);
+	assert_int_equal(np_pools[2].mapped_pages, 0);
+	/* With pool 2 the fuller one, node 3 is served at home (2)... */
+	void *big = numa_page_alloc_onnode(3 * MB, 2);
+	numa_page_free(big);
+	big = numa_page_alloc_onnode(3 * MB, 2);
+	void *big2 = numa_page_alloc_onnode(3 * MB, 2);
+	numa_page_free(big);
+	numa_page_free(big2);
+	assert_true(np_pools[2].free_pages > np_pools[0].free_pages);
+	run_on_cpu(6, probe_fn, &pr);
+	assert_int_equal(pr.node, 2);
+	/* ... and a node-1 thread takes from 2 while 0 is the emptier one... */
+	run_on_cpu(2, steal_probe, &pr);
+	assert_int_equal(pr.home, 1);
+	assert_int_equal(pr.node, 2);
+	/* ... and from its own primary, 0, once 0 is fuller. */
+	void *b0[3];
+	for (int i = 0; i < 3; i++)
+		b0[i] = numa_page_alloc_onnode(3 * MB, 0);
+	for (int i = 0; i < 3; i++)
+		numa_page_free(b0[i]);
+	assert_true(np_pools[0].free_pages > np_pools[2].free_pages);
+	run_on_cpu(2, probe_fn, &pr);
+	assert_int_equal(pr.node, 0);
+	check_pools();
+}
+
+/* ---- sparse: binds by OS id ------------------------------------------------------------------ */
+
+static void sparse_binds_by_os_id(void **state)
+{
+	(void)state;
+	/* From now on chunks are bound as on a real machine; the fake records OS ids. */
+	np_topo_table.is_system = true;
+	long binds = np_fake_os_binds();
+	void *p = numa_page_alloc_onnode(PAGE, 5);
+	assert_int_equal(numa_page_node_of(p), 5);
+	assert_int_equal(np_fake_os_bound_node(p), 5);
+	void *h = numa_page_alloc_onnode(6 * MB, 2);
+	assert_int_equal(numa_page_node_of(h), 2);
+	assert_int_equal(np_fake_os_bound_node(h), 2);
+	assert_int_equal(np_fake_os_bound_node((char *)h + 6 * MB - 1), 2);
+	assert_true(np_fake_os_binds() >= binds + 2);
+	numa_page_free(p);
+	numa_page_free(h);
+	np_topo_table.is_system = false;
+}
+
+/* ---- driver ---------------------------------------------------------------------------------- */
+
+/* Runs a group in a child process whose library loads `fixture` (extra NAME=VALUE settings in
+ * env, NULL-terminated); returns the number of failed tests (or 100 when the child died). */
+static int run_child(const char *fixture, const char *const *env, const char *group,
+		     const struct CMUnitTest *tests, size_t n)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return 100;
+	if (pid == 0) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
+		setenv("NUMAPAGE_TOPOLOGY", path, 1);
+		setenv("NUMAPAGE_SHM", "0", 1);
+		for (; env && *env; env += 2)
+			setenv(env[0], env[1], 1);
+		np_fake_os_set_cpu(0);
+		/* Initialise here, so every test sees the fixture (and the main thread on CPU 0). */
+		if (numa_page_node_count() != np_topo_table.nnodes || np_topo_table.is_system)
+			_exit(100);
+		_exit(_cmocka_run_group_tests(group, tests, n, NULL, NULL));
+	}
+	int status;
+	if (waitpid(pid, &status, 0) != pid)
+		return 100;
+	if (!WIFEXITED(status)) {
+		fprintf(stderr, "%s: killed by signal %d\n", group, WTERMSIG(status));
+		return 100;
+	}
+	return WEXITSTATUS(status);
+}
+
+#define RUN(fixture, env, ...)                                                                   \
+	do {                                                                                    \
+		const struct CMUnitTest t_[] = {__VA_ARGS__};                                   \
+		failed += run_child(fixture, env, "page_api/" fixture, t_, NP_ARRAY_SIZE(t_)); \
+	} while (0)
+
+int main(void)
+{
+	int failed = 0;
+	static const char *const purge_env[] = {"NUMAPAGE_PURGE_MB", "1", NULL};
+	RUN("2node", NULL, cmocka_unit_test(sizes_and_alignment), cmocka_unit_test(size_zero_is_one_page),
+	    cmocka_unit_test(overflowing_sizes_are_enomem), cmocka_unit_test(free_null_and_errno),
+	    cmocka_unit_test(node_of_foreign_pointers), cmocka_unit_test(huge_blocks),
+	    cmocka_unit_test(home_node_set_and_follow), cmocka_unit_test(thread_follows_migration),
+	    cmocka_unit_test(statistics_match_allocations), cmocka_unit_test(every_cpu_gets_nearest_memory),
+	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
+	    cmocka_unit_test(interleaved_round_robin), cmocka_unit_test(free_from_unknown_thread),
+	    cmocka_unit_test(trim_releases_free_pages), cmocka_unit_test(thread_exit_returns_everything),
+	    cmocka_unit_test(fork_in_threaded_program));
+	RUN("2node", purge_env, cmocka_unit_test(purge_and_trim));
+	RUN("r7425", NULL, cmocka_unit_test(r7425_cpu_to_memory), cmocka_unit_test(every_cpu_gets_nearest_memory),
+	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
+	    cmocka_unit_test(interleaved_round_robin));
+	RUN("2990wx", NULL, cmocka_unit_test(wx_memoryless_and_stealing),
+	    cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
+	    cmocka_unit_test(interleaved_round_robin), cmocka_unit_test(fork_in_threaded_program));
+	RUN("sparse", NULL, cmocka_unit_test(sparse_binds_by_os_id), cmocka_unit_test(every_cpu_gets_nearest_memory),
+	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
+	    cmocka_unit_test(interleaved_round_robin));
+	RUN("4node", NULL, cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
+	    cmocka_unit_test(interleaved_round_robin));
+	RUN("cxl", NULL, cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
+	    cmocka_unit_test(invalid_nodes_are_einval), cmocka_unit_test(interleaved_round_robin));
+	RUN("single", NULL, cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
+	    cmocka_unit_test(interleaved_round_robin));
+	return failed ? 1 : 0;
+}
