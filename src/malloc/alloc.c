@@ -79,9 +79,20 @@ static bool has_free(struct np_slab *s)
 	return s->free != 0;
 }
 
+/* Slab slow paths between two sweeps of a thread's rings. A slow path comes every slab's
+ * worth of allocations of a class, so a sweep costs little per allocation, and memory that
+ * other threads' frees emptied goes back within a bounded delay (larson and mstress, whose
+ * frees are mostly remote, kept their peak RSS without it). */
+#define SWEEP_EVERY 64
+
 /* A block of class c for thread th, after the fast path found the current slab empty. */
 static void *slab_alloc(struct np_thread *th, unsigned c)
 {
+	if (NP_UNLIKELY(++th->slow_calls >= SWEEP_EVERY)) {
+		th->slow_calls = 0;
+		np_thread_sweep(th);
+		np_slab_sweep_orphans();
+	}
 	struct np_slab *s = th->ring[c];
 	if (s) {
 		if (has_free(s))

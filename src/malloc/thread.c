@@ -90,6 +90,29 @@ struct np_thread *np_thread_get(void)
 	return th;
 }
 
+unsigned np_thread_sweep(struct np_thread *th)
+{
+	unsigned released = 0;
+	for (int c = 0; c < NP_NCLASSES; c++) {
+		struct np_slab *cur = th->ring[c];
+		if (!cur)
+			continue;
+		for (struct np_slab *s = cur->next; s != cur;) {
+			struct np_slab *next = s->next;
+			np_slab_collect(s);
+			if (s->used == 0) {
+				s->prev->next = s->next;
+				s->next->prev = s->prev;
+				s->next = s->prev = NULL;
+				np_slab_release(s, &th->pcp);
+				released++;
+			}
+			s = next;
+		}
+	}
+	return released;
+}
+
 void np_thread_fold_bytes(struct np_thread *th)
 {
 	int node = th->pcp.home;

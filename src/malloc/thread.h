@@ -37,6 +37,7 @@ struct np_thread {
 	struct np_slab *ring[NP_NCLASSES];   /* owned slabs of each class, a ring; NULL = none */
 	struct np_thread *next, *prev;        /* live list */
 	int tid;
+	unsigned slow_calls;                  /* slab slow paths since the last sweep */
 	size_t struct_pages;
 	struct np_vmstat_diffs st;            /* last: large */
 };
@@ -51,6 +52,9 @@ struct np_thread *np_thread_get(void);
  * collects every slab, gives empty ones back and orphans the rest, drains the page cache,
  * folds the statistics, recycles the struct. */
 void np_thread_abandon(struct np_thread *th);
+/* Collects every slab of the thread's rings and gives back the pages of those that other
+ * threads' frees emptied (all but each class's current slab). Returns slabs released. */
+unsigned np_thread_sweep(struct np_thread *th);
 /* Folds the fast path's byte counters into the statistics. */
 void np_thread_fold_bytes(struct np_thread *th);
 /* The thread-exit hook (pthread key destructor) and its key. */
