@@ -216,7 +216,7 @@ size_t np_slab_sweep_orphans(void)
 {
 	pthread_once(&orphans_once, orphans_init);
 	size_t pages = 0;
-	for (int n = 0; n < NP_MAX_NODES; n++)
+	for (int n = 0; n < np_topo_table.nnodes; n++)
 		for (int c = 0; c < NP_NCLASSES; c++) {
 			struct orphan_list *l = &orphans[n][c];
 			if (!__atomic_load_n(&l->head, __ATOMIC_RELAXED))
