@@ -88,6 +88,11 @@ static bool has_free(struct np_slab *s)
 /* A block of class c for thread th, after the fast path found the current slab empty. */
 static void *slab_alloc(struct np_thread *th, unsigned c)
 {
+	if (np_config_debug >= 3) {
+		const char *err = np_thread_check(th);
+		if (err)
+			np_fatal("malloc: thread state corrupt: %s", err);
+	}
 	if (NP_UNLIKELY(++th->slow_calls >= SWEEP_EVERY)) {
 		th->slow_calls = 0;
 		np_thread_sweep(th);

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "internal.h"
 #include "malloc/sizeclass.h"
@@ -38,6 +39,8 @@ NP_INLINE void *np_malloc_fast(size_t size)
 			s->used++;
 			np_tls.alloc_bytes += s->block;
 			np_tls.req_bytes += size;
+			if (np_config_debug >= 1) /* junk: reads of uninitialised memory show */
+				memset((void *)b, 0xa5, s->block);
 			return (void *)b;
 		}
 	}
@@ -53,6 +56,8 @@ NP_INLINE void np_free_fast(void *p)
 		struct np_slab *s = c->pages[(a >> NP_PAGE_SHIFT) & (NP_CHUNK_PAGES - 1)].owner;
 		if (NP_LIKELY(s != NULL) && NP_LIKELY(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == np_tls.self) &&
 		    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {
+			if (np_config_debug >= 1) /* junk: use after free shows */
+				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
 			*(uintptr_t *)a = s->local_free ^ s->key;
 			s->local_free = a;
 			np_tls.free_bytes += s->block;

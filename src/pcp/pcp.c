@@ -288,6 +288,11 @@ void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
 	pcp->count += 1 << order;
 	if (NP_UNLIKELY(pcp->count >= pcp->high))
 		flush(pcp, pcp->batch);
+	if (np_config_debug >= 3) {
+		const char *err = np_pcp_check(pcp);
+		if (err)
+			np_fatal("page cache corrupt: %s", err);
+	}
 }
 
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node)
