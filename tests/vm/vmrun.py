@@ -433,7 +433,7 @@ poweroff -f
 def tier_tests(args):
     """The api and stress tiers' tests as meson registered them (meson-info/intro-tests.json),
     for the guests in TIER_TOPOLOGIES: they follow whatever those tiers add."""
-    if args.topology not in TIER_TOPOLOGIES:
+    if not args.tiers:
         return []
     try:
         with open(os.path.join(args.build_root, 'meson-info', 'intro-tests.json')) as f:
@@ -879,6 +879,9 @@ def main():
         os.environ.get('NP_VM_RUN_TIMEOUT', 0)), help='seconds for the guest tests (default: '
                     '240, 600 in the guests that also run the api and stress tiers)')
     ap.add_argument('--retries', type=int, default=2, help='reboots after a stalled boot')
+    ap.add_argument('--tiers', action=argparse.BooleanOptionalAction, default=None,
+                    help='run the api and stress tiers in the guest (default: in %s)' %
+                    ', '.join(TIER_TOPOLOGIES))
     ap.add_argument('--export-xml', help='write the guest\'s lstopo XML here')
     ap.add_argument('--refresh-kernel', action='store_true')
     ap.add_argument('--quiet-console', action='store_true', default=True)
@@ -886,8 +889,10 @@ def main():
 
     t_start = time.monotonic()
     topo = TOPOLOGIES[args.topology]
+    if args.tiers is None:
+        args.tiers = args.topology in TIER_TOPOLOGIES
     if not args.run_timeout:
-        args.run_timeout = 600 if args.topology in TIER_TOPOLOGIES else 240
+        args.run_timeout = 600 if args.tiers else 240
     args.qemu = shutil.which(args.qemu)
     if not args.qemu:
         prerequisite_missing('qemu-system-x86_64 (qemu-system-x86)')
