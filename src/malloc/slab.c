@@ -139,6 +139,7 @@ void np_slab_release(struct np_slab *s, struct np_pcp *pcp)
 	for (size_t i = 0; i < pages; i++)
 		run[i].owner = NULL;
 	run->state = NP_PAGE_USED;
+	run->clean = 0; /* blocks were written: a calloc served by this run must zero it */
 	__atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
 	s->block = 0;
 	if (pcp && run->order < NP_PCP_ORDERS)
