@@ -153,6 +153,40 @@ static void calloc_is_zeroed_after_reuse(void **state)
 	F_FREE(q);
 }
 
+/* Pages that held small blocks come back as page runs (a slab emptied and released, by a free
+ * or by the slow path's sweep of the thread's slabs): calloc must still zero them. Random
+ * churn of dirty small blocks, with calloc'd page runs checked all along. */
+static void calloc_is_zeroed_after_slab_reuse(void **state)
+{
+	(void)state;
+	enum { SLOTS = 3000, OPS = 200000 };
+	void **slot = F_CALLOC(SLOTS, sizeof(void *));
+	assert_non_null(slot);
+	uint64_t x = 88172645463325252ULL;
+	for (int i = 0; i < OPS; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		unsigned k = (unsigned)(x % SLOTS);
+		F_FREE(slot[k]);
+		size_t n = 16 + (size_t)((x >> 20) % ((x >> 40) % 4 == 0 ? 8192 : 512));
+		slot[k] = F_MALLOC(n);
+		assert_non_null(slot[k]);
+		memset(slot[k], 0xee, n);
+		if (i % 64 == 0) {
+			size_t m = 16 * KiB + 1 + (size_t)((x >> 32) % (48 * KiB));
+			unsigned char *z = F_CALLOC(1, m);
+			assert_ours(z, m);
+			assert_true(np_t_all_zero(z, m));
+			memset(z, 0xee, m);
+			F_FREE(z);
+		}
+	}
+	for (unsigned k = 0; k < SLOTS; k++)
+		F_FREE(slot[k]);
+	F_FREE(slot);
+}
+
 static void calloc_overflow_is_enomem(void **state)
 {
 	(void)state;
@@ -615,6 +649,7 @@ int main(void)
 		cmocka_unit_test(malloc_every_boundary),
 		cmocka_unit_test(usable_size_is_writable),
 		cmocka_unit_test(calloc_is_zeroed_after_reuse),
+		cmocka_unit_test(calloc_is_zeroed_after_slab_reuse),
 		cmocka_unit_test(calloc_overflow_is_enomem),
 		cmocka_unit_test(huge_sizes_are_enomem),
 		cmocka_unit_test(large_lazy_block),
