@@ -765,6 +765,36 @@ static void trim_releases_free_pages(void **state)
 	check_pools();
 }
 
+/* NUMAPAGE_PCP_BATCH=8, NUMAPAGE_PCP_HIGH=16 from the environment: refills bring 8 pages in one
+ * pool visit, and the free that brings the cache to 16 sends 8 back. */
+static void pcp_batch_from_environment(void **state)
+{
+	(void)state;
+	numa_page_free(numa_page_alloc(PAGE)); /* this thread's state exists; 8 pages cached */
+	struct counters a, b;
+	snap(&a);
+	void *p[9];
+	for (int i = 0; i < 8; i++)
+		p[i] = numa_page_alloc(PAGE);
+	snap(&b);
+	assert_int_equal(DELTA(&a, &b, 0, pcp_refill), 0); /* served from the cache */
+	assert_int_equal(DELTA(&a, &b, 0, pages_alloc), 0);
+	p[8] = numa_page_alloc(PAGE);
+	snap(&b);
+	assert_int_equal(DELTA(&a, &b, 0, pcp_refill), 1);
+	assert_int_equal(DELTA(&a, &b, 0, pages_alloc), 8);
+	/* 7 cached + 9 freed: the 9th free reaches 16. */
+	for (int i = 0; i < 8; i++)
+		numa_page_free(p[i]);
+	snap(&b);
+	assert_int_equal(DELTA(&a, &b, 0, pcp_drain), 0);
+	numa_page_free(p[8]);
+	snap(&b);
+	assert_int_equal(DELTA(&a, &b, 0, pcp_drain), 1);
+	assert_int_equal(DELTA(&a, &b, 0, pages_free), 8);
+	assert_int_equal(DELTA(&a, &b, 0, pages_in_use), 0);
+}
+
 /* ---- memoryless fixtures -------------------------------------------------------------------- */
 
 /* r7425: a thread on CPU 0 gets pages of node 1, CPU 4 -> node 5 (the nearest memory). */
@@ -922,6 +952,8 @@ int main(void)
 	    cmocka_unit_test(trim_releases_free_pages), cmocka_unit_test(thread_exit_returns_everything),
 	    cmocka_unit_test(fork_in_threaded_program));
 	RUN("2node", purge_env, cmocka_unit_test(purge_and_trim));
+	static const char *const pcp_env[] = {"NUMAPAGE_PCP_BATCH", "8", "NUMAPAGE_PCP_HIGH", "16", NULL};
+	RUN("2node", pcp_env, cmocka_unit_test(pcp_batch_from_environment));
 	RUN("r7425", NULL, cmocka_unit_test(r7425_cpu_to_memory), cmocka_unit_test(every_cpu_gets_nearest_memory),
 	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
 	    cmocka_unit_test(interleaved_round_robin));
