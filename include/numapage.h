@@ -7,12 +7,17 @@
  * Node ids are the operating system's NUMA node numbers (as in numactl and /sys), which may be
  * sparse (0, 2, 5). A "memoryless" node has CPUs but no memory: its threads are served from the
  * nearest node that has memory. Every function is thread-safe and may be called from any thread,
- * including threads the library has never seen.
+ * including threads the library has never seen; none is async-signal-safe (as malloc). The
+ * library initialises itself when loaded: no call is needed first. Manual: numapage(3), and
+ * numapage(7) for the NUMAPAGE_* options and the meaning of each statistic.
  *
  * Error convention: functions returning a pointer return NULL and set errno (ENOMEM when memory
  * is exhausted, EINVAL for an invalid argument); functions returning int return 0 (or a value
- * >= 0) on success and -1 with errno set on failure. Freeing a pointer this library did not hand
- * out, or freeing twice, is reported on stderr ("numapage: <call>: <reason> <ptr>") and aborts.
+ * >= 0) on success and -1 with errno set on failure (exceptions: numa_page_posix_memalign and
+ * numa_page_trim, below). Functions that can only fail that way return -1 with errno = EAGAIN
+ * when called from within the library's own initialisation. Freeing a pointer this library did
+ * not hand out, or freeing twice, is reported on stderr ("numapage: <call>: <reason> <ptr>")
+ * and aborts, in every build.
  */
 #ifndef NUMAPAGE_H
 #define NUMAPAGE_H
@@ -28,7 +33,8 @@ extern "C" {
 #define NUMA_PAGE_VERSION_MAJOR 0
 #define NUMA_PAGE_VERSION_MINOR 1
 #define NUMA_PAGE_VERSION_PATCH 0
-/* One number to compare against: 100 * 100 * major + 100 * minor + patch. */
+/* The header's version as one number to compare against: 10000 * major + 100 * minor + patch.
+ * numa_page_version() gives the version of the library actually loaded. */
 #define NUMA_PAGE_VERSION \
 	(NUMA_PAGE_VERSION_MAJOR * 10000 + NUMA_PAGE_VERSION_MINOR * 100 + NUMA_PAGE_VERSION_PATCH)
 
@@ -38,15 +44,16 @@ extern "C" {
 #define NUMA_PAGE_API
 #endif
 
-/* The run-time version, "MAJOR.MINOR.PATCH". */
+/* The run-time version, "MAJOR.MINOR.PATCH": a static string, never freed. */
 NUMA_PAGE_API const char *numa_page_version(void);
 
 /* ---- Topology ------------------------------------------------------------------------------ */
 
 /* Number of NUMA nodes in the topology the library uses (the real machine, or the rehearsal
- * topology named by NUMAPAGE_TOPOLOGY). */
+ * topology named by NUMAPAGE_TOPOLOGY). A node id n exists when numa_page_stats_get(n, &s)
+ * returns 0. */
 NUMA_PAGE_API int numa_page_node_count(void);
-/* Highest node id, or -1 before initialisation failed. */
+/* Highest node id. */
 NUMA_PAGE_API int numa_page_max_node(void);
 
 /* ---- Pages ---------------------------------------------------------------------------------- */
@@ -59,24 +66,31 @@ NUMA_PAGE_API void *numa_page_alloc(size_t size);
  * node (counted as a miss, never a failure while memory exists on an allowed node). A node id that
  * does not exist returns NULL with errno = EINVAL. */
 NUMA_PAGE_API void *numa_page_alloc_onnode(size_t size, int node);
-/* Pages spread round-robin over the allowed nodes with memory, for data every thread reads. */
+/* Pages spread round-robin over the allowed nodes with memory, for data every thread reads.
+ * Each call maps a region of its own: for large, long-lived data. Freed with numa_page_free;
+ * NULL with ENOMEM as numa_page_alloc. */
 NUMA_PAGE_API void *numa_page_alloc_interleaved(size_t size);
 /* Frees anything this library handed out: numa_page_alloc*, numa_page_malloc and friends, and,
  * when libnumapage replaces malloc, malloc and friends. NULL is a no-op. errno is preserved. */
 NUMA_PAGE_API void numa_page_free(void *p);
-/* The node the memory at p was bound to (for interleaved memory: the node of p's page), or -1
- * with errno = EINVAL when p is not memory of this library. */
+/* The node the memory at p (any address inside an allocation) was bound to (for interleaved
+ * memory: the node of p's page), or -1 with errno = EINVAL when p is not memory this library
+ * manages. With NUMAPAGE_TOPOLOGY, the rehearsed node (nothing is really bound). */
 NUMA_PAGE_API int numa_page_node_of(const void *p);
 
 /* The calling thread's home node: where its allocations come from. It starts as the node of the
  * CPU the thread runs on and follows the thread when it migrates, until it is set explicitly.
- * numa_page_set_home_node(-1) returns to following the CPU. An unknown node is EINVAL. */
+ * numa_page_set_home_node(-1) returns to following the CPU. An unknown node is EINVAL. It affects
+ * the calling thread's later allocations only, and does not change its CPU affinity.
+ * numa_page_home_node returns the calling thread's home node id. */
 NUMA_PAGE_API int numa_page_set_home_node(int node);
 NUMA_PAGE_API int numa_page_home_node(void);
 
 /* ---- The malloc family under its own names ------------------------------------------------ */
-/* Same contracts as the C library's; memory from these is freed with numa_page_free (or free,
- * when libnumapage replaces malloc). */
+/* Same contracts as the C library's (numa_page_posix_memalign returns the error number and
+ * leaves errno alone; numa_page_realloc(p, 0) frees p and returns NULL); memory from these is
+ * freed with numa_page_free (or free, when libnumapage replaces malloc). numa_page_realloc and
+ * numa_page_usable_size abort on a pointer that is not this library's, as numa_page_free. */
 NUMA_PAGE_API void *numa_page_malloc(size_t size);
 NUMA_PAGE_API void *numa_page_calloc(size_t nmemb, size_t size);
 NUMA_PAGE_API void *numa_page_realloc(void *p, size_t size);
@@ -140,19 +154,23 @@ struct numa_page_node_stats {
 #undef NUMA_PAGE_STAT_FIELD_
 };
 
-/* Exact counters of one node: shared totals plus every live thread's unfolded deltas. Cost grows
- * with the number of threads; use the cheap variant for frequent polling. 0, or -1/EINVAL. */
+/* Exact counters of one node (OS id): shared totals plus every live thread's unfolded deltas.
+ * Takes a lock and walks the live threads, so cost grows with their number; use the cheap
+ * variant for frequent polling. 0, or -1/EINVAL for an unknown node or a NULL out. */
 NUMA_PAGE_API int numa_page_stats_get(int node, struct numa_page_node_stats *out);
-/* Shared totals only: may lag by at most (fold threshold x live threads) per counter; gauges
- * are clamped at 0. Exact once all threads that counted have exited. */
+/* Shared totals only, lock-free: may lag by at most (fold threshold x live threads) per counter;
+ * gauges are clamped at 0. Exact once all threads that counted have exited. Errors as above. */
 NUMA_PAGE_API int numa_page_stats_get_cheap(int node, struct numa_page_node_stats *out);
-/* The name and description of counter i (NULL beyond the last). */
+/* The name and description of counter i: static strings, never freed (NULL outside
+ * 0 .. NUMA_PAGE_STAT_NITEMS - 1). */
 NUMA_PAGE_API const char *numa_page_stat_name(int item);
 NUMA_PAGE_API const char *numa_page_stat_desc(int item);
 
 #define NUMA_PAGE_STATS_TABLE 0 /* numastat-like table, one column per node */
 #define NUMA_PAGE_STATS_JSON 1  /* one JSON object */
-/* Prints exact statistics of every node. 0, or -1/EINVAL for an unknown format. */
+/* Prints exact statistics of every node to out and flushes it. Uses stdio and takes the
+ * statistics lock: not from a signal handler. 0; -1/EINVAL for an unknown format or a NULL out;
+ * -1 when writing fails. */
 NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format);
 
 
