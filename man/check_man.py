@@ -49,6 +49,7 @@ def lint(pages):
         if not shutil.which(tool):
             sys.exit('FAILED: %s is missing (apt-get install groff-base man-db; see .ci/deps)' % tool)
     for page in pages:
+        before = len(errors)
         p = subprocess.run(['groff', '-man', '-Tutf8', '-ww', '-z', page], capture_output=True,
                            text=True, timeout=60)
         if p.returncode != 0 or p.stderr:
@@ -62,7 +63,8 @@ def lint(pages):
                 error('%s: rendered line %d is %d columns wide: %s' % (page, n, len(line), line))
         if len(out.split('\n')) < 20:
             error('%s: rendered to almost nothing' % page)
-        print('%s: %d lines, no warnings' % (os.path.basename(page), len(out.split('\n'))))
+        if len(errors) == before:
+            print('%s: %d lines, no warnings' % (os.path.basename(page), len(out.split('\n'))))
 
 
 def sections(text):
@@ -192,8 +194,9 @@ def coverage(header, numapage, tools, meson_build, page1, page3, page7):
                         error('numapage.1: %s (read by tools/%s) is not in ENVIRONMENT' % (var, f))
     if 'SEE ALSO' not in s1 or 'numapage(7)' not in body1:
         error('numapage.1: no SEE ALSO numapage(7)')
-    print('%d functions, %d macros and types, %d options, %d counters, %d subcommands: all documented'
-          % (len(funcs), len(macros) + len(types), len(opts), len(stats), len(cmds)) if not errors else '')
+    if not errors:
+        print('%d functions, %d macros and types, %d options, %d counters, %d subcommands: all '
+              'documented' % (len(funcs), len(macros) + len(types), len(opts), len(stats), len(cmds)))
 
 
 if __name__ == '__main__':
