@@ -27,9 +27,11 @@
 #endif
 
 #define SAVE_ERRNO int saved_errno_ = errno
+/* Evaluates rc exactly once (it is the system call). */
 #define RETURN_ERRNO(rc)                                      \
 	do {                                                  \
-		int r_ = (rc) < 0 ? -errno : (int)(rc);       \
+		long rc_ = (long)(rc);                        \
+		int r_ = rc_ < 0 ? -errno : (int)rc_;         \
 		errno = saved_errno_;                         \
 		return r_;                                    \
 	} while (0)
