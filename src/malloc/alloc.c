@@ -235,6 +235,32 @@ static void *interleaved(struct np_thread *th, size_t size)
 	return (char *)c + c->data_offset;
 }
 
+/* Large malloc blocks (page runs and huge chunks) are marked, so that their free takes their
+ * bytes off malloc_in_use (page-API memory is not malloc's). */
+static struct np_chunk *block_chunk(const void *p);
+
+static void count_large(struct np_thread *th, void *p, size_t requested)
+{
+	struct np_chunk *c = block_chunk(p);
+	size_t usable;
+	if (c->kind == NP_CHUNK_NORMAL) {
+		struct np_page *pg = np_chunk_page(c, p);
+		pg->user = 1;
+		usable = (size_t)pg->npages << NP_PAGE_SHIFT;
+	} else {
+		c->user = 1;
+		usable = c->size - c->data_offset;
+	}
+	int node = np_chunk_node_at(c, p);
+	np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_requested, (long)requested);
+	np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_in_use, (long)usable);
+}
+
+static void uncount_large(struct np_thread *th, int node, size_t usable)
+{
+	np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, -(long)usable);
+}
+
 /* ---- the slow paths -------------------------------------------------------------------------- */
 
 static void *enomem(void)
@@ -265,8 +291,9 @@ void *np_malloc_slow(size_t size)
 		unsigned c = np_size_class(size);
 		p = slab_alloc(th, c);
 		if (p) {
-			np_tls.alloc_bytes += np_class_size[c];
-			np_tls.req_bytes += size;
+			int node = np_tls.cur[c]->node; /* the slab that served p */
+			np_tls.in_use[node] += np_class_size[c];
+			np_tls.requested[node] += size;
 		}
 	} else {
 		bool clean;
@@ -276,7 +303,7 @@ void *np_malloc_slow(size_t size)
 		if (!p)
 			p = page_alloc(th, size, NP_PAGE_SIZE, -1, &clean);
 		if (p)
-			np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_malloc_requested, (long)size);
+			count_large(th, p, size);
 	}
 	return p ? p : enomem();
 }
@@ -299,7 +326,7 @@ static void slab_free_slow(struct np_slab *s, uintptr_t a)
 			invalid("double free of", (void *)a);
 		*(uintptr_t *)a = s->local_free ^ s->key;
 		s->local_free = a;
-		np_tls.free_bytes += s->block;
+		np_tls.in_use[s->node] -= s->block;
 		if (--s->used == 0)
 			np_slab_emptied(s);
 		return;
@@ -365,6 +392,8 @@ void np_free_slow(void *p)
 	if (c->kind != NP_CHUNK_NORMAL) {
 		if ((char *)p != (char *)c + c->data_offset)
 			invalid("invalid pointer (inside a large block)", p);
+		if (c->user)
+			uncount_large(th, c->node, c->size - c->data_offset);
 		huge_free(c, th);
 		errno = saved;
 		return;
@@ -387,6 +416,10 @@ void np_free_slow(void *p)
 		break;
 	default:
 		invalid("invalid pointer (not the start of a block)", p);
+	}
+	if (pg->user) {
+		pg->user = 0;
+		uncount_large(th, c->node, (size_t)pg->npages << NP_PAGE_SHIFT);
 	}
 	if (th && pg->order < NP_PCP_ORDERS) {
 		pg->clean = 0;
@@ -446,7 +479,7 @@ void *np_calloc(size_t nmemb, size_t size)
 				p = page_alloc(th, n, NP_PAGE_SIZE, -1, &clean);
 			if (!p)
 				return enomem();
-			np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_malloc_requested, (long)n);
+			count_large(th, p, n);
 			if (!clean) /* fresh or purged pages already read as zeros */
 				memset(p, 0, n);
 			return p;
@@ -487,15 +520,16 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 		void *p = s->free ? (void *)pop(s) : slab_alloc(th, c);
 		if (!p)
 			return enomem();
-		np_tls.alloc_bytes += np_class_size[c];
-		np_tls.req_bytes += size;
+		int node = np_tls.cur[c]->node;
+		np_tls.in_use[node] += np_class_size[c];
+		np_tls.requested[node] += size;
 		return p;
 	}
 	bool clean;
 	void *p = page_alloc(th, size, alignment < NP_PAGE_SIZE ? NP_PAGE_SIZE : alignment, -1, &clean);
 	if (!p)
 		return enomem();
-	np_vmstat_add(&th->st, th->pcp.home, NUMA_PAGE_STAT_malloc_requested, (long)size);
+	count_large(th, p, size);
 	return p;
 }
 
@@ -551,6 +585,9 @@ void *np_realloc(void *p, size_t size)
 		size_t want = (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
 		if (!pg->owner && th && np_pool_grow_run(pg, want, &th->st)) {
 			np_pcp_count_alloc(&th->pcp, c->node, c->node, (long)(want - (old >> NP_PAGE_SHIFT)));
+			if (pg->user)
+				np_vmstat_add(&th->st, c->node, NUMA_PAGE_STAT_malloc_in_use,
+					      (long)((want << NP_PAGE_SHIFT) - old));
 			return p;
 		}
 	}

@@ -42,6 +42,13 @@ static void fork_child(void)
 	np_thread_atfork_child();
 }
 
+/* Before an exact statistics read: the calling thread's fast-path byte counters. */
+static void fold_self(void)
+{
+	if (np_tls.self)
+		np_thread_fold_bytes(np_tls.self);
+}
+
 void np_init(void)
 {
 	int expect = NP_STATE_UNINIT;
@@ -52,6 +59,7 @@ void np_init(void)
 	np_options_init();
 	np_topo_load(&np_topo_table, np_opt.topology, NULL);
 	np_vmstat_init(&np_topo_table);
+	np_vmstat_read_hook = fold_self;
 	np_pool_init(&np_topo_table);
 	np_thread_init_key();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);

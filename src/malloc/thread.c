@@ -115,13 +115,16 @@ unsigned np_thread_sweep(struct np_thread *th)
 
 void np_thread_fold_bytes(struct np_thread *th)
 {
-	int node = th->pcp.home;
-	if (np_tls.alloc_bytes != np_tls.free_bytes)
-		np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_in_use,
-			      (long)(np_tls.alloc_bytes - np_tls.free_bytes));
-	if (np_tls.req_bytes)
-		np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_requested, (long)np_tls.req_bytes);
-	np_tls.alloc_bytes = np_tls.free_bytes = np_tls.req_bytes = 0;
+	for (int n = 0; n < np_topo_table.nnodes; n++) {
+		if (np_tls.in_use[n]) {
+			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_in_use, (long)np_tls.in_use[n]);
+			np_tls.in_use[n] = 0;
+		}
+		if (np_tls.requested[n]) {
+			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_requested, (long)np_tls.requested[n]);
+			np_tls.requested[n] = 0;
+		}
+	}
 }
 
 void np_thread_abandon(struct np_thread *th)

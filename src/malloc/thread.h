@@ -24,9 +24,11 @@
 struct np_tls {
 	struct np_slab *cur[NP_NCLASSES]; /* current slab per class (== self->ring[c]) */
 	struct np_thread *self;           /* NULL until the thread's first slow path */
-	uint64_t alloc_bytes;             /* block bytes handed out by the fast path */
-	uint64_t free_bytes;              /* block bytes freed by the fast path */
-	uint64_t req_bytes;               /* bytes requested through the fast path */
+	/* Bytes counted by the fast paths, by the dense node of the slab (its memory's node, which
+	 * for a thread of a memoryless node is not its home), folded into the statistics by the
+	 * slow path: block bytes handed out minus freed, and bytes requested. */
+	int64_t in_use[NP_MAX_NODES];
+	uint64_t requested[NP_MAX_NODES];
 	bool exited;                      /* the thread-exit destructor ran */
 };
 

@@ -49,7 +49,7 @@ struct np_page {
 	uint8_t state;               /* enum np_page_state */
 	uint8_t order;               /* page-cache order of a run of 1 << order pages, else 0xff */
 	uint8_t clean;               /* free run known to read as zeros (fresh or purged) */
-	uint8_t pad;
+	uint8_t user;                /* free for the layer above (malloc marks its runs) */
 };
 
 enum np_chunk_kind { NP_CHUNK_NORMAL = 1, NP_CHUNK_HUGE = 2, NP_CHUNK_INTERLEAVE = 3 };
@@ -65,6 +65,7 @@ struct np_chunk {
 			uint32_t magic;
 			uint8_t kind;              /* enum np_chunk_kind */
 			uint8_t nilv;              /* interleave: number of nodes in ilv[] */
+			uint8_t user;              /* huge: free for the layer above */
 			uint16_t node;             /* dense node index the memory is bound to */
 			size_t size;               /* bytes mapped, header included */
 			size_t data_offset;        /* huge: offset of the user's memory */

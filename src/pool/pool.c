@@ -23,6 +23,8 @@ static size_t purge_pages; /* dirty pages a pool keeps before purging */
 
 #define PURGE_BATCH 32
 
+static void debug_check_locked(struct np_pool *p, const char *where);
+
 static void lock_pool(struct np_pool *p, struct np_vmstat_diffs *st)
 {
 	if (pthread_mutex_trylock(&p->lock) != 0) {
@@ -171,6 +173,7 @@ static void mark_used(struct np_page *pg, size_t n, uint8_t order)
 	pg->npages = (uint32_t)n;
 	pg->order = order;
 	pg->owner = NULL;
+	pg->user = 0;
 	pg->next = pg->prev = NULL;
 	for (size_t k = 1; k < n; k++) {
 		pg[k].state = NP_PAGE_TAIL;
@@ -268,6 +271,7 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
 		mark_used(run, len, (uint8_t)order);
 		out[got++] = run;
 	}
+	debug_check_locked(p, "get_batch");
 	unlock_pool(p);
 	if (got)
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(len * (size_t)got));
@@ -315,6 +319,7 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 			runs[j] = NULL;
 		}
 		bool purge = p->dirty_pages > purge_pages;
+		debug_check_locked(p, "put");
 		unlock_pool(p);
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_free, pages);
 		if (purge)
@@ -449,12 +454,10 @@ void np_pool_atfork_child(void)
 			pthread_mutex_init(&np_pools[i].lock, NULL);
 }
 
-const char *np_pool_check(int node)
+static const char *check_locked(struct np_pool *p)
 {
-	struct np_pool *p = &np_pools[node];
 	const char *err = NULL;
 	size_t free_pages = 0;
-	pthread_mutex_lock(&p->lock);
 	for (int b = 0; b < NP_POOL_BINS && !err; b++) {
 		bool bit = (p->bin_mask[b / 64] >> (b % 64)) & 1;
 		if (bit != (p->bins[b] != NULL))
@@ -464,7 +467,7 @@ const char *np_pool_check(int node)
 				err = "a binned run is not free";
 			else if (bin_of(pg->npages) != b)
 				err = "a run sits in the wrong bin";
-			else if (np_page_node(pg) != node)
+			else if (np_page_node(pg) != p->node)
 				err = "a pool holds a page of another node";
 			free_pages += pg->npages;
 		}
@@ -473,6 +476,24 @@ const char *np_pool_check(int node)
 		err = np_chunk_check(c);
 	if (!err && free_pages != p->free_pages)
 		err = "free page count disagrees with the bins";
+	return err;
+}
+
+/* debug_level 3: the whole pool after every change made under its lock. */
+static void debug_check_locked(struct np_pool *p, const char *where)
+{
+	if (np_config_debug < 3)
+		return;
+	const char *err = check_locked(p);
+	if (err)
+		np_fatal("pool of node %d corrupt after %s: %s", p->node, where, err);
+}
+
+const char *np_pool_check(int node)
+{
+	struct np_pool *p = &np_pools[node];
+	pthread_mutex_lock(&p->lock);
+	const char *err = check_locked(p);
 	pthread_mutex_unlock(&p->lock);
 	return err;
 }

@@ -376,8 +376,12 @@ static int stats_get(int node, struct numa_page_node_stats *out, bool exact)
 	return 0;
 }
 
+void (*np_vmstat_read_hook)(void);
+
 NUMA_PAGE_API int numa_page_stats_get(int node, struct numa_page_node_stats *out)
 {
+	if (np_vmstat_read_hook)
+		np_vmstat_read_hook();
 	return stats_get(node, out, true);
 }
 

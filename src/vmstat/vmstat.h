@@ -82,6 +82,11 @@ NP_INLINE void np_vmstat_add(struct np_vmstat_diffs *th, int node, int item, lon
 		__atomic_store_n(p, (int32_t)x, __ATOMIC_RELAXED);
 }
 
+/* Set by the layer above: folds what the calling thread counts outside its deltas (the
+ * malloc fast path's byte counters) before an exact read, so a thread reading its own
+ * statistics sees every byte it allocated. NULL: nothing to fold. */
+extern void (*np_vmstat_read_hook)(void);
+
 /* Cheap: the shared total of a dense node; lags the truth by at most threshold x live threads.
  * Gauges are clamped at 0. */
 long np_vmstat_read(int node, int item);

@@ -79,6 +79,8 @@ NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format)
 		errno = EINVAL;
 		return -1;
 	}
+	if (np_vmstat_read_hook)
+		np_vmstat_read_hook();
 	/* Snapshot first (reg_lock held per node), print after: no lock is held during stdio. */
 	const char *names[NUMA_PAGE_STAT_NITEMS];
 	long values[NP_MAX_NODES * NUMA_PAGE_STAT_NITEMS];

@@ -570,7 +570,11 @@ static void exact_stats(void)
 		}
 	}
 	uint64_t want_req = (uint64_t)ES_THREADS * (ES_SMALL * ES_SMALL_SIZE + ES_RUNS * ES_RUN_SIZE + ES_HUGE_SIZE);
+	/* In use: the small blocks each thread kept, and its kept run and huge block (large
+	 * blocks count with their usable size, whole pages). */
 	uint64_t want_use = (uint64_t)ES_THREADS * (ES_SMALL / 2) * ES_SMALL_SIZE;
+	for (int i = 0; i < ES_THREADS; i++)
+		want_use += numa_page_usable_size(es_kept[i].run) + numa_page_usable_size(es_kept[i].huge);
 	printf("exact_stats: malloc_requested +%llu (want %llu), malloc_in_use +%lld (want %llu), "
 	       "pages_in_use +%lld, threads %llu -> %llu\n",
 	       (unsigned long long)(s.malloc_requested - b.malloc_requested), (unsigned long long)want_req,
