@@ -36,7 +36,7 @@ static const struct row rows[] = {
 	 "fold per-thread statistics deltas past this size; 0 folds every event"},
 	{"PCP_HIGH", K_LONG, OFF(pcp_high), 0, 0, 1 << 20, NULL, "0 (6 x batch)",
 	 "pages a thread caches before it drains a batch back to the pools"},
-	{"PCP_BATCH", K_LONG, OFF(pcp_batch), 0, 0, 1 << 16, NULL, "0 (from the node's size)",
+	{"PCP_BATCH", K_LONG, OFF(pcp_batch), 0, 0, 1 << 16, NULL, "0 (32 pages)",
 	 "pages moved between a thread cache and a node pool at once"},
 	{"PURGE_MB", K_LONG, OFF(purge_mb), 64, 0, 1L << 30, NULL, "64",
 	 "free MiB a node pool keeps before giving memory back to the OS"},
