@@ -186,7 +186,7 @@ static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 	struct np_page_list *l = &pcp->list[order];
 	bool near = is_near(pcp, from);
 	for (int i = got - 1; i >= 0; i--) {
-		runs[i]->state = NP_PAGE_PCP;
+		np_page_set_state(runs[i], NP_PAGE_PCP);
 		if (near)
 			push_head(l, runs[i]);
 		else
@@ -234,7 +234,7 @@ struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
 	}
 	unlink_run(l, pg);
 	pcp->count -= 1 << order;
-	pg->state = NP_PAGE_USED;
+	np_page_set_state(pg, NP_PAGE_USED);
 	np_pcp_count_alloc(pcp, pcp->home, np_page_node(pg), 1L << order);
 	return pg;
 }
@@ -279,7 +279,7 @@ void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
 	unsigned order = run->order;
 	np_assert(order < NP_PCP_ORDERS && run->npages == 1u << order);
 	np_pcp_count_free(pcp, node, 1L << order);
-	run->state = NP_PAGE_PCP;
+	np_page_set_state(run, NP_PAGE_PCP);
 	run->owner = NULL;
 	if (is_near(pcp, node))
 		push_head(&pcp->list[order], run);

@@ -125,6 +125,21 @@ NP_INLINE int np_page_node(const struct np_page *pg)
 	return np_chunk_of(pg)->node;
 }
 
+/* A run's head state is read by a pool merging the run's free neighbour (under the pool lock)
+ * while the run's owner may be changing it without that lock (USED <-> PCP, -> SLAB). Both
+ * sides use these relaxed atomics: owners only move among states a merge never takes for free
+ * (FREE and FREE_END are set under the pool lock only), so any value read is right, and the
+ * race is defined behaviour (and quiet under TSan). Plain moves on x86-64. */
+NP_INLINE uint8_t np_page_state(const struct np_page *pg)
+{
+	return __atomic_load_n(&pg->state, __ATOMIC_RELAXED);
+}
+
+NP_INLINE void np_page_set_state(struct np_page *pg, enum np_page_state state)
+{
+	__atomic_store_n(&pg->state, (uint8_t)state, __ATOMIC_RELAXED);
+}
+
 /* The chunk whose granule holds p, or NULL when p is not our memory: the start granule of a
  * normal or huge chunk (the common case: a pointer we handed out). */
 NP_INLINE struct np_chunk *np_chunk_lookup(const void *p)

@@ -146,7 +146,8 @@ static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 	pg->state = NP_PAGE_FREE;
 	if (idx > NP_CHUNK_HEADER_PAGES) {
 		struct np_page *left = &c->pages[idx - 1];
-		if (left->state == NP_PAGE_FREE || left->state == NP_PAGE_FREE_END) {
+		uint8_t ls = np_page_state(left); /* may belong to a run another thread owns */
+		if (ls == NP_PAGE_FREE || ls == NP_PAGE_FREE_END) {
 			struct np_page *head = &c->pages[idx - left->npages];
 			remove_free_locked(p, head);
 			clean = clean && head->clean;
@@ -157,7 +158,7 @@ static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 	}
 	if (idx + n < NP_CHUNK_PAGES) {
 		struct np_page *right = &c->pages[idx + n];
-		if (right->state == NP_PAGE_FREE) {
+		if (np_page_state(right) == NP_PAGE_FREE) {
 			remove_free_locked(p, right);
 			clean = clean && right->clean;
 			n += right->npages;
@@ -337,7 +338,7 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 	bool ok = false;
 	lock_pool(p, st);
 	struct np_page *right = &c->pages[idx + n];
-	if (right->state == NP_PAGE_FREE && n + right->npages >= new_npages) {
+	if (np_page_state(right) == NP_PAGE_FREE && n + right->npages >= new_npages) {
 		size_t rn = right->npages;
 		bool clean = right->clean;
 		remove_free_locked(p, right);
