@@ -71,8 +71,9 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	s->node = (uint8_t)np_page_node(run);
 	s->run = run;
 	s->start = (uintptr_t)np_page_addr(run);
-	s->capacity = (uint32_t)(bytes / block);
+	s->capacity = (uint16_t)(bytes / block);
 	s->reserved = s->capacity;
+	s->span = (uint32_t)s->capacity * block;
 	s->div_shift = (uint8_t)__builtin_ctz(block);
 	uint32_t q = block >> s->div_shift;
 	s->div_inv = inverse_odd(q);

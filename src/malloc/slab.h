@@ -46,8 +46,7 @@ struct np_slab {
 	uint32_t block;              /* block size */
 	uintptr_t start;             /* address of block 0 (= the run's address) */
 	uintptr_t local_free;        /* owner's frees (plain head) */
-	uint16_t capacity;           /* blocks in the slab */
-	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
+	uint32_t span;               /* capacity * block: bytes of the blocks (no multiply in free) */
 	uint32_t div_inv, div_lim;   /* divisibility test of offsets by the block's odd factor */
 	uint8_t div_shift;           /* block = odd factor << div_shift */
 	uint8_t cls;
@@ -55,6 +54,8 @@ struct np_slab {
 	uint8_t pad_;
 	/* Line 2: thread_free, written by other threads, and fields of the slow paths. */
 	_Atomic uintptr_t thread_free NP_ALIGNED(NP_CACHELINE);
+	uint16_t capacity;           /* blocks in the slab */
+	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
 	struct np_page *run;         /* the page run */
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
 };
@@ -68,8 +69,7 @@ extern struct np_slab np_slab_empty;
 NP_INLINE bool np_slab_offset_ok(const struct np_slab *s, uintptr_t off)
 {
 	return (off & (((uintptr_t)1 << s->div_shift) - 1)) == 0 &&
-	       (uint32_t)((uint32_t)(off >> s->div_shift) * s->div_inv) <= s->div_lim &&
-	       off < (uintptr_t)s->capacity * s->block;
+	       (uint32_t)((uint32_t)(off >> s->div_shift) * s->div_inv) <= s->div_lim && off < s->span;
 }
 
 /* True when the first word of block b decodes to a pointer into this slab or to the end of a
@@ -77,7 +77,7 @@ NP_INLINE bool np_slab_offset_ok(const struct np_slab *s, uintptr_t off)
 NP_INLINE bool np_slab_looks_free(const struct np_slab *s, uintptr_t b)
 {
 	uintptr_t next = *(const uintptr_t *)b ^ s->key;
-	return next == 0 || next - s->start < (uintptr_t)s->capacity * s->block;
+	return next == 0 || next - s->start < s->span;
 }
 
 /* Creates a slab of class cls for thread-owner `owner` from the owner's page cache. */
