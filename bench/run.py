@@ -158,9 +158,10 @@ def package_versions():
 class Proc:
     """A finished child: status, wall time, peak RSS of it and its waited-for descendants."""
 
-    def __init__(self, rc, wall, maxrss_kb, out, err, timed_out):
+    def __init__(self, rc, wall, maxrss_kb, out, err, timed_out, cpu=None):
         self.rc, self.wall, self.maxrss_kb = rc, wall, maxrss_kb
         self.out, self.err, self.timed_out = out, err, timed_out
+        self.cpu = cpu  # user + system seconds of the command and its waited-for children
 
     def why(self):
         if self.timed_out:
@@ -206,7 +207,7 @@ def run_proc(cmd, env, timeout, stdin_path=None):
         return Proc(p.returncode if p.returncode else 70, 0.0, 0, out,
                     err + "\nnpbench_spawn reported nothing", False)
     return Proc(int(r["status"]), float(r["wall_s"]), int(r["maxrss_kb"]), out, err,
-                r.get("timed_out") == "1")
+                r.get("timed_out") == "1", float(r["user_s"]) + float(r["sys_s"]))
 
 
 def child_env(alloc, preload_extra=(), extra=None):
@@ -214,7 +215,7 @@ def child_env(alloc, preload_extra=(), extra=None):
     command's LD_PRELOAD."""
     env = dict(os.environ)
     for k in ("LD_PRELOAD", "NPBENCH_PRELOAD", "MALLOC_CONF", "MIMALLOC_OPTIONS", "PYTHONMALLOC",
-              "MALLOC_ARENA_MAX", "TCMALLOC_RELEASE_RATE"):
+              "MALLOC_ARENA_MAX", "TCMALLOC_RELEASE_RATE", "MALLOC_PERTURB_", "MALLOC_CHECK_"):
         env.pop(k, None)
     pre = alloc.preload(preload_extra)
     if pre:
@@ -304,7 +305,7 @@ class Suite:
     def run_c(self, alloc, wl, threads, scale):
         cmd = [self.npbench, wl, "--threads", str(threads), "--scale", repr(scale), "--seed", "42"]
         r = run_proc(cmd, child_env(alloc), self.a.timeout)
-        res = {"wall_s": r.wall, "maxrss_kb": r.maxrss_kb}
+        res = {"wall_s": r.wall, "maxrss_kb": r.maxrss_kb, "cpu_s": r.cpu}
         if r.rc != 0:
             return res, r, "%s: %s" % (r.why(), (r.err.strip() or r.out.strip())[-400:])
         line = [ln for ln in r.out.splitlines() if ln.startswith("workload=")]
@@ -360,7 +361,8 @@ class Suite:
         env = child_env(alloc, [self.probe], {"PYTHONMALLOC": "malloc", "NPBENCH_PROBE_OUT": probe_file})
         r = run_proc([self.python, os.path.join(HERE, "py_alloc.py"), "--scale", repr(scale)], env,
                      self.a.timeout)
-        res = {"wall_s": r.wall, "time_s": r.wall, "maxrss_kb": r.maxrss_kb, "_must_see": [exe_name(self.python)]}
+        res = {"wall_s": r.wall, "time_s": r.wall, "maxrss_kb": r.maxrss_kb, "cpu_s": r.cpu,
+               "_must_see": [exe_name(self.python)]}
         if r.rc != 0:
             return res, r, "%s: %s" % (r.why(), r.err.strip()[-400:])
         if "py_alloc: ok" not in r.out:
@@ -423,7 +425,8 @@ class Suite:
             os.unlink(exe)
         env = child_env(alloc, [self.probe], {"NPBENCH_PROBE_OUT": probe_file})
         r = run_proc(["gcc", "-O2", "-o", exe, prep["src"]], env, self.a.timeout)
-        res = {"wall_s": r.wall, "time_s": r.wall, "maxrss_kb": r.maxrss_kb, "_must_see": ["cc1"]}
+        res = {"wall_s": r.wall, "time_s": r.wall, "maxrss_kb": r.maxrss_kb, "cpu_s": r.cpu,
+               "_must_see": ["cc1"]}
         if r.rc != 0:
             return res, r, "%s: %s" % (r.why(), r.err.strip()[-400:])
         out = subprocess.run([exe], capture_output=True, text=True, check=False,
@@ -497,7 +500,8 @@ class Suite:
         prep = self.prepare("sqlite", scale)
         env = child_env(alloc, [self.probe], {"NPBENCH_PROBE_OUT": probe_file})
         r = run_proc(["sqlite3", ":memory:"], env, self.a.timeout, stdin_path=prep["script"])
-        res = {"wall_s": r.wall, "time_s": r.wall, "maxrss_kb": r.maxrss_kb, "_must_see": [exe_name("sqlite3")]}
+        res = {"wall_s": r.wall, "time_s": r.wall, "maxrss_kb": r.maxrss_kb, "cpu_s": r.cpu,
+               "_must_see": [exe_name("sqlite3")]}
         if r.rc != 0 or r.err.strip():
             return res, r, "%s: %s" % (r.why(), r.err.strip()[-400:])
         if r.out.strip() != prep["expect"]:
@@ -576,6 +580,8 @@ class Suite:
         st = parse_spawn(spawn_res)
         os.unlink(spawn_res)
         res["maxrss_kb"] = int(st.get("maxrss_kb", 0))
+        if "user_s" in st:
+            res["cpu_s"] = float(st["user_s"]) + float(st["sys_s"])  # the server's
         if err is None and st.get("status") != "0":
             err = "server exit status %s" % st.get("status", "unknown")
         if err:
@@ -595,7 +601,10 @@ class Suite:
         if r.rc == 77:
             return None, r.out.strip() or "skipped"
         if r.rc != 0:
-            return None, "page_bench %s: %s" % (r.why(), r.err.strip()[-400:])
+            lines = r.out.strip().splitlines()
+            return None, "page_bench %s%s: %s" % (
+                r.why(), " after: " + lines[-1] if lines else " before any measurement",
+                r.err.strip()[-400:])
         rows = [kv(ln) for ln in r.out.splitlines() if ln.startswith("page ")]
         return rows, None
 
@@ -663,7 +672,8 @@ class Suite:
                     done += 1
                     row = {"round": rnd + 1, "workload": wl, "threads": t, "allocator": al.name,
                            "ok": err is None, "error": err or "", "time_s": res.get("time_s"),
-                           "wall_s": res.get("wall_s"), "maxrss_kb": res.get("maxrss_kb"),
+                           "wall_s": res.get("wall_s"), "cpu_s": res.get("cpu_s"),
+                           "maxrss_kb": res.get("maxrss_kb"),
                            "ops": res.get("ops"), "checksum": res.get("checksum"),
                            "malloc": res.get("malloc")}
                     self.runs.append(row)
@@ -724,6 +734,27 @@ class Suite:
 
 
 # ---- statistics and reports -------------------------------------------------------------------
+
+class Report:
+    """What the reports are made of: a finished run, or one loaded back from its runs.json."""
+
+    def __init__(self, out, meta, runs, page_runs, notes, failures):
+        self.out, self.meta, self.runs, self.page_runs = out, meta, runs, page_runs
+        self.notes, self.failures = notes, failures
+        self.names = meta["order"]
+        self.baseline = meta["baseline"]
+        self.rounds = meta["rounds"]
+        self.scale = meta["scale"]
+        self.threads = meta["threads"]
+        self.vmstat_output = meta.get("vmstat_output")
+
+    @classmethod
+    def load(cls, out):
+        with open(os.path.join(out, "runs.json")) as f:
+            doc = json.load(f)
+        return cls(os.path.abspath(out), doc["meta"], doc["runs"], doc["page_runs"], doc["notes"],
+                   doc["failures"])
+
 
 def summarize(suite):
     """(workload, threads) -> allocator -> {median, min, max, rss} over the successful rounds."""
@@ -790,7 +821,7 @@ def ratios(summary, names, base, what="median", multi_only=False):
 
 
 def markdown(suite, summary):
-    names = [al.name for al in suite.allocs]
+    names = suite.names
     base = suite.baseline
     keys = bench_order(summary)
     L = []
@@ -798,7 +829,7 @@ def markdown(suite, summary):
              "allocator's median divided by %s's: above 1, %s is faster. The npbench workloads are "
              "timed inside the program (the work only); the real programs by wall clock "
              "(redis: the redis-benchmark client). Peak RSS is ru_maxrss of the process and its "
-             "waited-for children (redis: the server)." % (suite.a.rounds, base, base))
+             "waited-for children (redis: the server)." % (suite.rounds, base, base))
     L.append("")
     L.append("### Time")
     L.append("")
@@ -891,7 +922,7 @@ def page_markdown(suite):
     for r in suite.page_runs:
         key = (r["mode"], int(r["threads"]), int(r["size"]))
         agg.setdefault(key, {}).setdefault(r["api"], []).append(float(r["ns"]))
-    L = ["### Page API (ns per alloc+free pair, median of %d round(s))" % suite.a.rounds, "",
+    L = ["### Page API (ns per alloc+free pair, median of %d round(s))" % suite.rounds, "",
          "bare: allocate and free; touch: also write one byte per page. ×r: that API's time / "
          "numa_page_alloc_onnode's.", "",
          "| mode | threads | size | numapage | libnuma numa_alloc_onnode | mmap+mbind |",
@@ -915,7 +946,7 @@ def page_markdown(suite):
 
 
 def write_csv_json(suite, summary):
-    fields = ["round", "workload", "threads", "allocator", "ok", "time_s", "wall_s", "maxrss_kb",
+    fields = ["round", "workload", "threads", "allocator", "ok", "time_s", "wall_s", "cpu_s", "maxrss_kb",
               "ops", "checksum", "malloc", "error"]
     with open(os.path.join(suite.out, "runs.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
@@ -938,67 +969,83 @@ def write_csv_json(suite, summary):
 
 def charts(suite, summary):
     """time.png and rss.png: every allocator's median relative to the baseline, per benchmark,
-    on a log scale; time bars carry min-max whiskers."""
+    on a log scale, with min-max whiskers; panels of at most 12 benchmarks stacked."""
     gp = shutil.which("gnuplot")
     if not gp:
         suite.notes.append("gnuplot not installed: no charts")
         return []
-    names = [al.name for al in suite.allocs]
+    names = suite.names
     base = suite.baseline
     keys = [k for k in bench_order(summary) if "median" in summary[k].get(base, {})]
     if not keys:
         return []
+    per_panel = 12
+    panels = [keys[i:i + per_panel] for i in range(0, len(keys), per_panel)]
     made = []
-    for what, fname, ylabel in (("time", "time", "time / %s (log scale, lower is better)" % base),
-                                ("rss", "rss", "peak RSS / %s (log scale, lower is better)" % base)):
-        dat = os.path.join(suite.out, fname + ".dat")
-        with open(dat, "w") as f:
-            f.write("# benchmark " + " ".join("%s %s_min %s_max" % (n, n, n) for n in names) + "\n")
-            for k in keys:
-                per = summary[k]
-                bv = per[base]["median" if what == "time" else "rss"]
-                cols = []
-                for n in names:
-                    s = per.get(n, {})
-                    if what == "time" and "median" in s:
-                        cols += [s["median"] / bv, s["min"] / bv, s["max"] / bv]
-                    elif what == "rss" and "rss" in s:
-                        cols += [s["rss"] / bv, s["rss_min"] / bv, s["rss_max"] / bv]
-                    else:
-                        cols += ["NaN", "NaN", "NaN"]
-                f.write('"%s" %s\n' % (label(k), " ".join(
-                    c if isinstance(c, str) else "%.5g" % c for c in cols)))
-        png = os.path.join(suite.out, fname + ".png")
-        width = max(900, 60 * len(keys) * max(1, len(names)) // 3 + 200)
-        plots = []
-        for i, n in enumerate(names):
-            col = 2 + 3 * i
-            src = "'%s'" % dat if i == 0 else "''"
-            plots.append("%s using %d:%d:%d:xtic(1) title '%s'" % (src, col, col + 1, col + 2, n))
-        script = "\n".join([
-            "set terminal pngcairo size %d,600 noenhanced font ',10'" % width,
+    for what, ylabel in (("time", "time / %s" % base), ("rss", "peak RSS / %s" % base)):
+        plots_all = []
+        lo, hi = 1.0, 1.0
+        for pi, panel in enumerate(panels):
+            dat = os.path.join(suite.out, "%s-%d.dat" % (what, pi + 1))
+            with open(dat, "w") as f:
+                f.write("# benchmark " + " ".join("%s %s_min %s_max" % (n, n, n) for n in names) + "\n")
+                for k in panel:
+                    per = summary[k]
+                    bv = per[base]["median" if what == "time" else "rss"]
+                    cols = []
+                    for n in names:
+                        s_ = per.get(n, {})
+                        if what == "time" and "median" in s_:
+                            cols += [s_["median"] / bv, s_["min"] / bv, s_["max"] / bv]
+                        elif what == "rss" and "rss" in s_:
+                            cols += [s_["rss"] / bv, s_["rss_min"] / bv, s_["rss_max"] / bv]
+                        else:
+                            cols += ["NaN", "NaN", "NaN"]
+                    for c in cols:
+                        if not isinstance(c, str):
+                            lo, hi = min(lo, c), max(hi, c)
+                    f.write('"%s" %s\n' % (label(k), " ".join(
+                        c if isinstance(c, str) else "%.5g" % c for c in cols)))
+            plots = []
+            for i, n in enumerate(names):
+                col = 2 + 3 * i
+                src = "'%s'" % dat if i == 0 else "''"
+                plots.append("%s using %d:%d:%d:xtic(1) title '%s'" % (src, col, col + 1, col + 2, n))
+            plots_all.append("plot " + ", \\\n     ".join(plots)
+                             + ", 1 with lines lc rgb 'black' dt 2 notitle")
+        # One y range for all panels, in powers of two around the data.
+        ylo = 2.0 ** math.floor(math.log2(max(lo, 1e-3)))
+        yhi = 2.0 ** math.ceil(math.log2(min(hi, 1e3)))
+        if ylo == yhi:
+            yhi *= 2
+        png = os.path.join(suite.out, what + ".png")
+        title = "%s relative to %s (log scale, lower is better; whiskers: min-max of %d rounds), %s" % (
+            "Time" if what == "time" else "Peak RSS", base, suite.rounds,
+            suite.meta["machine"].get("model", ""))
+        script = [
+            "set terminal pngcairo size 1500,%d noenhanced font ',11'" % (60 + 420 * len(panels)),
             "set output '%s'" % png,
-            "set title '%s: %s, %s'" % (what.upper() if what == "rss" else "Time",
-                                          "relative to " + base, suite.meta["machine"].get("model", "")),
+            "set multiplot layout %d,1 title '%s'" % (len(panels), title),
             "set ylabel '%s'" % ylabel,
             "set style data histograms",
             "set style histogram errorbars gap 2 lw 1",
             "set style fill solid 0.85 border -1",
             "set boxwidth 0.9",
             "set logscale y 2",
-            "set yrange [*:*]",
+            "set yrange [%g:%g]" % (ylo, yhi),
             "set grid ytics",
-            "set xtics rotate by -40 left",
+            "set xtics rotate by -30 left",
             "set key outside right top",
-            "set bmargin 8",
-            "plot " + ", \\\n     ".join(plots) + ", 1 with lines lc rgb 'black' dt 2 notitle",
-        ])
-        gpf = os.path.join(suite.out, fname + ".gp")
+            "set bmargin 5",
+        ]
+        script += plots_all
+        script.append("unset multiplot")
+        gpf = os.path.join(suite.out, what + ".gp")
         with open(gpf, "w") as f:
-            f.write(script + "\n")
+            f.write("\n".join(script) + "\n")
         r = subprocess.run([gp, gpf], capture_output=True, text=True, check=False)
         if r.returncode != 0 or not os.path.exists(png):
-            suite.notes.append("gnuplot failed on %s: %s" % (fname, r.stderr.strip()[-300:]))
+            suite.notes.append("gnuplot failed on %s: %s" % (what, r.stderr.strip()[-300:]))
         else:
             made.append(png)
     return made
@@ -1015,8 +1062,7 @@ def header(suite):
         "- commit: %s" % m["commit"],
         "- command: `%s`" % m["command"],
         "- scale %g, threads %s, %d round(s), allocators in rotating order: %s" % (
-            suite.a.scale, ",".join(map(str, suite.threads)), suite.a.rounds,
-            ", ".join(al.name for al in suite.allocs)),
+            suite.scale, ",".join(map(str, suite.threads)), suite.rounds, ", ".join(suite.names)),
         "- packages: %s" % ", ".join("%s %s" % kv_ for kv_ in sorted(m["packages"].items())),
         "- run took %.0f s; load average (1, 5, 15 min) at start %s, at end %s (other work on the "
         "machine makes the numbers noisier)" % (m["elapsed_s"], m["loadavg_start"], m["loadavg_end"]),
@@ -1044,6 +1090,8 @@ def main():
     ap.add_argument("--out", default=None, help="output directory (default bench/out/<date-time>)")
     ap.add_argument("--write-results", action="store_true",
                     help="also write bench/RESULTS.md and bench/results/*.png")
+    ap.add_argument("--report", metavar="DIR", default=None,
+                    help="run nothing: rebuild summary.md and the charts from DIR/runs.json")
     a = ap.parse_args()
     if a.scale is None:
         a.scale = 0.02 if a.quick else 1.0
@@ -1058,35 +1106,45 @@ def main():
         a.build_dir = guess if os.path.exists(os.path.join(guess, "bench", "npbench")) \
             else os.path.join(ROOT, "build")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    if a.report:
+        a.out = a.report
     if a.out is None:
         a.out = os.path.join(HERE, "out", stamp)
     a.out = os.path.abspath(a.out)
     os.makedirs(a.out, exist_ok=True)
 
-    suite = Suite(a)
-    t0 = time.time()
-    suite.meta = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-                  "machine": machine_info(), "commit": git_commit(), "packages": package_versions(),
-                  "command": "python3 bench/run.py " + " ".join(sys.argv[1:]),
-                  "scale": a.scale, "rounds": a.rounds, "loadavg_start": loadavg()}
-    suite.run()
-    suite.meta["elapsed_s"] = time.time() - t0
-    suite.meta["loadavg_end"] = loadavg()
-    suite.meta["threads"] = suite.threads
-    suite.meta["allocators"] = {al.name: al.path or "(C library)" for al in suite.allocs}
-    summary = summarize(suite)
-    write_csv_json(suite, summary)
-    pngs = charts(suite, summary)
-    body = markdown(suite, summary)
-    md = "\n".join(["# libnumapage benchmark run", ""] + header(suite) + [""] + [body])
-    with open(os.path.join(a.out, "summary.md"), "w") as f:
+    if a.report:
+        rep = Report.load(a.report)
+    else:
+        suite = Suite(a)
+        t0 = time.time()
+        suite.meta = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                      "machine": machine_info(), "commit": git_commit(),
+                      "packages": package_versions(),
+                      "command": "python3 bench/run.py " + " ".join(sys.argv[1:]),
+                      "scale": a.scale, "rounds": a.rounds, "loadavg_start": loadavg()}
+        suite.run()
+        suite.meta["elapsed_s"] = time.time() - t0
+        suite.meta["loadavg_end"] = loadavg()
+        suite.meta["threads"] = suite.threads
+        suite.meta["allocators"] = {al.name: al.path or "(C library)" for al in suite.allocs}
+        suite.meta["order"] = [al.name for al in suite.allocs]
+        suite.meta["baseline"] = suite.baseline
+        suite.meta["vmstat_output"] = suite.vmstat_output
+        rep = Report(a.out, suite.meta, suite.runs, suite.page_runs, suite.notes, suite.failures)
+        write_csv_json(rep, summarize(rep))
+    summary = summarize(rep)
+    pngs = charts(rep, summary)
+    body = markdown(rep, summary)
+    md = "\n".join(["# libnumapage benchmark run", ""] + header(rep) + [""] + [body])
+    with open(os.path.join(rep.out, "summary.md"), "w") as f:
         f.write(md + "\n")
     latest = os.path.join(HERE, "out", "latest")
-    if os.path.dirname(a.out) == os.path.join(HERE, "out"):
+    if os.path.dirname(rep.out) == os.path.join(HERE, "out"):
         try:
             if os.path.islink(latest):
                 os.unlink(latest)
-            os.symlink(os.path.basename(a.out), latest)
+            os.symlink(os.path.basename(rep.out), latest)
         except OSError:
             pass
     if a.write_results:
@@ -1100,12 +1158,12 @@ def main():
             f.write("\n".join(["# Benchmark results", "",
                                "The latest full run of `bench/run.py` (see README.md). Regenerate "
                                "with the command below; do not edit by hand.", ""]
-                              + header(suite) + ["", body, ""] + links) + "\n")
+                              + header(rep) + ["", body, ""] + links) + "\n")
     print(md)
-    print("\nrun.py: results in %s" % a.out)
-    if suite.failures:
-        print("run.py: %d failure(s):" % len(suite.failures), file=sys.stderr)
-        for f_ in suite.failures:
+    print("\nrun.py: results in %s" % rep.out)
+    if rep.failures:
+        print("run.py: %d failure(s):" % len(rep.failures), file=sys.stderr)
+        for f_ in rep.failures:
             print("  " + f_.splitlines()[0][:300], file=sys.stderr)
         return 1
     return 0
