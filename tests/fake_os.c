@@ -71,7 +71,8 @@ static int lookup_locked(uintptr_t a)
 		if (a >= binds[i].start && a < binds[i].end) {
 			if (binds[i].node != -2)
 				return binds[i].node;
-			size_t page = (a - binds[i].start) / np_os_page_size();
+			/* As the kernel: the n'th node of the mask for the absolute page number. */
+			size_t page = a / np_os_page_size();
 			return binds[i].nodes[page % (size_t)binds[i].nnodes];
 		}
 	return -1;

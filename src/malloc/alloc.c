@@ -622,11 +622,14 @@ int numa_page_trim(void)
 	if (!np_ensure_ready())
 		return 0;
 	struct np_thread *th = np_tls.self;
+	size_t released = 0;
 	if (th) {
 		np_thread_fold_bytes(th);
+		released += np_thread_sweep(th);
+		released += (size_t)th->pcp.count; /* drained now (and purged if past the watermark) */
 		np_pcp_drain(&th->pcp);
 	}
-	size_t released = np_slab_sweep_orphans();
+	released += np_slab_sweep_orphans();
 	for (int n = 0; n < np_topo_table.nnodes; n++)
 		released += np_pool_purge(n, 0, th ? &th->st : NULL);
 	return released > 0;

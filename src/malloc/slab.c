@@ -13,18 +13,18 @@
 
 struct np_slab np_slab_empty;
 
+/* Orphans, by node and class. One lock per node (not per class), so fork holds few locks. */
 struct orphan_list {
 	pthread_mutex_t lock;
-	struct np_slab *head;
+	struct np_slab *head[NP_NCLASSES];
 };
-static struct orphan_list orphans[NP_MAX_NODES][NP_NCLASSES];
+static struct orphan_list orphans[NP_MAX_NODES];
 static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;
 
 static void orphans_init(void)
 {
 	for (int n = 0; n < NP_MAX_NODES; n++)
-		for (int c = 0; c < NP_NCLASSES; c++)
-			pthread_mutex_init(&orphans[n][c].lock, NULL);
+		pthread_mutex_init(&orphans[n].lock, NULL);
 }
 
 #define PTR_MASK (~(uintptr_t)15)
@@ -83,7 +83,7 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 				  __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) | 1;
 	s->owner = owner;
 	atomic_init(&s->thread_free, NP_SLAB_OWNED);
-	run->state = NP_PAGE_SLAB;
+	np_page_set_state(run, NP_PAGE_SLAB);
 	for (size_t i = 0; i < pages; i++)
 		run[i].owner = s;
 	np_slab_extend(s);
@@ -139,7 +139,7 @@ void np_slab_release(struct np_slab *s, struct np_pcp *pcp)
 	size_t pages = np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
 	for (size_t i = 0; i < pages; i++)
 		run[i].owner = NULL;
-	run->state = NP_PAGE_USED;
+	np_page_set_state(run, NP_PAGE_USED);
 	run->clean = 0; /* blocks were written: a calloc served by this run must zero it */
 	__atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
 	s->block = 0;
@@ -187,24 +187,24 @@ void np_slab_orphan(struct np_slab *s)
 	pthread_once(&orphans_once, orphans_init);
 	__atomic_store_n(&s->owner, NP_NO_OWNER, __ATOMIC_RELAXED);
 	np_slab_set_state(s, NP_SLAB_ORPHAN);
-	struct orphan_list *l = &orphans[s->node][s->cls];
+	struct orphan_list *l = &orphans[s->node];
 	pthread_mutex_lock(&l->lock);
-	s->next = l->head;
+	s->next = l->head[s->cls];
 	s->prev = NULL;
-	l->head = s;
+	l->head[s->cls] = s;
 	pthread_mutex_unlock(&l->lock);
 }
 
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 {
-	struct orphan_list *l = &orphans[node][cls];
-	if (!__atomic_load_n(&l->head, __ATOMIC_RELAXED)) /* racy peek: a hint, checked under the lock */
+	struct orphan_list *l = &orphans[node];
+	if (!__atomic_load_n(&l->head[cls], __ATOMIC_RELAXED)) /* racy peek: a hint, checked under the lock */
 		return NULL;
 	pthread_once(&orphans_once, orphans_init);
 	pthread_mutex_lock(&l->lock);
-	struct np_slab *s = l->head;
+	struct np_slab *s = l->head[cls];
 	if (s)
-		l->head = s->next;
+		l->head[cls] = s->next;
 	pthread_mutex_unlock(&l->lock);
 	if (!s)
 		return NULL;
@@ -220,12 +220,12 @@ size_t np_slab_sweep_orphans(void)
 	size_t pages = 0;
 	for (int n = 0; n < np_topo_table.nnodes; n++)
 		for (int c = 0; c < NP_NCLASSES; c++) {
-			struct orphan_list *l = &orphans[n][c];
-			if (!__atomic_load_n(&l->head, __ATOMIC_RELAXED))
+			struct orphan_list *l = &orphans[n];
+			if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
 				continue;
 			pthread_mutex_lock(&l->lock);
-			struct np_slab *s = l->head, *keep = NULL;
-			l->head = NULL;
+			struct np_slab *s = l->head[c], *keep = NULL;
+			l->head[c] = NULL;
 			pthread_mutex_unlock(&l->lock);
 			while (s) {
 				struct np_slab *next = s->next;
@@ -244,8 +244,8 @@ size_t np_slab_sweep_orphans(void)
 				struct np_slab *t = keep;
 				while (t->next)
 					t = t->next;
-				t->next = l->head;
-				l->head = keep;
+				t->next = l->head[c];
+				l->head[c] = keep;
 				pthread_mutex_unlock(&l->lock);
 			}
 		}
@@ -256,22 +256,19 @@ void np_slab_atfork_prepare(void)
 {
 	pthread_once(&orphans_once, orphans_init);
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		for (int c = 0; c < NP_NCLASSES; c++)
-			pthread_mutex_lock(&orphans[n][c].lock);
+		pthread_mutex_lock(&orphans[n].lock);
 }
 
 void np_slab_atfork_parent(void)
 {
 	for (int n = np_topo_table.nnodes - 1; n >= 0; n--)
-		for (int c = NP_NCLASSES - 1; c >= 0; c--)
-			pthread_mutex_unlock(&orphans[n][c].lock);
+		pthread_mutex_unlock(&orphans[n].lock);
 }
 
 void np_slab_atfork_child(void)
 {
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		for (int c = 0; c < NP_NCLASSES; c++)
-			pthread_mutex_init(&orphans[n][c].lock, NULL);
+		pthread_mutex_init(&orphans[n].lock, NULL);
 }
 
 bool np_slab_holds_free(const struct np_slab *s, uintptr_t b)

@@ -192,14 +192,15 @@ void np_thread_atfork_parent(void)
 void np_thread_atfork_child(void)
 {
 	pthread_mutex_init(&threads_lock, NULL);
-	/* Only the forking thread survives: hand the others' slabs and pages back. */
-	struct np_thread *th = live;
-	while (th) {
-		struct np_thread *next = th->next;
-		if (th != np_tls.self)
-			np_thread_abandon(th);
-		th = next;
-	}
+	/* Only the forking thread survives. The others may have been in the middle of a fast
+	 * path or a page-cache update when fork copied memory (their state has no lock), so
+	 * their caches and slabs are not walked: they are left behind, as glibc and mimalloc
+	 * do. Their objects stay valid; frees of them in the child go on their slabs' remote
+	 * lists. Their statistics deltas were folded by np_vmstat_atfork_child. */
+	struct np_thread *self = np_tls.self;
+	live = self;
+	if (self)
+		self->next = self->prev = NULL;
 }
 
 const char *np_thread_check(const struct np_thread *th)
