@@ -401,10 +401,12 @@ static void threads10k(void)
 
 static _Atomic(void *) fork_table[FORK_SLOTS];
 static atomic_bool fork_stop, fork_pause;
+static atomic_int fork_started;
 
 static void *fork_worker(void *arg)
 {
 	uint64_t s = (uint64_t)(uintptr_t)arg + 99;
+	atomic_fetch_add(&fork_started, 1);
 	for (uint64_t i = 0; !atomic_load(&fork_stop); i++) {
 		/* Idle while a child runs: on 2 cores it would otherwise starve. */
 		while (atomic_load(&fork_pause) && !atomic_load(&fork_stop))
@@ -463,6 +465,11 @@ static void forks(void)
 	pthread_t t[FORK_WORKERS];
 	for (int i = 0; i < FORK_WORKERS; i++)
 		t[i] = spawn(fork_worker, (void *)(uintptr_t)i);
+	/* Fork only once every worker runs its loop: the forks land mid-churn, and never while a
+	 * thread is still starting (gcc 12's ASan runtime has no fork handler for its thread
+	 * registry: a child forked then deadlocks creating a thread, whatever the allocator). */
+	while (atomic_load(&fork_started) < FORK_WORKERS)
+		usleep(1000);
 	void *mine[FORK_MINE];
 	for (int r = 0; r < FORKS; r++) {
 		for (int i = 0; i < FORK_MINE; i++)
