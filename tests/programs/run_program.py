@@ -104,6 +104,8 @@ def compare(name, cmd, lib, tmp, env=None, stdin=None, min_requested=1 << 20, ou
                       (name, st['malloc_requested'], min_requested))
     if st['chunks_mapped'] < 1 or st['pages_alloc'] < 1:
         raise Failure('%s: libnumapage mapped no memory' % name)
+    if st['threads'] < 1:
+        raise Failure('%s: no live thread counted at exit (the report runs on the main thread)' % name)
     return out_b, err_b, st
 
 
