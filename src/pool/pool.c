@@ -109,37 +109,54 @@ static void bin_unlink(struct np_pool *p, struct np_page *pg)
 		p->bin_mask[b / 64] &= ~(1ULL << (b % 64));
 }
 
-static void insert_free_locked(struct np_pool *p, struct np_page *pg, size_t n, bool clean)
+/* Inserts the free run [pg, pg+n). clean: every page reads as zeros (fresh or purged; what
+ * calloc may rely on). dirty: how many of its pages may be resident, which decides purging.
+ * dirty is exact for runs returned whole and an estimate after splits (a taken part is
+ * assumed to take the dirty pages with it): it only steers purging, never correctness. */
+/* A free run's dirty estimate lives in its last page's `prev` link, which no list uses (the
+ * head's links are the bin's, and `owner` must stay NULL: free() reads it on any pointer). A
+ * one-page run is dirty exactly when it is not clean. */
+static size_t run_dirty(const struct np_page *pg)
+{
+	return pg->npages == 1 ? !pg->clean : (size_t)(uintptr_t)pg[pg->npages - 1].prev;
+}
+
+static void insert_free_locked(struct np_pool *p, struct np_page *pg, size_t n, bool clean, size_t dirty)
 {
 	pg->state = NP_PAGE_FREE;
 	pg->npages = (uint32_t)n;
+	dirty = clean ? 0 : NP_MIN(dirty, n);
+	if (n == 1 && dirty == 0)
+		clean = true; /* its one page is not resident-dirty: as good as clean for purging */
 	pg->clean = clean;
 	pg->owner = NULL;
 	pg->order = 0xff;
 	if (n > 1) {
 		pg[n - 1].state = NP_PAGE_FREE_END;
 		pg[n - 1].npages = (uint32_t)n;
+		pg[n - 1].prev = (struct np_page *)(uintptr_t)dirty;
 	}
 	bin_push(p, pg);
 	p->free_pages += n;
-	if (!clean)
-		p->dirty_pages += n;
+	p->dirty_pages += dirty;
 }
 
 static void remove_free_locked(struct np_pool *p, struct np_page *pg)
 {
 	bin_unlink(p, pg);
 	p->free_pages -= pg->npages;
-	if (!pg->clean)
-		p->dirty_pages = p->dirty_pages > pg->npages ? p->dirty_pages - pg->npages : 0;
+	size_t d = run_dirty(pg);
+	p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
 }
 
-/* Returns a run to the pool, merging it with free neighbours. */
+/* Returns a run to the pool, merging it with free neighbours. clean: the run reads as zeros
+ * (a purged run); otherwise all its pages count as dirty. */
 static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 {
 	struct np_chunk *c = np_chunk_of(pg);
 	size_t idx = (size_t)(pg - c->pages);
 	size_t n = pg->npages;
+	size_t dirty = clean ? 0 : n;
 	/* When the run merges into a free run on its left, its head becomes an interior page
 	 * that nothing rewrites: it must not keep saying USED, or freeing the pointer again
 	 * would pass free()'s state check and insert the run a second time. */
@@ -149,6 +166,7 @@ static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 		uint8_t ls = np_page_state(left); /* may belong to a run another thread owns */
 		if (ls == NP_PAGE_FREE || ls == NP_PAGE_FREE_END) {
 			struct np_page *head = &c->pages[idx - left->npages];
+			dirty += run_dirty(head);
 			remove_free_locked(p, head);
 			clean = clean && head->clean;
 			n += head->npages;
@@ -159,12 +177,13 @@ static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 	if (idx + n < NP_CHUNK_PAGES) {
 		struct np_page *right = &c->pages[idx + n];
 		if (np_page_state(right) == NP_PAGE_FREE) {
+			dirty += run_dirty(right);
 			remove_free_locked(p, right);
 			clean = clean && right->clean;
 			n += right->npages;
 		}
 	}
-	insert_free_locked(p, pg, n, clean);
+	insert_free_locked(p, pg, n, clean, dirty);
 }
 
 /* Marks [pg, pg+n) as one run handed out: head USED, every other page TAIL. */
@@ -203,11 +222,18 @@ static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
 			if (aidx + n > idx + len)
 				continue;
 			bool clean = pg->clean;
+			size_t dirty = run_dirty(pg);
 			remove_free_locked(p, pg);
-			if (aidx > idx)
-				insert_free_locked(p, pg, aidx - idx, clean);
+			/* The taken part is assumed to hold the dirty pages (they are the ones
+			 * freed last, merged in front of clean remainders): the leftovers keep the
+			 * rest of the estimate. */
+			dirty -= NP_MIN(dirty, n);
+			if (aidx > idx) {
+				insert_free_locked(p, pg, aidx - idx, clean, dirty);
+				dirty -= NP_MIN(dirty, aidx - idx);
+			}
 			if (aidx + n < idx + len)
-				insert_free_locked(p, &c->pages[aidx + n], idx + len - aidx - n, clean);
+				insert_free_locked(p, &c->pages[aidx + n], idx + len - aidx - n, clean, dirty);
 			struct np_page *run = &c->pages[aidx];
 			run->clean = clean;
 			return run;
@@ -238,7 +264,7 @@ static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
 	c->next = p->chunks;
 	p->chunks = c;
 	p->mapped_pages += NP_CHUNK_DATA_PAGES;
-	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true);
+	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true, 0);
 	return true;
 }
 
@@ -341,10 +367,12 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 	if (np_page_state(right) == NP_PAGE_FREE && n + right->npages >= new_npages) {
 		size_t rn = right->npages;
 		bool clean = right->clean;
+		size_t dirty = run_dirty(right);
 		remove_free_locked(p, right);
 		size_t extra = new_npages - n;
 		if (rn > extra)
-			insert_free_locked(p, &c->pages[idx + new_npages], rn - extra, clean);
+			insert_free_locked(p, &c->pages[idx + new_npages], rn - extra, clean,
+					   dirty - NP_MIN(dirty, extra));
 		for (size_t k = n; k < new_npages; k++) {
 			run[k].state = NP_PAGE_TAIL;
 			run[k].npages = 0;
@@ -375,7 +403,7 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 			struct np_page *pg = p->bins[b];
 			while (pg && n < PURGE_BATCH && p->dirty_pages > keep_pages) {
 				struct np_page *next = pg->next;
-				if (!pg->clean) {
+				if (run_dirty(pg)) {
 					remove_free_locked(p, pg);
 					mark_used(pg, pg->npages, 0xff);
 					runs[n++] = pg;
