@@ -1,6 +1,6 @@
 /*
  * init.c — start-up and fork handlers (see init.h). Lock order at fork, outermost first:
- * statistics registry, thread list, orphan lists, node pools; released in reverse in the parent
+ * placement, statistics registry, thread list, orphan lists, node pools; released in reverse in the parent
  * and re-created in the child, where only the forking thread survives.
  */
 #include "malloc/init.h"
@@ -9,6 +9,7 @@
 #include <sched.h>
 
 #include "log.h"
+#include "malloc/place.h"
 #include "malloc/thread.h"
 #include "options.h"
 #include "pool/pool.h"
@@ -20,6 +21,7 @@ static NP_TLS bool in_init;
 
 static void fork_prepare(void)
 {
+	np_place_atfork_prepare();
 	np_vmstat_atfork_prepare();
 	np_thread_atfork_prepare();
 	np_slab_atfork_prepare();
@@ -32,6 +34,7 @@ static void fork_parent(void)
 	np_slab_atfork_parent();
 	np_thread_atfork_parent();
 	np_vmstat_atfork_parent();
+	np_place_atfork_parent();
 }
 
 static void fork_child(void)
@@ -40,6 +43,7 @@ static void fork_child(void)
 	np_pool_atfork_child();
 	np_slab_atfork_child();
 	np_thread_atfork_child();
+	np_place_atfork_child();
 }
 
 /* Before an exact statistics read: the calling thread's fast-path byte counters. */

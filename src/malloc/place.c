@@ -106,6 +106,24 @@ void np_place_done(int node)
 	pthread_mutex_unlock(&place_lock);
 }
 
+void np_place_atfork_prepare(void)
+{
+	pthread_mutex_lock(&place_lock);
+}
+
+void np_place_atfork_parent(void)
+{
+	pthread_mutex_unlock(&place_lock);
+}
+
+void np_place_atfork_child(void)
+{
+	pthread_mutex_init(&place_lock, NULL);
+	/* Choices in flight belonged to threads that did not survive. */
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		pending[i] = 0;
+}
+
 int numa_page_thread_place(int pol)
 {
 	if (pol < NP_PLACE_NONE || pol > NP_PLACE_FILL) {

@@ -24,6 +24,10 @@
  * the thread is counted on its node. */
 int np_place_new_thread(bool *fixed);
 void np_place_done(int node);
+/* fork: place_lock is the outermost allocator lock. */
+void np_place_atfork_prepare(void);
+void np_place_atfork_parent(void);
+void np_place_atfork_child(void);
 /* The policy in force (enum np_place_policy). */
 int np_place_policy(void);
 

@@ -10,7 +10,7 @@
  *   exact_stats  the statistics after threads exit equal what the threads did, byte for byte
  * Fixed seeds; every block carries a header and a pattern that are checked before its free.
  * Each scenario does a fixed amount of work sized to finish in a few seconds on 2 cores and
- * fails if it runs past its deadline (see check_deadline). Between its baseline and its final reading the main
+ * is sized by NP_TEST_TIME_SCALE (see scaled). Between its baseline and its final reading the main
  * thread allocates nothing (only worker threads do), so the statistics can be compared exactly.
  * Libc names where libnumapage exports them (-DSTRESS_LIBC), else numa_page_*.
  */
@@ -75,15 +75,15 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Fails the run once it passes its time budget (checked between units of work). The work is
- * sized for a few seconds on 2 idle cores (release build: 1-5 s, under ASan about 3 times
- * that); the budget is wider so that a loaded machine does not fail it, while a livelock or
- * a slow path gone quadratic still fails here rather than at meson's timeout. */
-static double time_scale = 1.0; /* NP_TEST_TIME_SCALE: slower machines (the vm tier under TCG) */
+/* NP_TEST_TIME_SCALE (the vm tier under TCG sets 10): the thread-heavy cases divide their
+ * thread and fork counts by it, so they still finish in about the same time on an emulated
+ * machine. Nothing here measures time: meson's timeout catches a hang. */
+static double time_scale = 1.0;
 
-static void check_deadline(const char *what)
+static int scaled(int n)
 {
-	CHECK(now() - t_start < 60.0 * time_scale, "%s: past the %.0f s budget", what, 60.0 * time_scale);
+	int k = (int)(n / time_scale);
+	return k > 0 ? k : 1;
 }
 
 /* xorshift64*: a fixed sequence per seed. */
@@ -269,7 +269,6 @@ static void larson(void)
 			t[i] = spawn(larson_worker, (void *)(uintptr_t)(r * LARSON_THREADS + i + 1));
 		for (int i = 0; i < LARSON_THREADS; i++)
 			join(t[i]);
-		check_deadline("larson");
 	}
 	join(spawn(larson_drain, NULL));
 	check_back_to_baseline("larson", &b, 8 * MiB);
@@ -329,7 +328,6 @@ static void prodcons(void)
 	}
 	for (int i = 0; i < 2 * PC_PAIRS; i++)
 		join(t[i]);
-	check_deadline("prodcons");
 	check_back_to_baseline("prodcons", &b, 8 * MiB);
 }
 
@@ -382,13 +380,11 @@ static void threads10k(void)
 	warm_up(TT_WAVE);
 	struct baseline b = take_baseline();
 	pthread_t t[TT_WAVE];
-	for (int i = 0; i < TT_THREADS; i += TT_WAVE) {
+	for (int i = 0; i < scaled(TT_THREADS); i += TT_WAVE) {
 		for (int j = 0; j < TT_WAVE; j++)
 			t[j] = spawn(tt_worker, (void *)(uintptr_t)(i + j + 1));
 		for (int j = 0; j < TT_WAVE; j++)
 			join(t[j]);
-		if (i % 1000 == 0)
-			check_deadline("threads10k");
 	}
 	join(spawn(tt_drain, NULL));
 	check_back_to_baseline("threads10k", &b, 8 * MiB);
@@ -473,7 +469,7 @@ static void forks(void)
 	while (atomic_load(&fork_started) < FORK_WORKERS)
 		usleep(1000);
 	void *mine[FORK_MINE];
-	for (int r = 0; r < FORKS; r++) {
+	for (int r = 0; r < scaled(FORKS); r++) {
 		for (int i = 0; i < FORK_MINE; i++)
 			mine[i] = make_block(16 + (size_t)(i * 37 % 5000), (uint64_t)(r * FORK_MINE + i));
 		usleep(20000); /* let the workers run so the fork lands mid-churn */
@@ -493,7 +489,6 @@ static void forks(void)
 		/* The parent's copies are untouched by the child's frees. */
 		for (int i = 0; i < FORK_MINE; i++)
 			drop_block(mine[i]);
-		check_deadline("fork");
 	}
 	atomic_store(&fork_stop, true);
 	for (int i = 0; i < FORK_WORKERS; i++)

@@ -8,7 +8,7 @@
  *              are freed by threads that never allocated them), checks and frees
  * Both end with every page back: the exact pages_in_use and threads statistics of every node
  * equal their values before the workers started (the main thread allocates nothing between
- * the two readings). Fixed seeds; fails past its own deadline (see check_deadline).
+ * the two readings). Fixed seeds.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,15 +47,8 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Each case takes 1-3 s on 2 idle cores (about 1.5 s of CPU; ASan about twice that). The
- * budget is wider so a loaded machine does not fail it, and scaled by NP_TEST_TIME_SCALE where
- * the VM tier runs it under emulation; a livelock still fails here, not at meson's timeout. */
-static double budget; /* set by main before any thread starts */
-
-static void check_deadline(const char *what)
-{
-	CHECK(now() - t_start < budget, "%s: past the %.0f s budget", what, budget);
-}
+/* Each case takes 1-3 s on 2 idle cores (about 1.5 s of CPU; ASan about twice that). Nothing
+ * here measures time: meson's timeout (and the vm tier's) catches a hang. */
 
 /* xorshift64*: a fixed sequence per seed. */
 static uint64_t rnd(uint64_t *s)
@@ -239,8 +232,6 @@ static void *handoff_worker(void *arg)
 			mine[k] = blk;
 		}
 		collect(me);
-		if ((op & 255) == 0)
-			check_deadline("handoff");
 	}
 	for (int k = 0; k < 8; k++)
 		if (mine[k])
@@ -315,8 +306,6 @@ static void run_lifetimes(void)
 			      "pthread_create");
 		for (int i = 0; i < AT_ONCE; i++)
 			CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
-		if ((round & 63) == 0)
-			check_deadline("lifetimes");
 	}
 	/* The last blocks left behind: freed by a thread that never allocated. */
 	for (int k = 0; k < SLOTS; k++)
@@ -344,8 +333,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	t_start = now();
-	const char *scale = getenv("NP_TEST_TIME_SCALE");
-	budget = 60.0 * (scale && atoi(scale) > 0 ? atoi(scale) : 1);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("%s: start\n", argv[1]); /* stdout's buffer exists before the baseline */
 	find_nodes();
