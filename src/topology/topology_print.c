@@ -4,6 +4,7 @@
  * request, never from inside the allocator's own paths. Reads the table only; no lock (the table
  * never changes after start-up). Nodes are shown by OS id, as numactl and the kernel number them.
  */
+#include "json.h"
 #include "topology/topology.h"
 
 #include <string.h>
@@ -110,27 +111,12 @@ static void print_text(const struct np_topo *t, FILE *out)
 	}
 }
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 static void print_json(const struct np_topo *t, FILE *out)
 {
 	fputs("{\n  \"source\": ", out);
-	json_string(out, source_name(t->source));
+	np_json_string(out, source_name(t->source));
 	fputs(",\n  \"desc\": ", out);
-	json_string(out, t->desc);
+	np_json_string(out, t->desc);
 	fprintf(out, ",\n  \"is_system\": %s,\n", t->is_system ? "true" : "false");
 	fprintf(out, "  \"nnodes\": %d,\n  \"ncpus\": %d,\n  \"nallowed_cpus\": %d,\n", t->nnodes,
 		t->ncpus, t->nallowed_cpus);

@@ -5,6 +5,7 @@
  * serve stdio's buffers, and never while an allocator lock is held (it takes reg_lock itself,
  * to snapshot, and releases it before printing).
  */
+#include "json.h"
 #include "vmstat.h"
 
 #include <errno.h>
@@ -42,21 +43,6 @@ void np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
 	}
 }
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
 			  const char *const *names, const long *values)
 {
@@ -65,7 +51,7 @@ void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
 		fprintf(out, "%s{\"node\":%d", i ? "," : "", os_ids[i]);
 		for (int k = 0; k < nitems; k++) {
 			fputc(',', out);
-			json_string(out, names[k]);
+			np_json_string(out, names[k]);
 			fprintf(out, ":%ld", values[(size_t)i * (size_t)nitems + (size_t)k]);
 		}
 		fputc('}', out);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "api/api_common.h"
+#include "stress_common.h"
 
 #ifdef STRESS_LIBC
 #define S_MALLOC malloc
@@ -56,24 +57,7 @@
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
-
 static double t_start;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* NP_TEST_TIME_SCALE (the vm tier under TCG sets 10): the thread-heavy cases divide their
  * thread and fork counts by it, so they still finish in about the same time on an emulated
@@ -84,17 +68,6 @@ static int scaled(int n)
 {
 	int k = (int)(n / time_scale);
 	return k > 0 ? k : 1;
-}
-
-/* xorshift64*: a fixed sequence per seed. */
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dULL;
 }
 
 /* Mostly small, some medium, a few page runs: the mix of a real program. */

@@ -23,43 +23,16 @@
 #include <unistd.h>
 
 #include "numapage.h"
+#include "stress_common.h"
 
 #define PAGE ((size_t)4096)
 #define MiB ((size_t)1 << 20)
 #define MAGIC 0x70616765626c6b31ULL /* "pageblk1" */
 
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
-
 static double t_start;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Each case takes 1-3 s on 2 idle cores (about 1.5 s of CPU; ASan about twice that). Nothing
  * here measures time: meson's timeout (and the vm tier's) catches a hang. */
-
-/* xorshift64*: a fixed sequence per seed. */
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
 
 /* ---- blocks ------------------------------------------------------------------------------- */
 

@@ -22,6 +22,7 @@
 #include "options.h"
 #include "os.h"
 #include "pcp/pcp.h"
+#include "unit_fixture.h"
 #include "pool/chunk.h"
 #include "pool/pool.h"
 #include "topology/topology.h"
@@ -36,21 +37,11 @@ static struct np_pcp pcp;
  * value (NULL-terminated) are applied first. The pcp is not initialised. */
 static void start(const char *fixture, ...)
 {
-	np_options_reset();
 	va_list ap;
 	va_start(ap, fixture);
-	const char *name;
-	while ((name = va_arg(ap, const char *)) != NULL)
-		assert_int_equal(np_options_set(name, va_arg(ap, const char *)), 0);
+	np_test_start_fixture(fixture, ap);
 	va_end(ap);
-	char path[512];
-	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
-	assert_int_equal(np_topo_load(&np_topo_table, path, NULL), 0);
-	np_vmstat_init(&np_topo_table);
-	np_vmstat_reset();
-	np_fake_os_reset();
 	np_fake_os_set_cpu(0);
-	np_pool_init(&np_topo_table);
 	st = calloc(1, sizeof *st);
 	assert_non_null(st);
 	np_vmstat_register(st);

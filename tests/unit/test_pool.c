@@ -26,6 +26,7 @@
 #include "os.h"
 #include "pool/chunk.h"
 #include "pool/pool.h"
+#include "unit_fixture.h"
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
 
@@ -35,20 +36,10 @@
  * are applied first (NULL-terminated). */
 static void start(const char *fixture, ...)
 {
-	np_options_reset();
 	va_list ap;
 	va_start(ap, fixture);
-	const char *name;
-	while ((name = va_arg(ap, const char *)) != NULL)
-		assert_int_equal(np_options_set(name, va_arg(ap, const char *)), 0);
+	np_test_start_fixture(fixture, ap);
 	va_end(ap);
-	char path[512];
-	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
-	assert_int_equal(np_topo_load(&np_topo_table, path, NULL), 0);
-	np_vmstat_init(&np_topo_table);
-	np_vmstat_reset();
-	np_fake_os_reset();
-	np_pool_init(&np_topo_table);
 }
 
 /* Unmaps every normal chunk of every pool (tests leave whole pools behind). */

@@ -1,0 +1,34 @@
+/*
+ * unit_fixture.h — loads a fixture topology as the library's table, with fresh statistics,
+ * fake OS and pools, for the unit tests of the layers that sit on a topology (pool, pcp).
+ * Include after <cmocka.h>.
+ */
+#ifndef NP_UNIT_FIXTURE_H
+#define NP_UNIT_FIXTURE_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "fake_os.h"
+#include "options.h"
+#include "pool/pool.h"
+#include "topology/topology.h"
+#include "vmstat/vmstat.h"
+
+/* Option pairs name, value from ap (NULL-terminated) are applied first. */
+static inline void np_test_start_fixture(const char *fixture, va_list ap)
+{
+	np_options_reset();
+	const char *name;
+	while ((name = va_arg(ap, const char *)) != NULL)
+		assert_int_equal(np_options_set(name, va_arg(ap, const char *)), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
+	assert_int_equal(np_topo_load(&np_topo_table, path, NULL), 0);
+	np_vmstat_init(&np_topo_table);
+	np_vmstat_reset();
+	np_fake_os_reset();
+	np_pool_init(&np_topo_table);
+}
+
+#endif
