@@ -292,8 +292,8 @@ void *np_malloc_slow(size_t size)
 		p = slab_alloc(th, c);
 		if (p) {
 			int node = np_tls.cur[c]->node; /* the slab that served p */
-			np_tls.in_use[node] += np_class_size[c];
-			np_tls.requested[node] += size;
+			np_tls.self->in_use[node] += np_class_size[c];
+			np_tls.self->requested[node] += size;
 		}
 	} else {
 		bool clean;
@@ -326,7 +326,7 @@ static void slab_free_slow(struct np_slab *s, uintptr_t a)
 			invalid("double free of", (void *)a);
 		*(uintptr_t *)a = s->local_free ^ s->key;
 		s->local_free = a;
-		np_tls.in_use[s->node] -= s->block;
+		np_tls.self->in_use[s->node] -= s->block;
 		if (--s->used == 0)
 			np_slab_emptied(s);
 		return;
@@ -521,8 +521,8 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 		if (!p)
 			return enomem();
 		int node = np_tls.cur[c]->node;
-		np_tls.in_use[node] += np_class_size[c];
-		np_tls.requested[node] += size;
+		np_tls.self->in_use[node] += np_class_size[c];
+		np_tls.self->requested[node] += size;
 		return p;
 	}
 	bool clean;

@@ -37,8 +37,8 @@ NP_INLINE void *np_malloc_fast(size_t size)
 		if (NP_LIKELY(b != 0)) {
 			s->free = *(uintptr_t *)b ^ s->key;
 			s->used++;
-			np_tls.in_use[s->node] += s->block;
-			np_tls.requested[s->node] += size;
+			np_tls.self->in_use[s->node] += s->block;
+			np_tls.self->requested[s->node] += size;
 			if (np_config_debug >= 1) /* junk: reads of uninitialised memory show */
 				memset((void *)b, 0xa5, s->block);
 			return (void *)b;
@@ -60,7 +60,7 @@ NP_INLINE void np_free_fast(void *p)
 				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
 			*(uintptr_t *)a = s->local_free ^ s->key;
 			s->local_free = a;
-			np_tls.in_use[s->node] -= s->block;
+			np_tls.self->in_use[s->node] -= s->block;
 			if (NP_UNLIKELY(--s->used == 0))
 				np_slab_emptied(s);
 			return;

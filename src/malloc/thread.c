@@ -116,13 +116,13 @@ unsigned np_thread_sweep(struct np_thread *th)
 void np_thread_fold_bytes(struct np_thread *th)
 {
 	for (int n = 0; n < np_topo_table.nnodes; n++) {
-		if (np_tls.in_use[n]) {
-			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_in_use, (long)np_tls.in_use[n]);
-			np_tls.in_use[n] = 0;
+		if (th->in_use[n]) {
+			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_in_use, (long)th->in_use[n]);
+			th->in_use[n] = 0;
 		}
-		if (np_tls.requested[n]) {
-			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_requested, (long)np_tls.requested[n]);
-			np_tls.requested[n] = 0;
+		if (th->requested[n]) {
+			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_requested, (long)th->requested[n]);
+			th->requested[n] = 0;
 		}
 	}
 }

@@ -24,17 +24,19 @@
 struct np_tls {
 	struct np_slab *cur[NP_NCLASSES]; /* current slab per class (== self->ring[c]) */
 	struct np_thread *self;           /* NULL until the thread's first slow path */
-	/* Bytes counted by the fast paths, by the dense node of the slab (its memory's node, which
-	 * for a thread of a memoryless node is not its home), folded into the statistics by the
-	 * slow path: block bytes handed out minus freed, and bytes requested. */
-	int64_t in_use[NP_MAX_NODES];
-	uint64_t requested[NP_MAX_NODES];
 	bool exited;                      /* the thread-exit destructor ran */
 };
 
 extern NP_TLS struct np_tls np_tls;
 
 struct np_thread {
+	/* Bytes counted by the fast paths, by the dense node of the slab (its memory's node, which
+	 * for a thread of a memoryless node is not its home), folded into the statistics by the
+	 * slow path: block bytes handed out minus freed, and bytes requested. Here rather than in
+	 * np_tls, which stays small: initial-exec TLS must fit the static TLS surplus when the
+	 * library is dlopen()ed. */
+	int64_t in_use[NP_MAX_NODES];
+	uint64_t requested[NP_MAX_NODES];
 	struct np_pcp pcp;
 	struct np_slab *ring[NP_NCLASSES];   /* owned slabs of each class, a ring; NULL = none */
 	struct np_thread *next, *prev;        /* live list */
