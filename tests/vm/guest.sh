@@ -68,6 +68,12 @@ while read -r p; do
 	esac
 done </vm/bin.list
 
+# bench/stream under numapage run --place none|spread (issue 8): where its threads ran, never
+# how fast (the GB/s lines are notes; TCG bandwidth means little).
+case $topo in
+4node | 2990wx) [ -x /vm/bin/vm_threads ] && run "vm_threads stream" 120 /vm/bin/vm_threads stream ;;
+esac
+
 # The malloc tiers under LD_PRELOAD (tests as meson registered them, listed in /vm/tiers.sh as
 # "tier TIER NAME [VAR=VALUE...] PROGRAM [ARGS...]"): one line per test, its output only when
 # it fails.

@@ -489,7 +489,7 @@ def build_initramfs(args, path):
     elves.append(('usr/bin/numapage', args.numapage))
     lib = os.path.realpath(args.lib)
     elves.append((MULTIARCH_LIB + '/libnumapage.so.0', lib))
-    for p in args.prog:
+    for p in args.prog + args.extra:
         elves.append(('vm/bin/' + os.path.basename(p), p))
     tiers = tier_tests(args)
     for t in tiers:
@@ -872,6 +872,8 @@ def main():
     ap.add_argument('--numapage', required=True, help='the numapage tool')
     ap.add_argument('--lib', required=True, help='libnumapage.so')
     ap.add_argument('--prog', action='append', default=[], help='a vm_* test program')
+    ap.add_argument('--extra', action='append', default=[], help='a program the vm_* programs '
+                    'run (bench/stream): copied into /vm/bin, not run by itself')
     ap.add_argument('--qemu', default='qemu-system-x86_64')
     ap.add_argument('--boot-timeout', type=float, default=float(
         os.environ.get('NP_VM_BOOT_TIMEOUT', 60)), help='seconds until a boot counts as stalled')
