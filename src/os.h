@@ -30,6 +30,9 @@ int np_os_unmap(void *p, size_t size);
 int np_os_bind(void *p, size_t size, int node, int policy);
 /* Binds a range interleaved over nodes[0..n): MPOL_INTERLEAVE. 0 or -errno. */
 int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n);
+/* Asks the kernel not to back a range with transparent huge pages (MADV_NOHUGEPAGE): an
+ * interleaved range must be interleaved page by page. 0 or -errno. */
+int np_os_nohuge(void *p, size_t size);
 /* Gives a range's physical pages back to the kernel (MADV_DONTNEED: the range stays mapped and
  * reads back as zeros, on the node it is bound to). 0 or -errno. */
 int np_os_purge(void *p, size_t size);

@@ -110,6 +110,12 @@ int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
 	RETURN_ERRNO(mbind(p, size, MPOL_INTERLEAVE | MPOL_F_STATIC_NODES, mask, 1024 + 1, 0));
 }
 
+int np_os_nohuge(void *p, size_t size)
+{
+	SAVE_ERRNO;
+	RETURN_ERRNO(madvise(p, size, MADV_NOHUGEPAGE));
+}
+
 int np_os_purge(void *p, size_t size)
 {
 	SAVE_ERRNO;

@@ -72,8 +72,8 @@ static int lookup_locked(uintptr_t a)
 			if (binds[i].node != -2)
 				return binds[i].node;
 			/* As the kernel: the n'th node of the mask for the absolute page number. */
-			size_t page = a / np_os_page_size();
-			return binds[i].nodes[page % (size_t)binds[i].nnodes];
+			uint32_t page = (uint32_t)(a / np_os_page_size());
+			return binds[i].nodes[page % (uint32_t)binds[i].nnodes];
 		}
 	return -1;
 }
@@ -167,6 +167,12 @@ int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
 	if (n <= 0)
 		return -EINVAL;
 	return record(p, size, -2, nodes, n);
+}
+
+int np_os_nohuge(void *p, size_t size)
+{
+	(void)p, (void)size;
+	return 0;
 }
 
 int np_os_purge(void *p, size_t size)

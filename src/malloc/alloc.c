@@ -199,13 +199,30 @@ static void *page_alloc(struct np_thread *th, size_t size, size_t align, int nod
 	return NULL;
 }
 
+/* Pages of an interleaved chunk's data on each of its nodes (dense index), by address: which
+ * nodes get the extra pages depends on where the data starts. */
+static void interleave_shares(const struct np_chunk *c, long share[NP_MAX_NODES])
+{
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		share[i] = 0;
+	const char *data = (const char *)c + c->data_offset;
+	size_t pages = (c->size - c->data_offset) >> NP_PAGE_SHIFT;
+	for (size_t k = 0; k < pages && k < c->nilv; k++) {
+		/* Page k, k + nilv, k + 2 nilv ... share a node: count them at once. */
+		long n = (long)((pages - k + c->nilv - 1) / c->nilv);
+		share[np_chunk_node_at(c, data + (k << NP_PAGE_SHIFT))] += n;
+	}
+}
+
 static void huge_free(struct np_chunk *c, struct np_thread *th)
 {
 	long pages = (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT);
 	struct np_pcp *pcp = th ? &th->pcp : NULL;
 	if (c->kind == NP_CHUNK_INTERLEAVE) {
+		long share[NP_MAX_NODES];
+		interleave_shares(c, share);
 		for (int i = 0; i < c->nilv; i++)
-			np_pcp_count_free(pcp, c->ilv[i], pages / c->nilv + (i < pages % c->nilv));
+			np_pcp_count_free(pcp, c->ilv[i], share[c->ilv[i]]);
 	} else {
 		np_pcp_count_free(pcp, c->node, pages);
 	}
@@ -226,11 +243,11 @@ static void *interleaved(struct np_thread *th, size_t size)
 	struct np_chunk *c = np_chunk_map_huge(-1, size ? size : 1, NP_PAGE_SIZE);
 	if (!c)
 		return NULL;
-	long pages = (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT);
+	long share[NP_MAX_NODES];
+	interleave_shares(c, share);
 	for (int i = 0; i < c->nilv; i++) {
-		long share = pages / c->nilv + (i < pages % c->nilv);
-		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_interleave_hit, share);
-		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_pages_in_use, share);
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_interleave_hit, share[c->ilv[i]]);
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_pages_in_use, share[c->ilv[i]]);
 	}
 	return (char *)c + c->data_offset;
 }

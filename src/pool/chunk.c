@@ -97,24 +97,30 @@ struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align)
 		c->node = (uint16_t)node;
 		name_range(c, size, node);
 	} else {
+		uint8_t ilv[NP_MAX_NODES];
 		int os_ids[NP_MAX_NODES], n = 0;
 		for (int i = 0; i < t->nnodes; i++)
 			if (t->node[i].mem_allowed) {
-				c->ilv[n] = (uint8_t)i;
+				ilv[n] = (uint8_t)i;
 				os_ids[n++] = t->node[i].os_id;
 			}
+		if (t->is_system) {
+			/* Before anything touches the mapping: no transparent huge pages (the
+			 * kernel would interleave whole 2 MiB pages), and the interleave policy
+			 * (a header written first would fault its page in on the local node). The
+			 * kernel then places page a on the mask's ((u32)(a >> 12) % n)'th node, the
+			 * rule np_chunk_node_at follows; the VM tests check it with move_pages. */
+			np_os_nohuge(c, size);
+			if (np_os_bind_interleave(c, size, os_ids, n) < 0)
+				np_vmstat_add(NULL, ilv[0], NUMA_PAGE_STAT_bind_fail, 1);
+		} else {
+			np_vmstat_add(NULL, ilv[0], NUMA_PAGE_STAT_bind_skipped, 1);
+		}
+		for (int i = 0; i < n; i++)
+			c->ilv[i] = ilv[i];
 		c->nilv = (uint8_t)n;
 		c->kind = NP_CHUNK_INTERLEAVE;
-		c->node = c->ilv[0];
-		if (t->is_system) {
-			/* The kernel places page a of an anonymous interleaved mapping on the
-			 * (a >> PAGE_SHIFT) % n'th node of the mask: np_chunk_node_at follows
-			 * the same rule, and the VM tests check it with move_pages. */
-			if (np_os_bind_interleave(c, size, os_ids, n) < 0)
-				np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_bind_fail, 1);
-		} else {
-			np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_bind_skipped, 1);
-		}
+		c->node = ilv[0];
 		np_os_name(c, size, "numapage:interleave");
 	}
 	c->magic = NP_CHUNK_MAGIC;
@@ -157,7 +163,9 @@ int np_chunk_node_at(const struct np_chunk *c, const void *p)
 {
 	if (c->kind != NP_CHUNK_INTERLEAVE)
 		return c->node;
-	return c->ilv[((uintptr_t)p >> NP_PAGE_SHIFT) % c->nilv];
+	/* The page number truncated to 32 bits, as Linux's offset_il_node computes it (it
+	 * matters when the node count is not a power of two). */
+	return c->ilv[(uint32_t)((uintptr_t)p >> NP_PAGE_SHIFT) % c->nilv];
 }
 
 const char *np_chunk_check(struct np_chunk *c)
