@@ -74,14 +74,14 @@ static int choose_locked(const struct np_topo *t, int pol)
 	return best;
 }
 
-int np_place_new_thread(bool *fixed)
+int np_place_new_thread(bool *fixed, bool inherited_mask)
 {
 	*fixed = false;
 	int pol = np_place_policy();
 	if (pol == NP_PLACE_NONE)
 		return -1;
 	const struct np_topo *t = &np_topo_table;
-	if (t->is_system) {
+	if (t->is_system && !inherited_mask) {
 		int n = np_os_affinity_count();
 		if (n > 0 && n < t->nallowed_cpus)
 			return -1; /* the program chose this thread's CPUs */

@@ -19,10 +19,11 @@
 #include "internal.h"
 
 /* The home node (dense) for a thread starting now, after pinning it there; -1 when the
- * policy is none or the program pinned the thread itself. *fixed: the home must not follow
+ * policy is none or the program pinned the thread itself (a mask narrower than the process's
+ * CPUs, unless inherited_mask says the thread only inherited its creator's: thread_start.c). *fixed: the home must not follow
  * the CPU (rehearsals). A non-negative result must be followed by np_place_done(node) once
  * the thread is counted on its node. */
-int np_place_new_thread(bool *fixed);
+int np_place_new_thread(bool *fixed, bool inherited_mask);
 void np_place_done(int node);
 /* fork: place_lock is the outermost allocator lock. */
 void np_place_atfork_prepare(void);

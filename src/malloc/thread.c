@@ -51,7 +51,7 @@ struct np_thread *np_thread_get(void)
 	if (!np_is_ready())
 		return NULL;
 	bool fixed;
-	int placed = np_place_new_thread(&fixed);
+	int placed = np_place_new_thread(&fixed, np_tls.place_at_start);
 	int home = placed >= 0 ? placed : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
 	pthread_mutex_lock(&threads_lock);
 	struct np_thread *th = recycled;

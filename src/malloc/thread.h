@@ -25,6 +25,7 @@ struct np_tls {
 	struct np_slab *cur[NP_NCLASSES]; /* current slab per class (== self->ring[c]) */
 	struct np_thread *self;           /* NULL until the thread's first slow path */
 	bool exited;                      /* the thread-exit destructor ran */
+	bool place_at_start;              /* thread_start.c: placing a thread that inherited its mask */
 };
 
 extern NP_TLS struct np_tls np_tls;
