@@ -179,9 +179,10 @@ NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format);
 #define NUMA_PAGE_PLACE_NONE 0   /* leave threads where the scheduler puts them (default) */
 #define NUMA_PAGE_PLACE_SPREAD 1 /* each new thread on the allowed node with fewest threads */
 #define NUMA_PAGE_PLACE_FILL 2   /* fill one node's CPUs before the next */
-/* Sets the placement policy (as NUMAPAGE_PLACE does) for threads the library sees from now on:
- * a thread is placed at its first allocation, its affinity set to its node's CPUs, unless the
- * program pinned it already. 0, or -1 with errno = EINVAL for an unknown policy. */
+/* Sets the placement policy (as NUMAPAGE_PLACE does) for threads created from now on: each is
+ * placed as it starts (with the static library: at its first allocation), its affinity set to
+ * its node's CPUs, unless the program gave it an affinity. 0, or -1 with errno = EINVAL for an
+ * unknown policy. */
 NUMA_PAGE_API int numa_page_thread_place(int policy);
 
 #ifdef __cplusplus

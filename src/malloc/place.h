@@ -1,13 +1,14 @@
 /*
  * place.h — node-aware placement of new threads (opt-in: NUMAPAGE_PLACE, numapage run --place,
- * numa_page_thread_place). A thread is placed when the allocator first sees it (its first
- * malloc or page allocation; the main thread's comes at start-up): `spread` homes it on the
- * allowed node with CPUs that has the fewest threads (ties: most free memory nearby, then
- * lowest id), `fill` fills one node's CPUs before the next; its CPU affinity is set to that
- * node's allowed CPUs. A thread the program had already pinned (affinity narrower than the
- * process's CPUs) is left alone, and affinity the thread sets later is respected (the home
- * node then follows its CPU). In a rehearsal (a fixture topology) the home node is set
- * without touching the real affinity.
+ * numa_page_thread_place). The shared library places every new thread as it starts
+ * (thread_start.c wraps pthread_create), the main thread at its first allocation, and a static
+ * link every thread at its first allocation. `spread` homes a thread on the allowed node with
+ * CPUs that has the fewest threads (ties: most free memory nearby, then lowest id), `fill`
+ * fills one node's CPUs before the next; its CPU affinity is set to that node's allowed CPUs.
+ * A thread the program pinned (an affinity in its attributes, or a mask narrower than the
+ * process's CPUs that it did not inherit) is left alone, and affinity a thread sets later is
+ * respected (the home node then follows its CPU). In a rehearsal (a fixture topology) the
+ * home node is set without touching the real affinity.
  *
  * Lock: place_lock serialises choices, so threads starting together spread.
  */
