@@ -215,12 +215,34 @@ static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
 		b += __builtin_ctzll(m);
 		if (b >= NP_POOL_BINS)
 			break;
+		/* Exact bins: the first run that fits its alignment. The last bin holds runs of any
+		 * length above the exact bins: the best fit there (the shortest that fits, the
+		 * most resident on a tie), or big blocks scatter over fresh chunks and fault them
+		 * in (large-blocks: 15 chunks mapped for 16 MiB live, 3x mimalloc's faults). */
+		struct np_page *best = NULL;
+		size_t best_len = 0, best_dirty = 0;
 		for (struct np_page *pg = p->bins[b]; pg; pg = pg->next) {
 			struct np_chunk *c = np_chunk_of(pg);
 			size_t idx = (size_t)(pg - c->pages), len = pg->npages;
 			size_t aidx = (idx + align - 1) & ~(align - 1);
 			if (aidx + n > idx + len)
 				continue;
+			if (b < NP_POOL_EXACT_BINS) {
+				best = pg;
+				break;
+			}
+			size_t dirty = run_dirty(pg);
+			if (!best || len < best_len || (len == best_len && dirty > best_dirty)) {
+				best = pg;
+				best_len = len;
+				best_dirty = dirty;
+			}
+		}
+		if (best) {
+			struct np_page *pg = best;
+			struct np_chunk *c = np_chunk_of(pg);
+			size_t idx = (size_t)(pg - c->pages), len = pg->npages;
+			size_t aidx = (idx + align - 1) & ~(align - 1);
 			bool clean = pg->clean;
 			size_t dirty = run_dirty(pg);
 			remove_free_locked(p, pg);
