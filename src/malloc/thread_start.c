@@ -30,10 +30,12 @@ struct start {
 static void *trampoline(void *p)
 {
 	struct start s = *(struct start *)p;
-	np_free_fast(p);
+	/* Before anything else gives this thread its state (even the free below would): the
+	 * thread is placed whatever mask it inherited. */
 	np_tls.place_at_start = true;
-	np_thread_get(); /* places the thread, whatever mask it inherited */
+	np_thread_get();
 	np_tls.place_at_start = false;
+	np_free_fast(p);
 	return s.fn(s.arg);
 }
 
