@@ -50,15 +50,7 @@ static void start(const char *fixture, ...)
 static int teardown(void **state)
 {
 	(void)state;
-	for (int i = 0; i < NP_MAX_NODES; i++) {
-		struct np_chunk *c = np_pools[i].chunks, *next;
-		for (; c; c = next) {
-			next = c->next;
-			np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
-			np_os_unmap(c, NP_CHUNK_SIZE);
-		}
-		np_pools[i].chunks = NULL;
-	}
+	np_test_unmap_pools();
 	if (st) {
 		np_vmstat_unregister(st);
 		free(st);

@@ -11,6 +11,7 @@
 
 #include "fake_os.h"
 #include "options.h"
+#include "os.h"
 #include "pool/pool.h"
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
@@ -29,6 +30,20 @@ static inline void np_test_start_fixture(const char *fixture, va_list ap)
 	np_vmstat_reset();
 	np_fake_os_reset();
 	np_pool_init(&np_topo_table);
+}
+
+/* Unmaps every normal chunk of every pool (tests leave whole pools behind). */
+static inline void np_test_unmap_pools(void)
+{
+	for (int i = 0; i < NP_MAX_NODES; i++) {
+		struct np_chunk *c = np_pools[i].chunks, *next;
+		for (; c; c = next) {
+			next = c->next;
+			np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
+			np_os_unmap(c, NP_CHUNK_SIZE);
+		}
+		np_pools[i].chunks = NULL;
+	}
 }
 
 #endif
