@@ -32,6 +32,16 @@ static void line(const char *prefix, const char *fmt, va_list ap)
 	funlockfile(stdout);
 }
 
+void vm_first(char *buf, size_t size, const char *fmt, ...)
+{
+	if (buf[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+}
+
 void vm_ok(const char *fmt, ...)
 {
 	va_list ap;

@@ -43,6 +43,8 @@ bool vm_pick_pair(int *a, int *b);
 /* Memory nodes, ascending: fills out[], returns how many. */
 int vm_mem_nodes(int *out);
 
+/* Formats into buf only while buf is still empty: keeps the first problem a check met. */
+void vm_first(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vm_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void vm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "# ..." comment line. */

@@ -32,15 +32,8 @@ struct result {
 	char first[200];
 };
 
-__attribute__((format(printf, 2, 3))) static void first(struct result *r, const char *fmt, ...)
-{
-	va_list ap;
-	if (r->first[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(r->first, sizeof r->first, fmt, ap);
-	va_end(ap);
-}
+/* The first problem, for the message (vm_common.c). */
+#define first(r, ...) vm_first((r)->first, sizeof (r)->first, __VA_ARGS__)
 
 /* Where the pages of one object are, against home's accepted nodes and numa_page_node_of. */
 static void judge(struct result *r, void *p, size_t len, int home)

@@ -30,15 +30,8 @@ struct tally {
 	char first[200];             /* the first problem, for the message */
 };
 
-__attribute__((format(printf, 2, 3))) static void note_first(struct tally *t, const char *fmt, ...)
-{
-	va_list ap;
-	if (t->first[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(t->first, sizeof t->first, fmt, ap);
-	va_end(ap);
-}
+/* The first problem, for the message (vm_common.c). */
+#define note_first(r, ...) vm_first((r)->first, sizeof (r)->first, __VA_ARGS__)
 
 /* Touches [p, p + len), asks the kernel where each page is, and compares with home's accepted
  * nodes and with numa_page_node_of. */

@@ -68,15 +68,8 @@ struct pages {
 	char first[160];
 };
 
-__attribute__((format(printf, 2, 3))) static void first_problem(struct pages *r, const char *fmt, ...)
-{
-	va_list ap;
-	if (r->first[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(r->first, sizeof r->first, fmt, ap);
-	va_end(ap);
-}
+/* The first problem, for the message (vm_common.c). */
+#define first_problem(r, ...) vm_first((r)->first, sizeof (r)->first, __VA_ARGS__)
 
 /* Touches [p, p + len) and checks with move_pages that every page is on a node vm_node_ok
  * accepts for home, and that numa_page_node_of agrees. */
