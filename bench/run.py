@@ -820,6 +820,34 @@ def ratios(summary, names, base, what="median", multi_only=False):
     return out
 
 
+def ratio_table(summary, keys, names, base, what, fmt):
+    """Markdown rows of one measure (what: "median" or "rss") per benchmark and allocator:
+    fmt(stats) as the cell, then each allocator's ratio to base."""
+    L = ["| benchmark | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for key in keys:
+        per = summary[key]
+        b = per.get(base, {})
+        cells = []
+        for n in names:
+            s = per.get(n, {})
+            if what not in s:
+                cells.append("FAIL" if s.get("fail") else "-")
+                continue
+            c = fmt(s)
+            if n != base and what in b and b[what] > 0:
+                c += " ×%.2f" % (s[what] / b[what])
+            cells.append(c)
+        L.append("| %s | %s |" % (label(key), " | ".join(cells)))
+    return L
+
+
+def time_cell(s):
+    c = "%s (%s–%s)" % (fmt_time(s["median"]), fmt_time(s["min"]), fmt_time(s["max"]))
+    if s.get("fail"):
+        c += " %d FAIL" % len(s["fail"])
+    return c
+
+
 def markdown(suite, summary):
     names = suite.names
     base = suite.baseline
@@ -833,24 +861,7 @@ def markdown(suite, summary):
     L.append("")
     L.append("### Time")
     L.append("")
-    L.append("| benchmark | " + " | ".join(names) + " |")
-    L.append("|---|" + "---:|" * len(names))
-    for key in keys:
-        per = summary[key]
-        b = per.get(base, {})
-        cells = []
-        for n in names:
-            s = per.get(n, {})
-            if "median" not in s:
-                cells.append("FAIL" if s.get("fail") else "-")
-                continue
-            c = "%s (%s–%s)" % (fmt_time(s["median"]), fmt_time(s["min"]), fmt_time(s["max"]))
-            if s.get("fail"):
-                c += " %d FAIL" % len(s["fail"])
-            if n != base and "median" in b and b["median"] > 0:
-                c += " ×%.2f" % (s["median"] / b["median"])
-            cells.append(c)
-        L.append("| %s | %s |" % (label(key), " | ".join(cells)))
+    L += ratio_table(summary, keys, names, base, "median", time_cell)
     for title, multi in (("geometric mean ×r, all", False), ("geometric mean ×r, multi-threaded", True)):
         rs = ratios(summary, names, base, "median", multi)
         L.append("| *%s* | %s |" % (title, " | ".join(
@@ -858,22 +869,7 @@ def markdown(suite, summary):
     L.append("")
     L.append("### Peak RSS")
     L.append("")
-    L.append("| benchmark | " + " | ".join(names) + " |")
-    L.append("|---|" + "---:|" * len(names))
-    for key in keys:
-        per = summary[key]
-        b = per.get(base, {})
-        cells = []
-        for n in names:
-            s = per.get(n, {})
-            if "rss" not in s:
-                cells.append("FAIL" if s.get("fail") else "-")
-                continue
-            c = "%.1f MB" % (s["rss"] / 1024)
-            if n != base and "rss" in b and b["rss"] > 0:
-                c += " ×%.2f" % (s["rss"] / b["rss"])
-            cells.append(c)
-        L.append("| %s | %s |" % (label(key), " | ".join(cells)))
+    L += ratio_table(summary, keys, names, base, "rss", lambda s: "%.1f MB" % (s["rss"] / 1024))
     rs = ratios(summary, names, base, "rss")
     L.append("| *geometric mean ×r* | %s |" % " | ".join(
         "-" if n == base or not rs[n] else "×%.2f" % geomean(rs[n]) for n in names))
