@@ -184,15 +184,18 @@ static void *page_alloc(struct np_thread *th, size_t size, size_t align, int nod
 		*clean = run->clean;
 		return np_page_addr(run);
 	}
-	/* Huge, or no pool had a fitting run: a mapping of its own, along the fallback order. */
+	/* Huge, or no pool had a fitting run: a chunk of its own, along the fallback order; one
+	 * the node's pool kept from an earlier free, else a fresh mapping. */
 	int intended = node >= 0 ? node : th->pcp.home;
 	const struct np_topo_node *nd = &np_topo_table.node[intended];
 	for (int k = 0; k < nd->nfallback; k++) {
-		struct np_chunk *c = np_chunk_map_huge(nd->fallback[k], size, align);
+		int n = nd->fallback[k];
+		struct np_chunk *c = np_pool_get_huge(n, size, align, &th->st);
+		*clean = c == NULL;
+		if (!c)
+			c = np_chunk_map_huge(n, size, align);
 		if (c) {
-			np_pcp_count_alloc(&th->pcp, intended, nd->fallback[k],
-					   (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT));
-			*clean = true;
+			np_pcp_count_alloc(&th->pcp, intended, n, (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT));
 			return (char *)c + c->data_offset;
 		}
 	}
@@ -226,7 +229,8 @@ static void huge_free(struct np_chunk *c, struct np_thread *th)
 	} else {
 		np_pcp_count_free(pcp, c->node, pages);
 	}
-	np_chunk_unmap_huge(c);
+	if (!np_pool_put_huge(c, pcp ? &th->st : NULL))
+		np_chunk_unmap_huge(c);
 }
 
 /* NUMAPAGE_INTERLEAVE_ABOVE: big arrays the main thread allocates before any other thread has
@@ -418,7 +422,9 @@ void np_free_slow(void *p)
 		invalid("invalid pointer (corrupt chunk header)", p);
 	struct np_thread *th = freeing_thread();
 	if (c->kind != NP_CHUNK_NORMAL) {
-		if ((char *)p != (char *)c + c->data_offset)
+		if (c->kind == NP_CHUNK_CACHED && (char *)p == (char *)c + c->data_offset)
+			invalid("double free of", p);
+		if ((char *)p != (char *)c + c->data_offset || c->kind == NP_CHUNK_CACHED)
 			invalid("invalid pointer (inside a large block)", p);
 		if (c->user)
 			uncount_large(th, c->node, c->size - c->data_offset);
@@ -468,6 +474,8 @@ size_t np_usable_size(const void *p)
 			return np_bootstrap_size(p);
 		np_fatal("malloc_usable_size: invalid pointer %p", p);
 	}
+	if (c->kind == NP_CHUNK_CACHED)
+		np_fatal("malloc_usable_size: invalid pointer %p (freed)", p);
 	if (c->kind != NP_CHUNK_NORMAL)
 		return c->size - c->data_offset;
 	struct np_page *pg = np_chunk_page(c, p);
@@ -708,7 +716,8 @@ void *numa_page_alloc_interleaved(size_t size)
 int numa_page_node_of(const void *p)
 {
 	struct np_chunk *c = np_chunk_find(p);
-	if (!c || c->magic != NP_CHUNK_MAGIC || (c->kind == NP_CHUNK_NORMAL && np_chunk_page(c, p)->state == NP_PAGE_HEADER) ||
+	if (!c || c->magic != NP_CHUNK_MAGIC || c->kind == NP_CHUNK_CACHED ||
+	    (c->kind == NP_CHUNK_NORMAL && np_chunk_page(c, p)->state == NP_PAGE_HEADER) ||
 	    (c->kind != NP_CHUNK_NORMAL && (const char *)p < (const char *)c + c->data_offset)) {
 		errno = EINVAL;
 		return -1;

@@ -74,6 +74,16 @@ struct np_chunk *np_chunk_map(int node)
 	return c;
 }
 
+size_t np_chunk_huge_size(size_t bytes)
+{
+	/* Four sizes per doubling up to a step of one chunk: the step is a quarter of the largest
+	 * power of two <= bytes, at least a page and at most 4 MiB, so the tail that is never
+	 * touched is under a quarter of the request and under 4 MiB. */
+	size_t step = bytes < 4 * NP_PAGE_SIZE ? NP_PAGE_SIZE : ((size_t)1 << (63 - __builtin_clzll(bytes))) / 4;
+	step = NP_MIN(step, NP_CHUNK_SIZE);
+	return (bytes + step - 1) & ~(step - 1);
+}
+
 struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align)
 {
 	const struct np_topo *t = &np_topo_table;
@@ -82,9 +92,10 @@ struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align)
 	if (align > ((size_t)1 << 40))
 		return NULL;
 	size_t off = (sizeof(struct np_chunk) + align - 1) & ~(align - 1);
-	if (bytes > SIZE_MAX - off - NP_CHUNK_SIZE)
+	if (bytes > SIZE_MAX / 2 - off - NP_CHUNK_SIZE)
 		return NULL;
-	size_t size = (off + bytes + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
+	/* Interleaved chunks are never kept for reuse: exact size. */
+	size_t size = node >= 0 ? np_chunk_huge_size(off + bytes) : (off + bytes + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
 	struct np_chunk *c = np_os_map(size, align > NP_CHUNK_SIZE ? align : NP_CHUNK_SIZE);
 	if (!c)
 		return NULL;
@@ -137,6 +148,19 @@ void np_chunk_unmap_huge(struct np_chunk *c)
 	c->magic = 0;
 	mark(c, size, NP_GRANULE_NONE);
 	np_os_unmap(c, size);
+}
+
+void np_chunk_trim_huge(struct np_chunk *c, size_t size)
+{
+	size_t old = c->size;
+	if (size >= old)
+		return;
+	uintptr_t last = ((uintptr_t)c + size - 1) >> NP_CHUNK_SHIFT;
+	uintptr_t old_last = ((uintptr_t)c + old - 1) >> NP_CHUNK_SHIFT;
+	c->size = size;
+	for (uintptr_t g = last + 1; g <= old_last; g++)
+		__atomic_store_n(&np_granule_map[g], NP_GRANULE_NONE, __ATOMIC_RELEASE);
+	np_os_unmap((char *)c + size, old - size);
 }
 
 struct np_chunk *np_chunk_find(const void *p)

@@ -52,7 +52,9 @@ struct np_page {
 	uint8_t user;                /* free for the layer above (malloc marks its runs) */
 };
 
-enum np_chunk_kind { NP_CHUNK_NORMAL = 1, NP_CHUNK_HUGE = 2, NP_CHUNK_INTERLEAVE = 3 };
+/* CACHED: a freed huge chunk its node's pool keeps for the next huge request (see pool.h); its
+ * memory belongs to nobody, so a free of it is a double free. */
+enum np_chunk_kind { NP_CHUNK_NORMAL = 1, NP_CHUNK_HUGE = 2, NP_CHUNK_INTERLEAVE = 3, NP_CHUNK_CACHED = 4 };
 
 /* A normal chunk starts with its page descriptors, then the metadata slots. The chunk's own
  * fields live in metadata slot 0 (slot 0 covers the header pages, where no run can start), so
@@ -69,7 +71,7 @@ struct np_chunk {
 			uint16_t node;             /* dense node index the memory is bound to */
 			size_t size;               /* bytes mapped, header included */
 			size_t data_offset;        /* huge: offset of the user's memory */
-			struct np_chunk *next;     /* the owning pool's chunk list */
+			struct np_chunk *next;     /* the owning pool's chunk list (normal), cache (cached) */
 			uint8_t ilv[NP_MAX_NODES]; /* interleave: page a is on ilv[(a >> 12) % nilv] */
 		};
 		/* Room for the layer above (the malloc layer's slab headers): one slot per 64 KiB,
@@ -158,11 +160,19 @@ struct np_chunk *np_chunk_find(const void *p);
 /* Maps a normal chunk for dense node `node`, binds it (unless the topology is a rehearsal),
  * initialises its header and marks it in the granule map. NULL on failure (counted). */
 struct np_chunk *np_chunk_map(int node);
+/* The mapping size of a huge chunk of `bytes` (header included): rounded up to one of four
+ * sizes per doubling (steps of at most 4 MiB), so that requests of nearly the same size share
+ * a size and a freed chunk kept by its pool fits the next one. The tail is address space the
+ * program may use (malloc_usable_size says so) but is not made resident by us. */
+size_t np_chunk_huge_size(size_t bytes);
 /* Maps a huge chunk of at least `bytes` user bytes aligned to `align` (a power of two <= the
  * chunk size), bound to `node`, or interleaved over the allowed memory nodes when node < 0. */
 struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align);
 /* Unmaps a huge chunk and clears its granules. */
 void np_chunk_unmap_huge(struct np_chunk *c);
+/* Unmaps the tail of a huge chunk past its first `size` bytes (a multiple of the page size
+ * that still covers the header) and clears the granules no longer covered. */
+void np_chunk_trim_huge(struct np_chunk *c, size_t size);
 /* Node of the page holding p inside chunk c (differs per page only for interleaved chunks). */
 int np_chunk_node_at(const struct np_chunk *c, const void *p);
 /* Checks the descriptors of a normal chunk; NULL when sound, else what is wrong. */

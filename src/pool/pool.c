@@ -367,7 +367,7 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 			put_locked(p, runs[j], false);
 			runs[j] = NULL;
 		}
-		bool purge = p->dirty_pages > purge_pages;
+		bool purge = p->dirty_pages + p->cached_pages > purge_pages;
 		debug_check_locked(p, "put");
 		unlock_pool(p);
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_free, pages);
@@ -410,12 +410,105 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 	return ok;
 }
 
+/* ---- cached huge chunks --------------------------------------------------------------------- */
+
+static size_t huge_pages(const struct np_chunk *c)
+{
+	return (c->size - c->data_offset) >> NP_PAGE_SHIFT;
+}
+
+bool np_pool_put_huge(struct np_chunk *c, struct np_vmstat_diffs *st)
+{
+	struct np_pool *p = &np_pools[c->node];
+	size_t pages = huge_pages(c);
+	if (c->kind != NP_CHUNK_HUGE || !p->exists || pages > purge_pages)
+		return false;
+	lock_pool(p, st);
+	c->kind = NP_CHUNK_CACHED;
+	c->user = 0;
+	c->next = p->cache;
+	p->cache = c;
+	p->cached_pages += pages;
+	bool purge = p->dirty_pages + p->cached_pages > purge_pages;
+	unlock_pool(p);
+	if (purge)
+		np_pool_purge(c->node, purge_pages / 2, st);
+	return true;
+}
+
+struct np_chunk *np_pool_get_huge(int node, size_t bytes, size_t align, struct np_vmstat_diffs *st)
+{
+	struct np_pool *p = &np_pools[node];
+	if (!p->exists || !__atomic_load_n(&p->cache, __ATOMIC_RELAXED))
+		return NULL;
+	size_t need = (bytes + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
+	lock_pool(p, st);
+	struct np_chunk **best = NULL;
+	for (struct np_chunk **link = &p->cache; *link; link = &(*link)->next) {
+		struct np_chunk *c = *link;
+		size_t have = huge_pages(c);
+		if (have >= need && ((uintptr_t)c + c->data_offset) % align == 0 && (!best || have < huge_pages(*best)))
+			best = link;
+	}
+	struct np_chunk *c = NULL;
+	if (best) {
+		c = *best;
+		*best = c->next;
+		c->next = NULL;
+		p->cached_pages -= huge_pages(c);
+		c->kind = NP_CHUNK_HUGE;
+	}
+	unlock_pool(p);
+	/* A much larger chunk serves a smaller request: give its tail back rather than hold it
+	 * (down to the request's own mapping size, so that it fits a request like it again). */
+	if (c && huge_pages(c) > need + need / 4) {
+		size_t size = np_chunk_huge_size(c->data_offset + bytes);
+		if (size < c->size)
+			np_chunk_trim_huge(c, size);
+	}
+	return c;
+}
+
+/* Takes up to n of the oldest cached chunks off the pool while it holds more than keep_pages
+ * dirty pages. Called with the lock held. */
+static int evict_cached_locked(struct np_pool *p, size_t keep_pages, struct np_chunk **out, int n)
+{
+	int got = 0;
+	while (got < n && p->cache && p->dirty_pages + p->cached_pages > keep_pages) {
+		struct np_chunk **link = &p->cache;
+		while ((*link)->next)
+			link = &(*link)->next;
+		struct np_chunk *c = *link;
+		*link = NULL;
+		p->cached_pages -= huge_pages(c);
+		out[got++] = c;
+	}
+	return got;
+}
+
+/* ---- purging ------------------------------------------------------------------------------- */
+
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 {
 	struct np_pool *p = &np_pools[node];
 	if (!p->exists)
 		return 0;
 	size_t total = 0;
+	for (;;) {
+		struct np_chunk *huge[PURGE_BATCH];
+		lock_pool(p, st);
+		int n = evict_cached_locked(p, keep_pages, huge, PURGE_BATCH);
+		unlock_pool(p);
+		if (n == 0)
+			break;
+		size_t pages = 0;
+		for (int i = 0; i < n; i++) {
+			pages += huge_pages(huge[i]);
+			np_chunk_unmap_huge(huge[i]);
+		}
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
+		total += pages;
+	}
 	for (;;) {
 		struct np_page *runs[PURGE_BATCH];
 		int n = 0;
@@ -525,6 +618,16 @@ static const char *check_locked(struct np_pool *p)
 	}
 	for (struct np_chunk *c = p->chunks; c && !err; c = c->next)
 		err = np_chunk_check(c);
+	size_t cached = 0;
+	for (struct np_chunk *c = p->cache; c && !err; c = c->next) {
+		if (c->magic != NP_CHUNK_MAGIC || c->kind != NP_CHUNK_CACHED)
+			err = "a cached huge chunk is not marked cached";
+		else if (c->node != p->node)
+			err = "a pool caches a huge chunk of another node";
+		cached += huge_pages(c);
+	}
+	if (!err && cached != p->cached_pages)
+		err = "cached page count disagrees with the cache";
 	if (!err && free_pages != p->free_pages)
 		err = "free page count disagrees with the bins";
 	return err;

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 		M_FREE(p);
 		M_FREE(launder(p));
 	} else if (!strcmp(c, "double_free_huge")) {
-		char *p = live_block(9 << 20); /* a mapping of its own, unmapped by the first free */
+		char *p = live_block(9 << 20); /* a mapping of its own, kept by its pool after the first free */
 		M_FREE(p);
 		M_FREE(launder(p));
 	} else if (!strcmp(c, "double_free_remote")) {

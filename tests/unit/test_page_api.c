@@ -67,6 +67,8 @@ static int dense_of(int os)
 
 /* Pages accounted for a page-API request of size bytes (cache-sized requests are rounded up to
  * a power of two, the rest to whole pages). */
+/* Pages a page-API allocation of size bytes takes: power-of-two runs up to 16 pages, exact
+ * runs up to a chunk's data, then a huge chunk of its mapping size (see np_chunk_huge_size). */
 static long pages_for(size_t size)
 {
 	size_t n = size ? (size + PAGE - 1) / PAGE : 1;
@@ -76,6 +78,8 @@ static long pages_for(size_t size)
 			p <<= 1;
 		return (long)p;
 	}
+	if (n > NP_POOL_MAX_RUN)
+		return (long)((np_chunk_huge_size(sizeof(struct np_chunk) + size) - sizeof(struct np_chunk)) / PAGE);
 	return (long)n;
 }
 
@@ -424,21 +428,49 @@ static void node_of_foreign_pointers(void **state)
 static void huge_blocks(void **state)
 {
 	(void)state;
-	long unmaps = np_fake_os_unmaps();
+	numa_page_trim(); /* no cached chunks from earlier tests */
+	long maps = np_fake_os_maps(), unmaps = np_fake_os_unmaps();
 	long base = total_in_use();
+	char *freed[2];
 	for (int node = 0; node < 2; node++) {
 		size_t size = 9 * MB + 5;
 		char *p = numa_page_alloc_onnode(size, node);
 		assert_non_null(p);
 		assert_int_equal((uintptr_t)p % PAGE, 0);
+		assert_int_equal(numa_page_usable_size(p), (size_t)pages_for(size) * PAGE);
 		for (size_t off = 0; off < size; off += 64 * KB)
 			assert_int_equal(numa_page_node_of(p + off), node);
 		memset(p, 0x33, size);
-		assert_int_equal(total_in_use(), base + (long)((size + PAGE - 1) / PAGE));
+		assert_int_equal(total_in_use(), base + pages_for(size));
 		numa_page_free(p);
 		assert_int_equal(total_in_use(), base);
+		freed[node] = p;
 	}
-	assert_int_equal(np_fake_os_unmaps(), unmaps + 2); /* huge blocks go straight back */
+	/* Both are kept by their nodes' pools, not unmapped, and are no longer ours to use. */
+	assert_int_equal(np_fake_os_maps(), maps + 2);
+	assert_int_equal(np_fake_os_unmaps(), unmaps);
+	assert_int_equal(numa_page_node_of(freed[0]), -1);
+	assert_null(np_pool_check(0));
+	/* A request of a nearby size on node 1 reuses node 1's chunk in place (same mapping size),
+	 * bound where it was; node 0 keeps its own. */
+	char *q = numa_page_alloc_onnode(9 * MB + 300 * KB, 1);
+	assert_ptr_equal(q, freed[1]);
+	assert_int_equal(numa_page_node_of(q + 9 * MB), 1);
+	assert_int_equal(q[5 * MB], 0x33); /* not fresh: the pool does not claim it reads as zeros */
+	assert_int_equal(np_fake_os_maps(), maps + 2);
+	/* A smaller one takes the bigger cached chunk and gives its tail back. */
+	char *r = numa_page_alloc_onnode(5 * MB, 0);
+	assert_ptr_equal(r, freed[0]);
+	assert_int_equal(numa_page_usable_size(r), (size_t)pages_for(5 * MB) * PAGE);
+	assert_int_equal(np_fake_os_unmaps(), unmaps + 1);
+	assert_int_equal(total_in_use(), base + pages_for(9 * MB + 300 * KB) + pages_for(5 * MB));
+	numa_page_free(q);
+	numa_page_free(r);
+	assert_int_equal(total_in_use(), base);
+	/* Trimming gives every cached chunk back. */
+	numa_page_trim();
+	assert_int_equal(np_fake_os_unmaps(), unmaps + 3);
+	assert_int_equal(np_fake_os_maps(), maps + 2);
 }
 
 static void home_node_set_and_follow(void **state)
