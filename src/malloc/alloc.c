@@ -342,8 +342,11 @@ static struct np_thread *freeing_thread(void)
 	return th || np_tls.exited ? th : np_thread_get();
 }
 
-/* A block of slab s freed by a thread that does not own it (or a free the fast path refused). */
-static void slab_free_slow(struct np_slab *s, uintptr_t a)
+#define REMOTE_FOLD_BYTES (64 * 1024)
+
+/* A block of slab s freed by a thread that does not own it (or a free the fast path refused).
+ * No system call here: errno is left alone. */
+void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 {
 	struct np_thread *th = freeing_thread();
 	if (a < s->start || !np_slab_offset_ok(s, a - s->start))
@@ -360,10 +363,19 @@ static void slab_free_slow(struct np_slab *s, uintptr_t a)
 			np_slab_emptied(s);
 		return;
 	}
-	struct np_vmstat_diffs *st = th ? &th->st : NULL;
-	np_vmstat_add(st, s->node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
-	if (np_pcp_is_remote(th ? &th->pcp : NULL, s->node))
-		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_remote_free, 1);
+	if (NP_LIKELY(th != NULL)) {
+		/* Counted with the fast path's bytes, which a thread that only frees (a consumer)
+		 * never folds in a malloc slow path: fold them every 64 KiB. */
+		th->in_use[s->node] -= s->block;
+		if (NP_UNLIKELY(th->in_use[s->node] < -(int64_t)REMOTE_FOLD_BYTES))
+			np_thread_fold_bytes(th);
+		if (!((th->pcp.near >> s->node) & 1))
+			np_vmstat_add(&th->st, s->node, NUMA_PAGE_STAT_remote_free, 1);
+	} else {
+		np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
+		if (np_pcp_is_remote(NULL, s->node))
+			np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_remote_free, 1);
+	}
 	if (!np_slab_push_remote(s, a))
 		return;
 	/* This free claimed a full slab its owner had let go. A thread near its node that
@@ -434,7 +446,7 @@ void np_free_slow(void *p)
 	}
 	struct np_page *pg = np_chunk_page(c, p);
 	if (pg->owner) {
-		slab_free_slow((struct np_slab *)pg->owner, (uintptr_t)p);
+		np_free_slab_slow((struct np_slab *)pg->owner, (uintptr_t)p);
 		errno = saved;
 		return;
 	}

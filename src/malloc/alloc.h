@@ -8,7 +8,8 @@
  *              new slab from the page cache (np_pcp_get), large runs, huge chunks
  *   free(p) -> np_free_fast: granule byte, page descriptor -> slab, owner == me,
  *              slot and double-free checks, push on local_free         [~20 instructions]
- *     else  -> np_free_slow: remote free (CAS push), page runs, huge, bootstrap, errors
+ *     a slab's block, not ours -> np_free_slab_slow: remote free (CAS push), claims, errors
+ *     else  -> np_free_slow: page runs, huge, bootstrap, errors
  * Neither fast path takes a lock, makes a system call or uses an atomic read-modify-write.
  */
 #ifndef NP_ALLOC_H
@@ -26,6 +27,7 @@
 
 NP_NOINLINE void *np_malloc_slow(size_t size);
 NP_NOINLINE void np_free_slow(void *p);
+NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a);
 NP_NOINLINE void np_slab_emptied(struct np_slab *s);
 
 NP_INLINE void *np_malloc_fast(size_t size)
@@ -54,15 +56,21 @@ NP_INLINE void np_free_fast(void *p)
 	    NP_LIKELY(__atomic_load_n(&np_granule_map[a >> NP_CHUNK_SHIFT], __ATOMIC_RELAXED) == NP_GRANULE_START)) {
 		struct np_chunk *c = np_chunk_of(p);
 		struct np_slab *s = c->pages[(a >> NP_PAGE_SHIFT) & (NP_CHUNK_PAGES - 1)].owner;
-		if (NP_LIKELY(s != NULL) && NP_LIKELY(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == np_tls.self) &&
-		    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {
-			if (np_config_debug >= 1) /* junk: use after free shows */
-				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
-			*(uintptr_t *)a = s->local_free ^ s->key;
-			s->local_free = a;
-			np_tls.self->in_use[s->node] -= s->block;
-			if (NP_UNLIKELY(--s->used == 0))
-				np_slab_emptied(s);
+		if (NP_LIKELY(s != NULL)) {
+			if (NP_LIKELY(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == np_tls.self) &&
+			    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {
+				if (np_config_debug >= 1) /* junk: use after free shows */
+					memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
+				*(uintptr_t *)a = s->local_free ^ s->key;
+				s->local_free = a;
+				np_tls.self->in_use[s->node] -= s->block;
+				if (NP_UNLIKELY(--s->used == 0))
+					np_slab_emptied(s);
+				return;
+			}
+			/* Another thread's block (or one the checks refused): straight to the slab's
+			 * slow path, which needs nothing np_free_slow would work out again. */
+			np_free_slab_slow(s, a);
 			return;
 		}
 	}

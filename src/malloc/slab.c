@@ -118,10 +118,14 @@ uint32_t np_slab_collect(struct np_slab *s)
 	while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & ~PTR_MASK,
 						      memory_order_acquire, memory_order_relaxed))
 		;
-	uintptr_t head = old & PTR_MASK, tail = head;
-	uint32_t n = 1;
-	for (uintptr_t nx = next_of(s, tail); nx; nx = next_of(s, tail)) {
-		if (++n > s->used || !np_slab_offset_ok(s, nx - s->start))
+	/* Every block was checked to be a block of this slab when it was pushed; the walk checks
+	 * what can still go wrong: a cycle or a list longer than the blocks handed out (a double
+	 * free by other threads), and a link overwritten after the free (it decodes, through the
+	 * random key, to an address outside the slab). */
+	uintptr_t head = old & PTR_MASK, tail = head, start = s->start, span = s->span, key = s->key;
+	uint32_t n = 1, used = s->used;
+	for (uintptr_t nx = *(const uintptr_t *)tail ^ key; nx; nx = *(const uintptr_t *)tail ^ key) {
+		if (NP_UNLIKELY(++n > used) || NP_UNLIKELY(nx - start >= span))
 			np_fatal("free: double free or corruption (blocks freed by other threads) in slab %p",
 				 (void *)s->start);
 		tail = nx;
