@@ -54,8 +54,11 @@ NP_INLINE void np_free_fast(void *p)
 	uintptr_t a = (uintptr_t)p;
 	if (NP_LIKELY((a >> NP_ADDR_BITS) == 0) &&
 	    NP_LIKELY(__atomic_load_n(&np_granule_map[a >> NP_CHUNK_SHIFT], __ATOMIC_RELAXED) == NP_GRANULE_START)) {
+		/* The descriptor of the first page of p's 64 KiB: slabs start on 64 KiB and cover
+		 * whole 64 KiB steps, so it names p's slab exactly when p is in one, and 16 pages
+		 * share one descriptor's cache line (fewer misses than p's own descriptor). */
 		struct np_chunk *c = np_chunk_of(p);
-		struct np_slab *s = c->pages[(a >> NP_PAGE_SHIFT) & (NP_CHUNK_PAGES - 1)].owner;
+		struct np_slab *s = c->pages[(a >> NP_PAGE_SHIFT) & (NP_CHUNK_PAGES - NP_SLAB_ALIGN_PAGES)].owner;
 		if (NP_LIKELY(s != NULL)) {
 			if (NP_LIKELY(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == np_tls.self) &&
 			    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {

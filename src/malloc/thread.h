@@ -44,7 +44,11 @@ struct np_thread {
 	int tid;
 	unsigned slow_calls;                  /* slab slow paths since the last sweep */
 	size_t struct_pages;
-	struct np_vmstat_diffs st;            /* last: large */
+	/* Set by another thread whose free made one of our slabs' remote lists non-empty: only
+	 * then can a sweep find a slab emptied behind our back. On a line of its own, as the one
+	 * field other threads write. */
+	int remote_pending NP_ALIGNED(NP_CACHELINE);
+	struct np_vmstat_diffs st NP_ALIGNED(NP_CACHELINE); /* last: large */
 };
 
 /* Threads the allocator has given state to since start-up (a fork's child keeps the count). */
