@@ -30,6 +30,7 @@ static uintptr_t pop(struct np_slab *s)
 {
 	uintptr_t b = s->free;
 	s->free = *(uintptr_t *)b ^ s->key;
+	*(uintptr_t *)b = 0; /* see np_slab_looks_free */
 	s->used++;
 	return b;
 }
@@ -351,18 +352,21 @@ static struct np_thread *freeing_thread(void)
 
 #define REMOTE_FOLD_BYTES (64 * 1024)
 
-/* A block of slab s freed by a thread that does not own it (or a free the fast path refused).
- * No system call here: errno is left alone. */
-void np_free_slab_slow(struct np_slab *s, uintptr_t a)
+/* A block of slab s freed by a thread that does not own it, or one the fast path did not
+ * take (a block past a large slab's first 64 KiB, or one that looks free). No system call
+ * here: errno is left alone. */
+static void slab_free_slow(struct np_slab *s, uintptr_t a)
 {
 	struct np_thread *th = freeing_thread();
 	if (a < s->start || !np_slab_offset_ok(s, a - s->start))
 		invalid("invalid pointer (not the start of a block)", (void *)a);
 	if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == th && th) {
-		/* The fast path saw what looks like a free block: confirm before reporting. */
-		np_slab_collect(s);
-		if (np_slab_holds_free(s, a))
-			invalid("double free of", (void *)a);
+		/* Looks free: confirm before reporting. */
+		if (np_slab_looks_free(s, a)) {
+			np_slab_collect(s);
+			if (np_slab_holds_free(s, a))
+				invalid("double free of", (void *)a);
+		}
 		*(uintptr_t *)a = s->local_free ^ s->key;
 		s->local_free = a;
 		np_tls.self->in_use[s->node] -= s->block;
@@ -416,6 +420,8 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 	}
 }
 
+static void free_other(void *p);
+
 /* The chunk of a block we handed out: the chunk of p's granule or, for a huge block aligned to
  * a chunk or more (its data starts a granule or more past its header), the huge chunk whose
  * data starts exactly at p. NULL otherwise. */
@@ -433,8 +439,24 @@ static struct np_chunk *block_chunk(const void *p)
 
 void np_free_slow(void *p)
 {
+	/* A small block: its slab from the descriptor of its 64 KiB step's first page (every page
+	 * of a slab names it), without the checks below that only other memory needs. */
+	struct np_chunk *c = np_chunk_lookup(p);
+	if (NP_LIKELY(c != NULL)) {
+		struct np_page *step = &c->pages[((uintptr_t)p >> NP_PAGE_SHIFT) & (NP_CHUNK_PAGES - NP_SLAB_ALIGN_PAGES)];
+		if (step->owner) {
+			slab_free_slow((struct np_slab *)step->owner, (uintptr_t)p);
+			return;
+		}
+	}
 	if (!p)
 		return;
+	free_other(p);
+}
+
+/* Page runs, huge chunks, start-up memory and what is none of them. */
+static void free_other(void *p)
+{
 	int saved = errno;
 	struct np_chunk *c = block_chunk(p);
 	if (!c) {
@@ -460,8 +482,8 @@ void np_free_slow(void *p)
 		return;
 	}
 	struct np_page *pg = np_chunk_page(c, p);
-	if (pg->owner) {
-		np_free_slab_slow((struct np_slab *)pg->owner, (uintptr_t)p);
+	if (pg->owner) { /* cannot be: np_free_slow took every slab's pages */
+		slab_free_slow((struct np_slab *)pg->owner, (uintptr_t)p);
 		errno = saved;
 		return;
 	}

@@ -6,10 +6,10 @@
  *   malloc(n) -> np_malloc_fast: class, pop np_tls.cur[c]->free    [hit: ~12 instructions]
  *     miss  -> np_malloc_slow: thread init, other slabs of the ring, adopt an orphan,
  *              new slab from the page cache (np_pcp_get), large runs, huge chunks
- *   free(p) -> np_free_fast: granule byte, page descriptor -> slab, owner == me,
+ *   free(p) -> np_free_fast: granule byte, slab header of p's 64 KiB, owner == me,
  *              slot and double-free checks, push on local_free         [~20 instructions]
- *     a slab's block, not ours -> np_free_slab_slow: remote free (CAS push), claims, errors
- *     else  -> np_free_slow: page runs, huge, bootstrap, errors
+ *     else  -> np_free_slow: other threads' blocks (CAS push), blocks past the first 64 KiB
+ *              of a large slab, page runs, huge, bootstrap, errors
  * Neither fast path takes a lock, makes a system call or uses an atomic read-modify-write.
  */
 #ifndef NP_ALLOC_H
@@ -27,7 +27,6 @@
 
 NP_NOINLINE void *np_malloc_slow(size_t size);
 NP_NOINLINE void np_free_slow(void *p);
-NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a);
 NP_NOINLINE void np_slab_emptied(struct np_slab *s);
 
 NP_INLINE void *np_malloc_fast(size_t size)
@@ -38,6 +37,7 @@ NP_INLINE void *np_malloc_fast(size_t size)
 		uintptr_t b = s->free;
 		if (NP_LIKELY(b != 0)) {
 			s->free = *(uintptr_t *)b ^ s->key;
+			*(uintptr_t *)b = 0; /* see np_slab_looks_free */
 			s->used++;
 			np_tls.self->in_use[s->node] += s->block;
 			np_tls.self->requested[s->node] += size;
@@ -54,26 +54,19 @@ NP_INLINE void np_free_fast(void *p)
 	uintptr_t a = (uintptr_t)p;
 	if (NP_LIKELY((a >> NP_ADDR_BITS) == 0) &&
 	    NP_LIKELY(__atomic_load_n(&np_granule_map[a >> NP_CHUNK_SHIFT], __ATOMIC_RELAXED) == NP_GRANULE_START)) {
-		/* The descriptor of the first page of p's 64 KiB: slabs start on 64 KiB and cover
-		 * whole 64 KiB steps, so it names p's slab exactly when p is in one, and 16 pages
-		 * share one descriptor's cache line (fewer misses than p's own descriptor). */
-		struct np_chunk *c = np_chunk_of(p);
-		struct np_slab *s = c->pages[(a >> NP_PAGE_SHIFT) & (NP_CHUNK_PAGES - NP_SLAB_ALIGN_PAGES)].owner;
-		if (NP_LIKELY(s != NULL)) {
-			if (NP_LIKELY(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == np_tls.self) &&
-			    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {
-				if (np_config_debug >= 1) /* junk: use after free shows */
-					memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
-				*(uintptr_t *)a = s->local_free ^ s->key;
-				s->local_free = a;
-				np_tls.self->in_use[s->node] -= s->block;
-				if (NP_UNLIKELY(--s->used == 0))
-					np_slab_emptied(s);
-				return;
-			}
-			/* Another thread's block (or one the checks refused): straight to the slab's
-			 * slow path, which needs nothing np_free_slow would work out again. */
-			np_free_slab_slow(s, a);
+		/* The slab header by address alone (no page descriptor on the way): it is ours
+		 * exactly when its owner is this thread (np_slab_at_step). */
+		struct np_slab *s = np_slab_at_step(p);
+		struct np_thread *self = np_tls.self;
+		if (NP_LIKELY(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == self) && NP_LIKELY(self != NULL) &&
+		    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {
+			if (np_config_debug >= 1) /* junk: use after free shows */
+				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
+			*(uintptr_t *)a = s->local_free ^ s->key;
+			s->local_free = a;
+			self->in_use[s->node] -= s->block;
+			if (NP_UNLIKELY(--s->used == 0))
+				np_slab_emptied(s);
 			return;
 		}
 	}

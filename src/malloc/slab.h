@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -31,7 +32,8 @@
 struct np_thread;
 
 /* Slabs start on this boundary and are a multiple of it long (np_class_slab_bytes). */
-#define NP_SLAB_ALIGN_PAGES ((size_t)1 << (NP_META_SHIFT - NP_PAGE_SHIFT))
+#define NP_SLAB_ALIGN ((size_t)1 << NP_META_SHIFT)
+#define NP_SLAB_ALIGN_PAGES (NP_SLAB_ALIGN >> NP_PAGE_SHIFT)
 
 #define NP_SLAB_OWNED 0u
 #define NP_SLAB_FLOATING 1u
@@ -63,6 +65,19 @@ struct np_slab {
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
+_Static_assert(offsetof(struct np_chunk, no_owner) - offsetof(struct np_chunk, meta) == offsetof(struct np_slab, owner),
+	       "slot 0's chunk fields read as a slab header with no owner");
+
+/* The metadata slot of p's 64 KiB step read as a slab header. It is one exactly when its owner
+ * is a thread: slabs start on 64 KiB (their header is their first step's slot) and a released
+ * slab's owner is set to NULL, never-used slots are zero, slot 0 holds the chunk's fields (no
+ * owner, see no_owner). Steps after the first of a slab larger than 64 KiB have no header of
+ * their own: their slot reads as no owner's, and free() finds their slab the slow way. */
+NP_INLINE struct np_slab *np_slab_at_step(const void *p)
+{
+	struct np_chunk *c = np_chunk_of(p);
+	return (struct np_slab *)(void *)c->meta[((uintptr_t)p >> NP_META_SHIFT) & (NP_CHUNK_SIZE / NP_SLAB_ALIGN - 1)];
+}
 
 /* A slab with no free block: every thread's current slab of every class before its first
  * allocation, so the fast path needs no "initialised?" test. Never written. */
@@ -94,7 +109,11 @@ NP_INLINE bool np_slab_offset_ok(const struct np_slab *s, uintptr_t off)
 }
 
 /* True when the first word of block b decodes to a pointer into this slab or to the end of a
- * list: b looks already free (confirm with np_slab_holds_free before reporting). */
+ * list: b looks already free (confirm with np_slab_holds_free before reporting). malloc
+ * zeroes the first word of every block it hands out (one store to a line it just read), so a
+ * live block whose first word the program never wrote does not look free: otherwise its
+ * free would walk the slab's free lists to confirm (a program writing only a block's first
+ * byte ran 5x slower than under mimalloc). */
 NP_INLINE bool np_slab_looks_free(const struct np_slab *s, uintptr_t b)
 {
 	uintptr_t next = *(const uintptr_t *)b ^ s->key;

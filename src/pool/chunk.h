@@ -69,6 +69,10 @@ struct np_chunk {
 			uint8_t nilv;              /* interleave: number of nodes in ilv[] */
 			uint8_t user;              /* huge: free for the layer above */
 			uint16_t node;             /* dense node index the memory is bound to */
+			/* Always NULL: where a slab header in this slot would hold its owner, so that
+			 * free(), which reads the metadata slot of any pointer's 64 KiB as a slab
+			 * header, never takes slot 0 for a slab of the calling thread (slab.h). */
+			void *no_owner;
 			size_t size;               /* bytes mapped, header included */
 			size_t data_offset;        /* huge: offset of the user's memory */
 			struct np_chunk *next;     /* the owning pool's chunk list (normal), cache (cached) */
