@@ -8,8 +8,9 @@
  *              new slab from the page cache (np_pcp_get), large runs, huge chunks
  *   free(p) -> np_free_fast: granule byte, slab header of p's 64 KiB, owner == me,
  *              slot and double-free checks, push on local_free         [~20 instructions]
- *     else  -> np_free_slow: other threads' blocks (CAS push), blocks past the first 64 KiB
- *              of a large slab, page runs, huge, bootstrap, errors
+ *     another thread's slab (or refused) -> np_free_slab_slow: CAS push, claims, errors
+ *     else  -> np_free_slow: blocks past the first 64 KiB of a large slab, page runs, huge,
+ *              bootstrap, errors
  * Neither fast path takes a lock, makes a system call or uses an atomic read-modify-write.
  */
 #ifndef NP_ALLOC_H
@@ -27,6 +28,7 @@
 
 NP_NOINLINE void *np_malloc_slow(size_t size);
 NP_NOINLINE void np_free_slow(void *p);
+NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a);
 NP_NOINLINE void np_slab_emptied(struct np_slab *s);
 
 NP_INLINE void *np_malloc_fast(size_t size)
@@ -57,8 +59,8 @@ NP_INLINE void np_free_fast(void *p)
 		/* The slab header by address alone (no page descriptor on the way): it is ours
 		 * exactly when its owner is this thread (np_slab_at_step). */
 		struct np_slab *s = np_slab_at_step(p);
-		struct np_thread *self = np_tls.self;
-		if (NP_LIKELY(__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == self) && NP_LIKELY(self != NULL) &&
+		struct np_thread *self = np_tls.self, *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+		if (NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) &&
 		    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {
 			if (np_config_debug >= 1) /* junk: use after free shows */
 				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
@@ -67,6 +69,12 @@ NP_INLINE void np_free_fast(void *p)
 			self->in_use[s->node] -= s->block;
 			if (NP_UNLIKELY(--s->used == 0))
 				np_slab_emptied(s);
+			return;
+		}
+		/* Any owner (a thread, or none for an orphan) makes the slot a live slab's
+		 * header: another thread's block, or one the checks above refused. */
+		if (owner != NULL) {
+			np_free_slab_slow(s, a);
 			return;
 		}
 	}

@@ -27,7 +27,7 @@ static void orphans_init(void)
 		pthread_mutex_init(&orphans[n].lock, NULL);
 }
 
-#define PTR_MASK (~(uintptr_t)15)
+#define PTR_MASK NP_SLAB_PTR_MASK
 
 static uintptr_t next_of(const struct np_slab *s, uintptr_t b)
 {
@@ -150,19 +150,6 @@ bool np_slab_float(struct np_slab *s)
 		return true;
 	__atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED); /* remote frees arrived: keep it */
 	return false;
-}
-
-bool np_slab_push_remote(struct np_slab *s, uintptr_t b, bool *first)
-{
-	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed), state;
-	do {
-		state = old & NP_SLAB_STATE_MASK;
-		set_next(s, b, old & PTR_MASK);
-	} while (!atomic_compare_exchange_weak_explicit(
-		&s->thread_free, &old, b | (state == NP_SLAB_FLOATING ? NP_SLAB_ORPHAN : state),
-		memory_order_release, memory_order_relaxed));
-	*first = (old & PTR_MASK) == 0;
-	return state == NP_SLAB_FLOATING;
 }
 
 void np_slab_set_state(struct np_slab *s, uintptr_t state)

@@ -39,6 +39,7 @@ struct np_thread;
 #define NP_SLAB_FLOATING 1u
 #define NP_SLAB_ORPHAN 2u
 #define NP_SLAB_STATE_MASK 3u
+#define NP_SLAB_PTR_MASK (~(uintptr_t)15) /* thread_free: the list's head */
 /* The owner of a slab nobody owns: never equal to a thread, nor to NULL (no state yet). */
 #define NP_NO_OWNER ((struct np_thread *)(uintptr_t)8)
 
@@ -133,8 +134,20 @@ void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
 bool np_slab_float(struct np_slab *s);
 /* Pushes block b freed by a thread that does not own s. Returns true when the free claimed a
  * FLOATING slab, which the caller must then adopt or orphan. *first: the remote list was
- * empty before (the owner may have nothing to collect until told). */
-bool np_slab_push_remote(struct np_slab *s, uintptr_t b, bool *first);
+ * empty before (the owner may have nothing to collect until told). Inline: it is most of a
+ * remote free. */
+NP_INLINE bool np_slab_push_remote(struct np_slab *s, uintptr_t b, bool *first)
+{
+	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed), state;
+	do {
+		state = old & NP_SLAB_STATE_MASK;
+		*(uintptr_t *)b = (old & NP_SLAB_PTR_MASK) ^ s->key;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&s->thread_free, &old, b | (state == NP_SLAB_FLOATING ? NP_SLAB_ORPHAN : state),
+		memory_order_release, memory_order_relaxed));
+	*first = (old & NP_SLAB_PTR_MASK) == 0;
+	return state == NP_SLAB_FLOATING;
+}
 /* Sets the ownership state bits, keeping the list. */
 void np_slab_set_state(struct np_slab *s, uintptr_t state);
 
