@@ -433,6 +433,13 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 		} else {
 			make_current(th, s, true);
 		}
+		/* Take in the block just pushed at once: with used exact, the frees still to come
+		 * (now local) can empty it and give its pages back. Left in thread_free, it kept
+		 * used at 1 for good where nobody else frees (the sweep runs only after other
+		 * threads' frees): python held 285 empty slabs, 19 MB, at exit. */
+		np_slab_collect(s);
+		if (s->used == 0)
+			np_slab_emptied(s);
 	} else {
 		np_slab_orphan(s);
 	}
