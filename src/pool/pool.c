@@ -38,13 +38,25 @@ static void unlock_pool(struct np_pool *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Adaptive: a waiter spins a little before it sleeps. The lock is held for a few list
+ * operations, so a waiter usually gets it without a futex sleep and a context switch
+ * (realloc-grow/2, whose runs above 16 pages come from the pool: median 0.159 -> 0.144 s). */
+static void init_lock(struct np_pool *p)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&p->lock, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 void np_pool_init(const struct np_topo *t)
 {
 	purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
 	for (int i = 0; i < NP_MAX_NODES; i++) {
 		struct np_pool *p = &np_pools[i];
 		*p = (struct np_pool){.node = i};
-		pthread_mutex_init(&p->lock, NULL);
+		init_lock(p);
 		if (i < t->nnodes && t->node[i].mem_allowed) {
 			p->exists = true;
 			p->limit_pages = t->node[i].mem_bytes >> NP_PAGE_SHIFT;
@@ -595,7 +607,7 @@ void np_pool_atfork_child(void)
 {
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		if (np_pools[i].exists)
-			pthread_mutex_init(&np_pools[i].lock, NULL);
+			init_lock(&np_pools[i]);
 }
 
 static const char *check_locked(struct np_pool *p)
