@@ -41,8 +41,13 @@ NP_INLINE void *np_malloc_fast(size_t size)
 			s->free = *(uintptr_t *)b ^ s->key;
 			*(uintptr_t *)b = 0; /* see np_slab_looks_free */
 			s->used++;
-			np_tls.self->in_use[s->node] += s->block;
-			np_tls.self->requested[s->node] += size;
+			if (NP_LIKELY(s->node == np_tls.count_node)) {
+				np_tls.in_use += s->block;
+				np_tls.requested += size;
+			} else {
+				np_tls.self->in_use[s->node] += s->block;
+				np_tls.self->requested[s->node] += size;
+			}
 			if (np_config_debug >= 1) /* junk: reads of uninitialised memory show */
 				memset((void *)b, 0xa5, s->block);
 			return (void *)b;
@@ -66,7 +71,10 @@ NP_INLINE void np_free_fast(void *p)
 				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
 			*(uintptr_t *)a = s->local_free ^ s->key;
 			s->local_free = a;
-			self->in_use[s->node] -= s->block;
+			if (NP_LIKELY(s->node == np_tls.count_node))
+				np_tls.in_use -= s->block;
+			else
+				self->in_use[s->node] -= s->block;
 			if (NP_UNLIKELY(--s->used == 0))
 				np_slab_emptied(s);
 			return;

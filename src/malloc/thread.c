@@ -10,6 +10,7 @@
 #include "malloc/init.h"
 #include "malloc/place.h"
 #include "os.h"
+#include "pool/pool.h"
 #include "topology/topology.h"
 
 NP_TLS struct np_tls np_tls = {.cur = {[0 ... NP_NCLASSES - 1] = &np_slab_empty}};
@@ -81,6 +82,9 @@ struct np_thread *np_thread_get(void)
 		live->prev = th;
 	live = th;
 	pthread_mutex_unlock(&threads_lock);
+	np_tls.in_use = 0;
+	np_tls.requested = 0;
+	np_tls.count_node = (uint8_t)np_pool_primary(th->pcp.home);
 	np_tls.self = th;
 	np_tls.exited = false;
 	/* After self is set: setspecific may allocate (keys past the first 32), and that
@@ -115,6 +119,12 @@ unsigned np_thread_sweep(struct np_thread *th)
 
 void np_thread_fold_bytes(struct np_thread *th)
 {
+	if (th == np_tls.self) {
+		th->in_use[np_tls.count_node] += np_tls.in_use;
+		th->requested[np_tls.count_node] += np_tls.requested;
+		np_tls.in_use = 0;
+		np_tls.requested = 0;
+	}
 	for (int n = 0; n < np_topo_table.nnodes; n++) {
 		if (th->in_use[n]) {
 			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_in_use, (long)th->in_use[n]);

@@ -24,6 +24,14 @@
 struct np_tls {
 	struct np_slab *cur[NP_NCLASSES]; /* current slab per class (== self->ring[c]) */
 	struct np_thread *self;           /* NULL until the thread's first slow path */
+	/* The fast paths' byte counts for slabs of node count_node (the thread's first-choice
+	 * memory node), next to self: malloc and free touch no other line for them (mstress,
+	 * whose random object accesses evict everything else, paid for the thread struct's line
+	 * and page on every call). Slabs of other nodes count in self->in_use / requested.
+	 * Folded into those by np_thread_fold_bytes. */
+	int64_t in_use;
+	uint64_t requested;
+	uint8_t count_node;
 	bool exited;                      /* the thread-exit destructor ran */
 	bool place_at_start;              /* thread_start.c: placing a thread that inherited its mask */
 };
