@@ -33,8 +33,15 @@ NP_NOINLINE void np_slab_emptied(struct np_slab *s);
 
 NP_INLINE void *np_malloc_fast(size_t size)
 {
-	if (NP_LIKELY(size <= NP_SMALL_MAX)) {
-		unsigned c = np_size_class(size);
+	/* The table's range first: one compare for nearly every request. */
+	unsigned c;
+	if (NP_LIKELY(size <= NP_TABLE_MAX))
+		c = np_class_of16[(size + 15) >> 4];
+	else if (size <= NP_SMALL_MAX)
+		c = np_size_class(size);
+	else
+		return np_malloc_slow(size);
+	{
 		struct np_slab *s = np_tls.cur[c];
 		uintptr_t b = s->free;
 		if (NP_LIKELY(b != 0)) {
@@ -65,8 +72,9 @@ NP_INLINE void np_free_fast(void *p)
 		 * exactly when its owner is this thread (np_slab_at_step). */
 		struct np_slab *s = np_slab_at_step(p);
 		struct np_thread *self = np_tls.self, *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+		/* A slab of ours at p's step starts at the step: a - start < 64 KiB, 32 bits. */
 		if (NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) &&
-		    NP_LIKELY(np_slab_offset_ok(s, a - s->start)) && NP_LIKELY(!np_slab_looks_free(s, a))) {
+		    NP_LIKELY(np_slab_offset_ok32(s, (uint32_t)(a - s->start))) && NP_LIKELY(!np_slab_looks_free(s, a))) {
 			if (np_config_debug >= 1) /* junk: use after free shows */
 				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
 			*(uintptr_t *)a = s->local_free ^ s->key;

@@ -102,11 +102,16 @@ NP_INLINE void np_slab_set_block(struct np_slab *s, uint32_t block, uint32_t cap
  * off < 2^32: off = i block exactly when (off q^-1 mod 2^32) rotated right by k is i; for any
  * other off it is above 2^32 / block (Hacker's Delight, 10-17). So one multiply, a rotate and
  * one compare with capacity - 1 test both the block boundary and the slab's end. */
+NP_INLINE bool np_slab_offset_ok32(const struct np_slab *s, uint32_t off)
+{
+	uint32_t x = off * s->div_inv;
+	x = (x >> s->div_shift) | (x << ((32u - s->div_shift) & 31u));
+	return x <= s->div_lim;
+}
+
 NP_INLINE bool np_slab_offset_ok(const struct np_slab *s, uintptr_t off)
 {
-	uint32_t x = (uint32_t)off * s->div_inv;
-	x = (x >> s->div_shift) | (x << ((32u - s->div_shift) & 31u));
-	return (off >> 32) == 0 && x <= s->div_lim;
+	return (off >> 32) == 0 && np_slab_offset_ok32(s, (uint32_t)off);
 }
 
 /* True when the first word of block b decodes to a pointer into this slab or to the end of a
