@@ -144,6 +144,7 @@ bool np_slab_float(struct np_slab *s)
 	struct np_thread *owner = s->owner;
 	/* Let go of ownership first: once FLOATING, a claimer may write owner at any time. */
 	__atomic_store_n(&s->owner, NP_NO_OWNER, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->floater, owner, __ATOMIC_RELAXED);
 	uintptr_t expect = NP_SLAB_OWNED;
 	if (atomic_compare_exchange_strong_explicit(&s->thread_free, &expect, NP_SLAB_FLOATING,
 						    memory_order_release, memory_order_relaxed))

@@ -9,7 +9,8 @@
  * owner is caught cheaply. The low bits of thread_free hold the slab's ownership state:
  *   OWNED     owner is a live thread; it collects thread_free in its slow path
  *   FLOATING  the owner found it full and let go of it; it is in no list, and the first thread
- *             that frees into it claims it (adopts it, or hands it to its node's orphans)
+ *             that frees into it claims it (takes it back if it is the one that let go of it,
+ *             else hands it to its node's orphans)
  *   ORPHAN    ownerless, in (or on its way to) its node's orphan list for its class, where
  *             threads homed near that node adopt it
  * Memory never changes node: a block always returns to its own slab.
@@ -64,6 +65,7 @@ struct np_slab {
 	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
 	struct np_page *run;         /* the page run */
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
+	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it */
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
 _Static_assert(offsetof(struct np_chunk, no_owner) - offsetof(struct np_chunk, meta) == offsetof(struct np_slab, owner),
