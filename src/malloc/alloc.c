@@ -243,7 +243,8 @@ static void interleave_shares(const struct np_chunk *c, long share[NP_MAX_NODES]
 	}
 }
 
-static void huge_free(struct np_chunk *c, struct np_thread *th)
+/* keep: the chunk may stay with its node's pool for reuse (else it is unmapped). */
+static void huge_free(struct np_chunk *c, struct np_thread *th, bool keep)
 {
 	long pages = (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT);
 	struct np_pcp *pcp = th ? &th->pcp : NULL;
@@ -255,7 +256,7 @@ static void huge_free(struct np_chunk *c, struct np_thread *th)
 	} else {
 		np_pcp_count_free(pcp, c->node, pages);
 	}
-	if (!np_pool_put_huge(c, pcp ? &th->st : NULL))
+	if (!keep || !np_pool_put_huge(c, pcp ? &th->st : NULL))
 		np_chunk_unmap_huge(c);
 }
 
@@ -505,7 +506,7 @@ static void free_other(void *p)
 			invalid("invalid pointer (inside a large block)", p);
 		if (c->user)
 			uncount_large(th, c->node, c->size - c->data_offset);
-		huge_free(c, th);
+		huge_free(c, th, true);
 		errno = saved;
 		return;
 	}
@@ -708,6 +709,17 @@ void *np_realloc(void *p, size_t size)
 	if (!q)
 		return NULL;
 	memcpy(q, p, old < size ? old : size);
+	struct np_chunk *oc = size > old ? block_chunk(p) : NULL;
+	if (oc && oc->kind == NP_CHUNK_HUGE) {
+		/* A buffer that outgrew its huge chunk rarely comes back to that size: unmap the
+		 * chunk rather than keep it for reuse (sqlite's 5 MiB block, kept while it grew to
+		 * 10 MiB, added 5 MB to its peak RSS). */
+		struct np_thread *th = freeing_thread();
+		if (oc->user)
+			uncount_large(th, oc->node, oc->size - oc->data_offset);
+		huge_free(oc, th, false);
+		return q;
+	}
 	np_free_fast(p);
 	return q;
 }

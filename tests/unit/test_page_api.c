@@ -471,6 +471,21 @@ static void huge_blocks(void **state)
 	numa_page_trim();
 	assert_int_equal(np_fake_os_unmaps(), unmaps + 3);
 	assert_int_equal(np_fake_os_maps(), maps + 2);
+	/* A huge block that realloc outgrows is unmapped, not kept: growing buffers do not come
+	 * back to their old size. Its contents move. */
+	char *g = numa_page_malloc(5 * MB);
+	assert_non_null(g);
+	memset(g, 0x5a, 5 * MB);
+	long before = np_fake_os_unmaps();
+	char *h = numa_page_realloc(g, 12 * MB);
+	assert_non_null(h);
+	assert_int_equal(h[0], 0x5a);
+	assert_int_equal(h[5 * MB - 1], 0x5a);
+	assert_int_equal(np_fake_os_unmaps(), before + 1);
+	numa_page_free(h); /* this one is kept */
+	assert_int_equal(np_fake_os_unmaps(), before + 1);
+	numa_page_trim();
+	assert_int_equal(np_fake_os_unmaps(), before + 2);
 }
 
 static void home_node_set_and_follow(void **state)
