@@ -23,6 +23,11 @@ size_t np_os_page_size(void);
 void *np_os_map(size_t size, size_t align);
 /* Unmaps a range returned by np_os_map (or a page-aligned part of it). 0 or -errno. */
 int np_os_unmap(void *p, size_t size);
+/* Grows the mapping [old, old + old_size) to new_size bytes (mremap): in place when dst == old
+ * (failing rather than moving), else moved to dst, a mapping of new_size bytes it replaces. The
+ * pages, their contents and the range's memory policy go along; nothing is copied. 0 or
+ * -errno (nothing changed). */
+int np_os_remap(void *old, size_t old_size, size_t new_size, void *dst);
 
 /* Binds a range to one node: strict (MPOL_BIND) or preferred (MPOL_PREFERRED), through libnuma's
  * mbind with MPOL_F_STATIC_NODES. policy is enum np_bind_policy; NP_BIND_NONE does nothing.

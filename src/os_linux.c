@@ -81,6 +81,16 @@ int np_os_unmap(void *p, size_t size)
 	RETURN_ERRNO(munmap(p, size));
 }
 
+int np_os_remap(void *old, size_t old_size, size_t new_size, void *dst)
+{
+	SAVE_ERRNO;
+	void *r = dst == old ? mremap(old, old_size, new_size, 0)
+			     : mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	int rc = r == MAP_FAILED ? -errno : 0;
+	errno = saved_errno_;
+	return rc;
+}
+
 int np_os_bind(void *p, size_t size, int node, int policy)
 {
 	if (policy == NP_BIND_NONE)

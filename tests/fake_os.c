@@ -131,6 +131,16 @@ int np_os_unmap(void *p, size_t size)
 	return rc;
 }
 
+int np_os_remap(void *old, size_t old_size, size_t new_size, void *dst)
+{
+	int saved = errno;
+	void *r = dst == old ? mremap(old, old_size, new_size, 0)
+			     : mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	int rc = r == MAP_FAILED ? -errno : 0;
+	errno = saved;
+	return rc;
+}
+
 static int record(void *p, size_t size, int node, const int *nodes, int n)
 {
 	pthread_mutex_lock(&lock);

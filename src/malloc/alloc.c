@@ -705,15 +705,29 @@ void *np_realloc(void *p, size_t size)
 			return p;
 		}
 	}
+	/* A huge block grows by remapping: no copy, and its pages stay resident and bound. */
+	struct np_chunk *oc = size > old ? block_chunk(p) : NULL;
+	if (oc && oc->kind == NP_CHUNK_HUGE && size <= MAX_REQUEST) {
+		struct np_chunk *nc = np_chunk_grow_huge(oc, size);
+		if (nc) {
+			struct np_thread *th = freeing_thread();
+			long pages = (long)((nc->size - nc->data_offset) >> NP_PAGE_SHIFT) - (long)(old >> NP_PAGE_SHIFT);
+			if (th)
+				np_pcp_count_alloc(&th->pcp, nc->node, nc->node, pages);
+			if (nc->user)
+				np_vmstat_add(th ? &th->st : NULL, nc->node, NUMA_PAGE_STAT_malloc_in_use,
+					      pages << NP_PAGE_SHIFT);
+			return (char *)nc + nc->data_offset;
+		}
+	}
 	void *q = np_malloc_fast(size);
 	if (!q)
 		return NULL;
 	memcpy(q, p, old < size ? old : size);
-	struct np_chunk *oc = size > old ? block_chunk(p) : NULL;
 	if (oc && oc->kind == NP_CHUNK_HUGE) {
-		/* A buffer that outgrew its huge chunk rarely comes back to that size: unmap the
-		 * chunk rather than keep it for reuse (sqlite's 5 MiB block, kept while it grew to
-		 * 10 MiB, added 5 MB to its peak RSS). */
+		/* It could not be remapped. A buffer that outgrew its huge chunk rarely comes back
+		 * to that size: unmap the chunk rather than keep it for reuse (sqlite's 5 MiB block,
+		 * kept while it grew to 10 MiB, added 5 MB to its peak RSS). */
 		struct np_thread *th = freeing_thread();
 		if (oc->user)
 			uncount_large(th, oc->node, oc->size - oc->data_offset);

@@ -150,6 +150,35 @@ void np_chunk_unmap_huge(struct np_chunk *c)
 	np_os_unmap(c, size);
 }
 
+struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
+{
+	size_t old = c->size;
+	if (c->kind != NP_CHUNK_HUGE || c->data_offset >= NP_CHUNK_SIZE || bytes > SIZE_MAX / 2 - NP_CHUNK_SIZE)
+		return NULL;
+	size_t size = np_chunk_huge_size(c->data_offset + bytes);
+	if (size <= old)
+		return c;
+	if (np_os_remap(c, old, size, c) == 0) { /* the address space behind it was free */
+		c->size = size;
+		mark(c, size, NP_GRANULE_START);
+		return c;
+	}
+	struct np_chunk *d = np_os_map(size, NP_CHUNK_SIZE);
+	if (!d)
+		return NULL;
+	/* Off the granule map before the move: once the old range is gone, another thread may
+	 * map a chunk there and mark it. */
+	mark(c, old, NP_GRANULE_NONE);
+	if (np_os_remap(c, old, size, d) != 0) {
+		mark(c, old, NP_GRANULE_START);
+		np_os_unmap(d, size);
+		return NULL;
+	}
+	d->size = size;
+	mark(d, size, NP_GRANULE_START);
+	return d;
+}
+
 void np_chunk_trim_huge(struct np_chunk *c, size_t size)
 {
 	size_t old = c->size;

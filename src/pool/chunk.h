@@ -174,6 +174,11 @@ size_t np_chunk_huge_size(size_t bytes);
 struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align);
 /* Unmaps a huge chunk and clears its granules. */
 void np_chunk_unmap_huge(struct np_chunk *c);
+/* Grows huge chunk c to hold `bytes` user bytes without copying: extends the mapping in place,
+ * or moves it (pages, binding and header together) to a fresh chunk-aligned range. Returns the
+ * chunk (moved or not), or NULL when neither worked (c is unchanged; the caller copies). Only
+ * for chunks whose data starts within their first granule. */
+struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes);
 /* Unmaps the tail of a huge chunk past its first `size` bytes (a multiple of the page size
  * that still covers the header) and clears the granules no longer covered. */
 void np_chunk_trim_huge(struct np_chunk *c, size_t size);

@@ -168,6 +168,27 @@ static void check_onnode(void)
 			vm_fail("numa_page_alloc_onnode(%d): %s (expected %s): %s", n, got, exp,
 				t.first);
 	}
+	/* A huge block grown by realloc is remapped (in place or moved with its pages): its pages
+	 * must stay on the node, the old ones and the new ones alike. */
+	for (int n = 0; n <= vm_topo.max_node; n++) {
+		if (!vm_topo.online[n] || !vm_topo.has_mem[n])
+			continue;
+		struct tally t = {0};
+		size_t small = 5u << 20, big = 14u << 20; /* 14 MiB: 3584 pages, one vm_where call */
+		char *p = numa_page_alloc_onnode(small, n);
+		if (p)
+			memset(p, 0x3c, small);
+		char *q = p ? numa_page_realloc(p, big) : NULL;
+		bool kept = q && q[0] == 0x3c && q[small - 1] == 0x3c, moved = q != p;
+		tally_pages(&t, q, big, n);
+		numa_page_free(q);
+		if (tally_clean(&t) && kept)
+			vm_ok("numa_page_realloc of a %zu MiB block on node %d to %zu MiB (%s): every page "
+			      "on node %d, contents kept", small >> 20, n, big >> 20, moved ? "moved" : "in place", n);
+		else
+			vm_fail("numa_page_realloc on node %d: %s%s", n, kept ? "" : "contents lost; ",
+				t.first[0] ? t.first : "(pages)");
+	}
 	int bad[] = {vm_topo.max_node + 1, 100000, -2};
 	for (int i = 0; i < 3; i++) {
 		errno = 0;
