@@ -770,7 +770,7 @@ int numa_page_trim(void)
 	}
 	released += np_slab_sweep_orphans();
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		released += np_pool_purge(n, 0, th ? &th->st : NULL);
+		released += np_pool_trim(n, th ? &th->st : NULL);
 	return released > 0;
 }
 
