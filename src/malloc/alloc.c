@@ -221,7 +221,7 @@ static void *page_alloc(struct np_thread *th, size_t size, size_t align, int nod
 		if (!c)
 			c = np_chunk_map_huge(n, size, align);
 		if (c) {
-			np_pcp_count_alloc(&th->pcp, intended, n, (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT));
+			np_pcp_count_alloc(&th->pcp, intended, n, (long)(np_chunk_data_bytes(c) >> NP_PAGE_SHIFT));
 			return (char *)c + c->data_offset;
 		}
 	}
@@ -235,7 +235,7 @@ static void interleave_shares(const struct np_chunk *c, long share[NP_MAX_NODES]
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		share[i] = 0;
 	const char *data = (const char *)c + c->data_offset;
-	size_t pages = (c->size - c->data_offset) >> NP_PAGE_SHIFT;
+	size_t pages = np_chunk_data_bytes(c) >> NP_PAGE_SHIFT;
 	for (size_t k = 0; k < pages && k < c->nilv; k++) {
 		/* Page k, k + nilv, k + 2 nilv ... share a node: count them at once. */
 		long n = (long)((pages - k + c->nilv - 1) / c->nilv);
@@ -243,10 +243,15 @@ static void interleave_shares(const struct np_chunk *c, long share[NP_MAX_NODES]
 	}
 }
 
-/* keep: the chunk may stay with its node's pool for reuse (else it is unmapped). */
+static void uncount_large(struct np_thread *th, int node, size_t usable);
+
+/* Releases a huge or interleaved block: its pages and, for malloc's, its bytes leave the
+ * statistics. keep: the chunk may stay with its node's pool for reuse (else it is unmapped). */
 static void huge_free(struct np_chunk *c, struct np_thread *th, bool keep)
 {
-	long pages = (long)((c->size - c->data_offset) >> NP_PAGE_SHIFT);
+	if (c->user)
+		uncount_large(th, c->node, np_chunk_data_bytes(c));
+	long pages = (long)(np_chunk_data_bytes(c) >> NP_PAGE_SHIFT);
 	struct np_pcp *pcp = th ? &th->pcp : NULL;
 	if (c->kind == NP_CHUNK_INTERLEAVE) {
 		long share[NP_MAX_NODES];
@@ -297,7 +302,7 @@ static void count_large(struct np_thread *th, void *p, size_t requested)
 		usable = (size_t)pg->npages << NP_PAGE_SHIFT;
 	} else {
 		c->user = 1;
-		usable = c->size - c->data_offset;
+		usable = np_chunk_data_bytes(c);
 	}
 	int node = np_chunk_node_at(c, p);
 	np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_requested, (long)requested);
@@ -504,18 +509,11 @@ static void free_other(void *p)
 			invalid("double free of", p);
 		if ((char *)p != (char *)c + c->data_offset || c->kind == NP_CHUNK_CACHED)
 			invalid("invalid pointer (inside a large block)", p);
-		if (c->user)
-			uncount_large(th, c->node, c->size - c->data_offset);
 		huge_free(c, th, true);
 		errno = saved;
 		return;
 	}
-	struct np_page *pg = np_chunk_page(c, p);
-	if (pg->owner) { /* cannot be: np_free_slow took every slab's pages */
-		np_free_slab_slow((struct np_slab *)pg->owner, (uintptr_t)p);
-		errno = saved;
-		return;
-	}
+	struct np_page *pg = np_chunk_page(c, p); /* no slab's: np_free_slow took those */
 	if (((uintptr_t)p & (NP_PAGE_SIZE - 1)) != 0)
 		invalid("invalid pointer (not the start of a block)", p);
 	switch (pg->state) {
@@ -555,7 +553,7 @@ size_t np_usable_size(const void *p)
 	if (c->kind == NP_CHUNK_CACHED)
 		np_fatal("malloc_usable_size: invalid pointer %p (freed)", p);
 	if (c->kind != NP_CHUNK_NORMAL)
-		return c->size - c->data_offset;
+		return np_chunk_data_bytes(c);
 	struct np_page *pg = np_chunk_page(c, p);
 	if (pg->owner)
 		return ((struct np_slab *)pg->owner)->block;
@@ -680,6 +678,16 @@ int numa_page_posix_memalign(void **out, size_t alignment, size_t size)
 	return 0;
 }
 
+/* realloc grew a large block in place from old to new usable bytes (page multiples): count
+ * the pages, and the bytes when the block is malloc's. */
+static void count_growth(struct np_thread *th, int node, size_t old, size_t new, bool user)
+{
+	if (th)
+		np_pcp_count_alloc(&th->pcp, node, node, (long)((new - old) >> NP_PAGE_SHIFT));
+	if (user)
+		np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, (long)(new - old));
+}
+
 void *np_realloc(void *p, size_t size)
 {
 	if (!p)
@@ -698,10 +706,7 @@ void *np_realloc(void *p, size_t size)
 		struct np_thread *th = np_tls.self;
 		size_t want = (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
 		if (!pg->owner && th && np_pool_grow_run(pg, want, &th->st)) {
-			np_pcp_count_alloc(&th->pcp, c->node, c->node, (long)(want - (old >> NP_PAGE_SHIFT)));
-			if (pg->user)
-				np_vmstat_add(&th->st, c->node, NUMA_PAGE_STAT_malloc_in_use,
-					      (long)((want << NP_PAGE_SHIFT) - old));
+			count_growth(th, c->node, old, want << NP_PAGE_SHIFT, pg->user);
 			return p;
 		}
 	}
@@ -710,13 +715,7 @@ void *np_realloc(void *p, size_t size)
 	if (oc && oc->kind == NP_CHUNK_HUGE && size <= MAX_REQUEST) {
 		struct np_chunk *nc = np_chunk_grow_huge(oc, size);
 		if (nc) {
-			struct np_thread *th = freeing_thread();
-			long pages = (long)((nc->size - nc->data_offset) >> NP_PAGE_SHIFT) - (long)(old >> NP_PAGE_SHIFT);
-			if (th)
-				np_pcp_count_alloc(&th->pcp, nc->node, nc->node, pages);
-			if (nc->user)
-				np_vmstat_add(th ? &th->st : NULL, nc->node, NUMA_PAGE_STAT_malloc_in_use,
-					      pages << NP_PAGE_SHIFT);
+			count_growth(freeing_thread(), nc->node, old, np_chunk_data_bytes(nc), nc->user);
 			return (char *)nc + nc->data_offset;
 		}
 	}
@@ -728,10 +727,7 @@ void *np_realloc(void *p, size_t size)
 		/* It could not be remapped. A buffer that outgrew its huge chunk rarely comes back
 		 * to that size: unmap the chunk rather than keep it for reuse (sqlite's 5 MiB block,
 		 * kept while it grew to 10 MiB, added 5 MB to its peak RSS). */
-		struct np_thread *th = freeing_thread();
-		if (oc->user)
-			uncount_large(th, oc->node, oc->size - oc->data_offset);
-		huge_free(oc, th, false);
+		huge_free(oc, freeing_thread(), false);
 		return q;
 	}
 	np_free_fast(p);

@@ -36,7 +36,7 @@ NP_INLINE void *np_malloc_fast(size_t size)
 	/* The table's range first: one compare for nearly every request. */
 	unsigned c;
 	if (NP_LIKELY(size <= NP_TABLE_MAX))
-		c = np_class_of16[(size + 15) >> 4];
+		c = np_size_class(size); /* the table: the compiler knows the range */
 	else if (size <= NP_SMALL_MAX)
 		c = np_size_class(size);
 	else

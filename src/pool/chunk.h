@@ -182,6 +182,11 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes);
 /* Unmaps the tail of a huge chunk past its first `size` bytes (a multiple of the page size
  * that still covers the header) and clears the granules no longer covered. */
 void np_chunk_trim_huge(struct np_chunk *c, size_t size);
+/* The user's bytes of a huge or interleaved chunk (its mapping past the header). */
+NP_INLINE size_t np_chunk_data_bytes(const struct np_chunk *c)
+{
+	return c->size - c->data_offset;
+}
 /* Node of the page holding p inside chunk c (differs per page only for interleaved chunks). */
 int np_chunk_node_at(const struct np_chunk *c, const void *p);
 /* Checks the descriptors of a normal chunk; NULL when sound, else what is wrong. */

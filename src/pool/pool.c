@@ -426,7 +426,7 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 
 static size_t huge_pages(const struct np_chunk *c)
 {
-	return (c->size - c->data_offset) >> NP_PAGE_SHIFT;
+	return np_chunk_data_bytes(c) >> NP_PAGE_SHIFT;
 }
 
 bool np_pool_put_huge(struct np_chunk *c, struct np_vmstat_diffs *st)
@@ -500,11 +500,10 @@ static int evict_cached_locked(struct np_pool *p, size_t keep_pages, struct np_c
 
 /* ---- purging ------------------------------------------------------------------------------- */
 
-size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
+/* Unmaps cached huge chunks, oldest first, while the pool holds more than keep_pages dirty
+ * pages. Returns their pages. */
+static size_t purge_cached(struct np_pool *p, size_t keep_pages, struct np_vmstat_diffs *st)
 {
-	struct np_pool *p = &np_pools[node];
-	if (!p->exists)
-		return 0;
 	size_t total = 0;
 	for (;;) {
 		struct np_chunk *huge[PURGE_BATCH];
@@ -518,9 +517,18 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 			pages += huge_pages(huge[i]);
 			np_chunk_unmap_huge(huge[i]);
 		}
-		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
+		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
 		total += pages;
 	}
+	return total;
+}
+
+size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
+{
+	struct np_pool *p = &np_pools[node];
+	if (!p->exists)
+		return 0;
+	size_t total = purge_cached(p, keep_pages, st);
 	for (;;) {
 		struct np_page *runs[PURGE_BATCH];
 		int n = 0;
@@ -560,15 +568,16 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 
 size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 {
-	size_t total = np_pool_purge(node, 0, st);
 	struct np_pool *p = &np_pools[node];
 	if (!p->exists)
-		return total;
-	/* Under the lock, as glibc's malloc_trim: the runs stay in their bins, so no allocation
-	 * may take one while its pages go. Runs the pool thinks clean are given back too: with
-	 * transparent huge pages set to "always" the kernel backs a whole 2 MiB of a fresh chunk
-	 * on its first touch, so never-used pages can be resident (the VM guests' threads10k saw
-	 * 8-10 MB stay after trim). madvise of pages that are not there costs nothing. */
+		return 0;
+	size_t total = purge_cached(p, 0, st);
+	/* Every free run, under the lock, as glibc's malloc_trim: the runs stay in their bins, so
+	 * no allocation may take one while its pages go. Runs the pool thinks clean are given back
+	 * too: with transparent huge pages set to "always" the kernel backs a whole 2 MiB of a
+	 * fresh chunk on its first touch, so never-used pages can be resident (the VM guests'
+	 * threads10k saw 8-10 MB stay after trim). madvise of pages that are not there costs
+	 * nothing. */
 	size_t pages = 0;
 	lock_pool(p, st);
 	for (struct np_chunk *c = p->chunks; c; c = c->next) {
@@ -579,6 +588,8 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 			if (np_page_state(pg) == NP_PAGE_FREE) {
 				np_os_purge(np_page_addr(pg), n << NP_PAGE_SHIFT);
 				size_t d = run_dirty(pg);
+				if (d)
+					total += n; /* known to have been resident */
 				p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
 				pg->clean = 1;
 				if (n > 1)
@@ -590,7 +601,6 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 	}
 	unlock_pool(p);
 	np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
-	/* What is known to have been resident: malloc_trim's answer. */
 	return total;
 }
 

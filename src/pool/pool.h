@@ -88,9 +88,9 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
  * the lock. Returns pages given back. */
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st);
 
-/* malloc_trim's part: np_pool_purge(node, 0), then every free run of the pool's chunks given
- * back to the OS, clean ones included (counted in pages_purged). Returns the pages known to
- * have been resident: np_pool_purge's. */
+/* malloc_trim's part: every cached huge chunk unmapped and every free run of the pool's chunks
+ * given back to the OS, clean ones included (all counted in pages_purged). Returns the pages
+ * known to have been resident (cached chunks and dirty runs), malloc_trim's answer. */
 size_t np_pool_trim(int node, struct np_vmstat_diffs *st);
 
 /* The pool a thread homed on `home` refills from first. For a node with memory: itself. For a
