@@ -10,6 +10,7 @@
 #ifndef NP_OS_H
 #define NP_OS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,6 +70,29 @@ int np_os_affinity_count(void);
 int np_os_shm_create(const char *path, size_t size, void **out);
 /* Removes a file name. 0 or -errno. */
 int np_os_unlink(const char *path);
+/* ---- Process-level facts and isolation ---- */
+/* True when the process runs with elevated privileges it did not get from its caller
+ * (setuid/setgid or file capabilities: getauxval(AT_SECURE)); then nothing in the
+ * environment may steer the library or hwloc. */
+bool np_os_is_secure(void);
+/* Fills buf with n random bytes (getrandom; without it, the kernel's AT_RANDOM bytes mixed
+ * with the clock and addresses). Never blocks, never fails. */
+void np_os_random(void *buf, size_t n);
+/* Whether path names a regular file (following links), and its size: 0 and *size, -EINVAL for
+ * anything that is not a regular file (a device, a FIFO, a directory), or -errno. */
+int np_os_file_info(const char *path, uint64_t *size);
+/* Maps size bytes of zeroed anonymous memory shared with child processes (np_os_isolate), or
+ * NULL. Unmapped with np_os_unmap. */
+void *np_os_map_shared(size_t size);
+/* Runs fn(arg) in a child process, a copy of this one made with a raw clone: no atfork handler
+ * runs in either process and no SIGCHLD is sent, so the program cannot notice. The child gets
+ * at most mem_limit more bytes of data (RLIMIT_DATA) and timeout_ms of time, and leaves with
+ * _exit(fn's return value): it reports through memory from np_os_map_shared. Returns that
+ * value (0..255); -ETIMEDOUT when it ran out of time (it is killed); -ECHILD when it died of a
+ * signal (*sig: which); another -errno when no child could be made (the caller decides
+ * whether to run fn itself). */
+int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms, int *sig);
+
 /* The calling process's id and effective user id. */
 int np_os_pid(void);
 unsigned np_os_euid(void);

@@ -287,3 +287,50 @@ int np_os_pid_alive(int pid)
 	errno = saved;
 	return rc;
 }
+
+static bool secure;
+
+void np_fake_os_set_secure(bool on) { __atomic_store_n(&secure, on, __ATOMIC_SEQ_CST); }
+
+bool np_os_is_secure(void) { return __atomic_load_n(&secure, __ATOMIC_SEQ_CST); }
+
+void np_os_random(void *buf, size_t n)
+{
+	/* Deterministic: tests replay the same keys. */
+	static uint64_t x = 0x243f6a8885a308d3ULL;
+	unsigned char *out = buf;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		out[i] = (unsigned char)(x >> 56);
+	}
+}
+
+int np_os_file_info(const char *path, uint64_t *size)
+{
+	int saved = errno;
+	struct stat st;
+	int rc = stat(path, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+	if (rc == 0)
+		*size = (uint64_t)st.st_size;
+	errno = saved;
+	return rc;
+}
+
+void *np_os_map_shared(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int isolate_errno;
+
+void np_fake_os_fail_isolate(int neg_errno) { __atomic_store_n(&isolate_errno, neg_errno, __ATOMIC_SEQ_CST); }
+
+int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms, int *sig)
+{
+	/* In the calling process: unit tests exercise the topology logic, not the isolation (the
+	 * real library's tests feed hostile inputs through os_linux.c). */
+	(void)mem_limit, (void)timeout_ms, (void)sig;
+	int e = __atomic_load_n(&isolate_errno, __ATOMIC_SEQ_CST);
+	return e ? e : fn(arg) & 0xff;
+}

@@ -6,6 +6,7 @@
 #ifndef NP_FAKE_OS_H
 #define NP_FAKE_OS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The CPU np_os_current_cpu() reports for the calling thread (default 0). */
@@ -27,5 +28,11 @@ void np_fake_os_reset(void);
 /* np_os_shm_create fails with this negative errno (0 = create real files again). The shm
  * functions otherwise act for real (files in /dev/shm, real kill(pid, 0)). */
 void np_fake_os_fail_shm(int neg_errno);
+
+/* np_os_is_secure() answers on (a setuid process) until set off again. */
+void np_fake_os_set_secure(bool on);
+/* np_os_isolate fails with this negative errno, as when no child can be made (0: run the
+ * function in the calling process, the default: the fake does not fork). */
+void np_fake_os_fail_isolate(int neg_errno);
 
 #endif

@@ -108,26 +108,61 @@ int np_topo_cpu_node(const struct np_topo *t, int cpu)
 }
 
 /*
- * hwloc dlopen()s every plugin in its plugin directory when the first topology of the process is
- * initialised (hwloc_topology_init -> hwloc_components_init). Debian's hwloc_gl and hwloc_opencl
- * would pull X11 and OpenCL into every process we are preloaded into. hwloc has no API to stop
- * that (hwloc_topology_set_components() blacklists components only after they were loaded, and
- * HWLOC_PLUGINS_BLACKLIST needs every plugin's name), but it reads HWLOC_PLUGINS_PATH, a
- * colon-separated list of directories, with getenv at that moment: an empty list loads nothing
- * and opens no directory. So we set it to "" around hwloc_topology_init, unless the user set it
- * (then they chose their plugins), and remove it afterwards. setenv allocates (the bootstrap
- * arena serves it inside the library); it runs once, during start-up.
- * Without plugins, XML is read by hwloc's built-in minimalistic parser, not libxml2.
+ * hwloc's view of the environment. hwloc reads HWLOC_* variables with getenv at every step:
+ * HWLOC_PLUGINS_PATH when the first topology is initialised (it dlopen()s every hwloc_*.so of
+ * that directory list, or of its plugin directory when unset: Debian's hwloc_gl and
+ * hwloc_opencl would pull X11 and OpenCL into every process we are preloaded into), and
+ * HWLOC_XMLFILE, HWLOC_SYNTHETIC, HWLOC_FSROOT, HWLOC_THISSYSTEM, HWLOC_ALLOW and more at load.
+ * hwloc has no API to ignore them (hwloc_topology_set_components() blacklists components only
+ * after they were loaded). So while hwloc runs, `environ` points at a view built here, without
+ * allocating: only the HWLOC_* entries, plus an empty HWLOC_PLUGINS_PATH (no plugin is loaded,
+ * no directory opened) unless the user set one; and in a secure process (setuid, setgid, file
+ * capabilities: the user is not who the program runs as) nothing but the empty plugin path,
+ * so no variable of the caller's can load code as root or change the topology. Without
+ * plugins, XML is read by hwloc's built-in parser, not libxml2.
+ * The view lasts for one load, at start-up; a setenv by another thread meanwhile would be lost.
  */
-static int topology_init_without_plugins(hwloc_topology_t *topo)
+extern char **environ;
+#define HWLOC_ENV_MAX 64
+static char *hwloc_env[HWLOC_ENV_MAX + 2];
+static char **saved_env;
+static char no_plugins[] = "HWLOC_PLUGINS_PATH=";
+
+static bool env_is(const char *entry, const char *name)
 {
-	bool set = getenv("HWLOC_PLUGINS_PATH") == NULL;
-	if (set)
-		setenv("HWLOC_PLUGINS_PATH", "", 1);
-	int err = hwloc_topology_init(topo);
-	if (set)
-		unsetenv("HWLOC_PLUGINS_PATH");
-	return err;
+	size_t n = strlen(name);
+	return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+static void hwloc_env_enter(bool secure)
+{
+	int n = 0;
+	bool plugins_path = false;
+	for (char **e = environ; !secure && e && *e && n < HWLOC_ENV_MAX; e++) {
+		if (strncmp(*e, "HWLOC_", 6) != 0)
+			continue;
+		plugins_path |= env_is(*e, "HWLOC_PLUGINS_PATH");
+		hwloc_env[n++] = *e;
+	}
+	if (!plugins_path)
+		hwloc_env[n++] = no_plugins;
+	hwloc_env[n] = NULL;
+	saved_env = environ;
+	environ = hwloc_env;
+}
+
+static void hwloc_env_leave(void)
+{
+	environ = saved_env;
+}
+
+/* True when the caller's environment sends hwloc elsewhere than this machine. */
+static bool hwloc_env_redirects(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if (env_is(*e, "HWLOC_XMLFILE") || env_is(*e, "HWLOC_SYNTHETIC") || env_is(*e, "HWLOC_FSROOT"))
+			return true;
+	return false;
 }
 
 /*
@@ -342,6 +377,11 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 	for (int i = 1; i < nn; i++)
 		if (nodes[i]->os_index == nodes[i - 1]->os_index)
 			return "two NUMA nodes share an OS id";
+	if (nodes[nn - 1]->os_index >= MEMPOLICY_BITS) {
+		np_format(why_buf, why_size, "NUMA node id %u is beyond the kernel's limit of %d",
+			  nodes[nn - 1]->os_index, MEMPOLICY_BITS - 1);
+		return why_buf;
+	}
 
 	for (int c = 0; c < NP_MAX_CPUS; c++)
 		t->cpu_to_node[c] = -1;
@@ -407,21 +447,35 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 	return NULL;
 }
 
-int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow)
-{
+/* One load, as the child process of an isolated load runs it (or this process when the load
+ * is not steered by the user). Inputs, then what came out: *out filled when ok, else why. */
+struct load_job {
+	const char *spec;
+	enum np_topo_source src;
+	const struct np_topo_allow *allow;
+	bool secure;
+	bool ok;
 	char why[200];
+	struct np_topo *out;
+};
+
+static int run_hwloc(void *arg)
+{
+	struct load_job *job = arg;
+	struct np_topo *t = job->out;
+	const char *spec = job->spec;
+	enum np_topo_source src = job->src;
+	char *why = job->why;
+	size_t why_size = sizeof job->why;
 	char what[sizeof t->desc]; /* what was loaded, for the table's desc and the warning */
-	enum np_topo_source src = NP_TOPO_SYSTEM;
-	if (spec && strncmp(spec, SYNTHETIC_PREFIX, strlen(SYNTHETIC_PREFIX)) == 0)
-		src = NP_TOPO_SYNTHETIC;
-	else if (spec && spec[0])
-		src = NP_TOPO_XML;
 	np_format(what, sizeof what, "%s", src == NP_TOPO_SYSTEM ? "this machine" : spec);
 
+	hwloc_env_enter(job->secure);
 	hwloc_topology_t topo;
-	if (topology_init_without_plugins(&topo) < 0) {
-		np_format(why, sizeof why, "hwloc_topology_init failed: %s", errtext(errno));
-		return fail(t, why);
+	if (hwloc_topology_init(&topo) < 0) {
+		np_format(why, why_size, "hwloc_topology_init failed: %s", errtext(errno));
+		hwloc_env_leave();
+		return 0;
 	}
 	restrict_discovery(topo, src);
 
@@ -429,24 +483,23 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 	if (src == NP_TOPO_SYNTHETIC) {
 		err = hwloc_topology_set_synthetic(topo, spec + strlen(SYNTHETIC_PREFIX));
 		if (err < 0)
-			np_format(why, sizeof why, "bad hwloc synthetic topology '%s'",
-				  spec + strlen(SYNTHETIC_PREFIX));
+			np_format(why, why_size, "bad hwloc synthetic topology '%s'", spec + strlen(SYNTHETIC_PREFIX));
 	} else if (src == NP_TOPO_XML) {
 		/* hwloc opens the file here; it reports a missing or unreadable file by errno,
 		 * and a file it cannot parse by EINVAL (here or at load). */
 		errno = 0;
 		err = hwloc_topology_set_xml(topo, spec);
 		if (err < 0 && errno && errno != EINVAL)
-			np_format(why, sizeof why, "cannot read hwloc XML '%s': %s", spec, errtext(errno));
+			np_format(why, why_size, "cannot read hwloc XML '%s': %s", spec, errtext(errno));
 		else if (err < 0)
-			np_format(why, sizeof why, "cannot parse hwloc XML '%s'", spec);
+			np_format(why, why_size, "cannot parse hwloc XML '%s'", spec);
 	}
 	if (!err) {
 		err = hwloc_topology_load(topo);
 		if (err < 0 && src == NP_TOPO_XML)
-			np_format(why, sizeof why, "cannot parse hwloc XML '%s'", spec);
+			np_format(why, why_size, "cannot parse hwloc XML '%s'", spec);
 		else if (err < 0)
-			np_format(why, sizeof why, "hwloc could not load %s: %s", what, errtext(errno));
+			np_format(why, why_size, "hwloc could not load %s: %s", what, errtext(errno));
 	}
 	if (!err && src == NP_TOPO_SYSTEM)
 		src = redirected_source(topo, what, sizeof what);
@@ -454,20 +507,112 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 		memset(t, 0, sizeof *t);
 		t->source = src;
 		t->is_system = src == NP_TOPO_SYSTEM;
-		const char *cause = extract(t, topo, allow, why, sizeof why);
+		const char *cause = extract(t, topo, job->allow, why, why_size);
 		if (cause) {
 			if (cause != why)
-				np_format(why, sizeof why, "%s", cause);
+				np_format(why, why_size, "%s", cause);
 			size_t len = strlen(why);
-			np_format(why + len, sizeof why - len, " in %s", what);
+			np_format(why + len, why_size - len, " in %s", what);
 			err = -1;
 		}
 	}
 	hwloc_topology_destroy(topo);
-	if (err)
+	hwloc_env_leave();
+	if (!err) {
+		set_desc(t, "", what);
+		job->ok = true;
+	}
+	return 0;
+}
+
+/*
+ * What the user names (NUMAPAGE_TOPOLOGY, HWLOC_XMLFILE, HWLOC_SYNTHETIC, HWLOC_FSROOT) is
+ * loaded in a child process (np_os_isolate): hwloc can crash on a malformed XML file, read
+ * /dev/zero forever, or spend minutes and gigabytes on a synthetic topology of 70,000 PUs,
+ * and none of that may take the program down. The child hands the finished table back
+ * through shared memory; a child that crashes, runs out of its memory or time, or hands back
+ * a table that fails np_topo_check gives the one-node fallback and a warning. Only regular
+ * files of at most NP_TOPO_XML_MAX bytes are given to hwloc at all. Discovering this machine
+ * without redirection runs in-process: it is every program's start-up, and its input is the
+ * kernel's.
+ */
+#define NP_TOPO_XML_MAX ((uint64_t)16 << 20)
+#define NP_TOPO_SPEC_MAX 1024
+#define NP_TOPO_LOAD_TIMEOUT_MS 10000
+#define NP_TOPO_LOAD_MEMORY ((size_t)1 << 30)
+
+struct isolated_load {
+	struct load_job job;
+	struct np_topo t;
+};
+
+static bool spec_acceptable(const char *spec, enum np_topo_source src, char *why, size_t why_size)
+{
+	if (strlen(spec) > NP_TOPO_SPEC_MAX) {
+		np_format(why, why_size, "topology name longer than %d characters", NP_TOPO_SPEC_MAX);
+		return false;
+	}
+	if (src != NP_TOPO_XML)
+		return true;
+	uint64_t size = 0;
+	int rc = np_os_file_info(spec, &size);
+	if (rc == -EINVAL)
+		np_format(why, why_size, "'%s' is not a regular file", spec);
+	else if (rc < 0)
+		np_format(why, why_size, "cannot read hwloc XML '%s': %s", spec, errtext(-rc));
+	else if (size > NP_TOPO_XML_MAX)
+		np_format(why, why_size, "hwloc XML '%s' is larger than %d MiB", spec, (int)(NP_TOPO_XML_MAX >> 20));
+	return rc == 0 && size <= NP_TOPO_XML_MAX;
+}
+
+int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow)
+{
+	bool secure = np_os_is_secure();
+	if (secure)
+		spec = NULL; /* a secure process is what it is: no rehearsal */
+	enum np_topo_source src = NP_TOPO_SYSTEM;
+	if (spec && strncmp(spec, SYNTHETIC_PREFIX, strlen(SYNTHETIC_PREFIX)) == 0)
+		src = NP_TOPO_SYNTHETIC;
+	else if (spec && spec[0])
+		src = NP_TOPO_XML;
+	char why[sizeof ((struct load_job *)0)->why];
+	if (src != NP_TOPO_SYSTEM && !spec_acceptable(spec, src, why, sizeof why))
 		return fail(t, why);
 
-	set_desc(t, "", what);
+	bool isolate = src != NP_TOPO_SYSTEM || (!secure && hwloc_env_redirects());
+	struct isolated_load *shared = isolate ? np_os_map_shared(sizeof *shared) : NULL;
+	struct load_job local, *job = shared ? &shared->job : &local;
+	*job = (struct load_job){.spec = spec, .src = src, .allow = allow, .secure = secure,
+				 .out = shared ? &shared->t : t};
+	int rc = -ENOSYS, sig = 0;
+	if (shared)
+		rc = np_os_isolate(run_hwloc, job, NP_TOPO_LOAD_MEMORY, NP_TOPO_LOAD_TIMEOUT_MS, &sig);
+	const char *what = src == NP_TOPO_SYSTEM ? "this machine's topology" : spec;
+	if (rc == -ETIMEDOUT)
+		np_format(job->why, sizeof job->why, "hwloc did not finish loading '%s' within %d s", what,
+			  NP_TOPO_LOAD_TIMEOUT_MS / 1000);
+	else if (rc == -ECHILD)
+		np_format(job->why, sizeof job->why, "hwloc crashed loading '%s' (signal %d)", what, sig);
+	else if (rc < 0)
+		run_hwloc(job); /* no child process to be had (or not asked for): load here */
+	else if (rc > 0 || (!job->ok && !job->why[0]))
+		np_format(job->why, sizeof job->why, "loading '%s' failed (status %d)", what, rc);
+	bool ok = job->ok && rc <= 0;
+	if (ok && shared) {
+		/* Made by another process: take it only when it is sound. */
+		const char *bad = np_topo_check(&shared->t);
+		if (bad) {
+			np_format(job->why, sizeof job->why, "the table loaded from '%s' is inconsistent: %s", what, bad);
+			ok = false;
+		} else {
+			memcpy(t, &shared->t, sizeof *t);
+		}
+	}
+	memcpy(why, job->why, sizeof why);
+	if (shared)
+		np_os_unmap(shared, sizeof *shared);
+	if (!ok)
+		return fail(t, why);
 	if (np_config_debug >= 2) {
 		const char *bad = np_topo_check(t);
 		if (bad)

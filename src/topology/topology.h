@@ -77,12 +77,16 @@ extern struct np_topo np_topo_table;
 /*
  * Fills *t. spec NULL or "" = this machine (restricted by the process's cpuset, affinity-free
  * allowed set and memory policy); "synthetic:<string>" = hwloc synthetic topology; anything else
- * = an hwloc XML file. allow (may be NULL) restricts further. On any failure *t becomes one node
- * holding every CPU and all memory, one warning naming the cause is printed, and -1 is returned;
- * otherwise 0. Allocates only through hwloc (which, inside the library, is served by the
- * bootstrap arena) and frees everything before returning. If HWLOC_XMLFILE, HWLOC_SYNTHETIC or
- * HWLOC_FSROOT redirect hwloc away from this machine, the table says it is not this machine
- * (is_system false) unless HWLOC_THISSYSTEM=1 asserts it is.
+ * = an hwloc XML file (a regular file of at most 16 MiB). allow (may be NULL) restricts further.
+ * On any failure *t becomes one node holding every CPU and all memory, one warning naming the
+ * cause is printed, and -1 is returned; otherwise 0. What the user names (spec, or hwloc's
+ * HWLOC_XMLFILE, HWLOC_SYNTHETIC, HWLOC_FSROOT) is loaded in a child process with bounded time
+ * and memory (np_os_isolate), so a crash or a runaway in hwloc is a warning, not the end of
+ * the program. hwloc sees only the HWLOC_* variables (none in a secure process, where spec is
+ * ignored too) and loads no plugin unless HWLOC_PLUGINS_PATH says so. Allocates only through
+ * hwloc (inside the library: the bootstrap allocator) and frees everything before returning.
+ * If the environment redirects hwloc away from this machine, the table says it is not this
+ * machine (is_system false) unless HWLOC_THISSYSTEM=1 asserts it is.
  */
 int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow);
 /* Fills *t with the one-node fallback for a machine of ncpus CPUs and mem_bytes of memory;
