@@ -494,9 +494,9 @@ static void free_other(void *p)
 	int saved = errno;
 	struct np_chunk *c = block_chunk(p);
 	if (!c) {
-		if (np_bootstrap_owns(p)) {
+		if (np_bootstrap_free(p)) {
 			errno = saved;
-			return; /* start-up memory is never reused */
+			return;
 		}
 		invalid(np_chunk_find(p) ? "invalid pointer (inside a large block)"
 					 : "invalid pointer (not allocated by libnumapage)", p);
@@ -697,7 +697,10 @@ void *np_realloc(void *p, size_t size)
 		return NULL;
 	}
 	size_t old = np_usable_size(p);
-	if (size <= old && size >= old / 2 && !np_bootstrap_owns(p))
+	/* Start-up memory moves into the allocator proper (np_usable_size vouched for p: a block
+	 * in no chunk is the bootstrap's). */
+	bool boot = block_chunk(p) == NULL;
+	if (size <= old && size >= old / 2 && !boot)
 		return p;
 	/* A page run may grow in place into the free run behind it. */
 	struct np_chunk *c = np_chunk_lookup(p);

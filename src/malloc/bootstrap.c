@@ -1,6 +1,13 @@
 /*
- * bootstrap.c — the start-up arena (see bootstrap.h). Never returns memory: start-up
- * allocations are few and small (measured: hwloc's discovery is the bulk, tens of KiB).
+ * bootstrap.c — the start-up allocator (see bootstrap.h). Since the allocator initialises on
+ * the first malloc, only np_init's own recursion (hwloc's discovery: tens of KiB, all freed
+ * before it returns) and other threads' requests during those milliseconds come here; a
+ * synthetic topology of thousands of PUs can ask for megabytes, so nothing is capped.
+ *
+ * Layout: regions (the static arena, then 1 MiB mappings) are carved by a bump pointer into
+ * blocks of 32 << k bytes (k < NCLASSES, header included); a mapped block is a region of its
+ * own. Every region starts with a `struct region`, linked into one list that np_bootstrap_owns
+ * walks under the lock (a mapped region leaves the list before it is unmapped).
  */
 #include "malloc/bootstrap.h"
 
@@ -10,15 +17,35 @@
 
 #define ARENA_BYTES (256u << 10)
 #define REGION_BYTES ((size_t)1 << 20)
-#define MAX_REGIONS 64
 #define HEADER 16
+#define MIN_BLOCK 32
+#define NCLASSES 12        /* 32 B .. 64 KiB */
+#define MAPPED 0xffffu     /* hdr.cls of a block with a mapping of its own */
+#define MAX_ALIGN ((size_t)1 << 30)
+#define BOOT_MAGIC 0x544f4f42u /* "BOOT" */
+#define PAGE 4096
 
-static char arena[ARENA_BYTES] NP_ALIGNED(64);
-static struct {
+struct region {
 	uintptr_t start, end;
-} regions[MAX_REGIONS] = {{(uintptr_t)0, (uintptr_t)0}};
-static int nregions;
-static uintptr_t bump, limit;
+	struct region *next;
+};
+
+/* Right before every block. back: bytes from the block's raw start to the pointer handed out. */
+struct hdr {
+	uint32_t magic;
+	uint16_t cls;
+	uint16_t live; /* 1 while handed out: a second free is caught */
+	uint32_t back;
+	uint32_t pages; /* MAPPED: the mapping's length in pages */
+};
+_Static_assert(sizeof(struct hdr) == HEADER, "the header is 16 bytes");
+
+static char arena[ARENA_BYTES] NP_ALIGNED(PAGE);
+static struct region *regions;
+static uintptr_t bump, limit;      /* the carving region's free part */
+/* Raw block starts of freed blocks, linked through their last word (it never overlaps the
+ * header, which keeps saying the block is not live). */
+static void *free_list[NCLASSES];
 static size_t used_bytes;
 static int spin;
 
@@ -34,56 +61,197 @@ static void unlock(void)
 	__atomic_store_n(&spin, 0, __ATOMIC_RELEASE);
 }
 
+static uintptr_t align_up(uintptr_t x, size_t a)
+{
+	return (x + a - 1) & ~(uintptr_t)(a - 1);
+}
+
+static struct hdr *hdr_of(const void *p)
+{
+	return (struct hdr *)((uintptr_t)p - HEADER);
+}
+
+static void **link_of(uintptr_t raw, unsigned k)
+{
+	return (void **)(raw + ((size_t)MIN_BLOCK << k) - sizeof(void *));
+}
+
+static struct region *add_region_locked(uintptr_t start, size_t bytes)
+{
+	struct region *r = (struct region *)start;
+	r->start = start;
+	r->end = start + bytes;
+	r->next = regions;
+	regions = r;
+	return r;
+}
+
+/* A raw block of class k, from its free list or carved; 0 when no region can be mapped. */
+static uintptr_t class_block_locked(unsigned k)
+{
+	size_t bytes = (size_t)MIN_BLOCK << k;
+	if (free_list[k]) {
+		uintptr_t raw = (uintptr_t)free_list[k];
+		free_list[k] = *link_of(raw, k);
+		return raw;
+	}
+	if (!regions) {
+		add_region_locked((uintptr_t)arena, ARENA_BYTES);
+		bump = align_up((uintptr_t)arena + sizeof(struct region), MIN_BLOCK);
+		limit = (uintptr_t)arena + ARENA_BYTES;
+	}
+	/* Blocks are aligned to their size (up to a page): aligned requests pick a class. */
+	uintptr_t raw = align_up(bump, bytes < PAGE ? bytes : PAGE);
+	if (raw + bytes > limit) {
+		void *r = np_os_map(REGION_BYTES, PAGE);
+		if (!r)
+			return 0;
+		add_region_locked((uintptr_t)r, REGION_BYTES);
+		bump = align_up((uintptr_t)r + sizeof(struct region), MIN_BLOCK);
+		limit = (uintptr_t)r + REGION_BYTES;
+		raw = align_up(bump, bytes < PAGE ? bytes : PAGE);
+	}
+	bump = raw + bytes;
+	return raw;
+}
+
 void *np_bootstrap_alloc(size_t size, size_t align)
 {
 	if (align < HEADER)
 		align = HEADER;
-	if (size > ((size_t)1 << 40))
+	if (size > ((size_t)1 << 40) || align > MAX_ALIGN)
 		return NULL;
-	size = (size + 15) & ~(size_t)15;
+	/* A block's raw start is aligned to its size (up to a page), so the pointer lies exactly
+	 * max(align, HEADER) past it; at least a word of data keeps the free-list link off the
+	 * header. */
+	size_t need = (align > HEADER ? align : HEADER) + (size > sizeof(void *) ? size : sizeof(void *));
+	unsigned k = 0;
+	while (k < NCLASSES && ((size_t)MIN_BLOCK << k) < need)
+		k++;
+	uintptr_t p;
 	lock();
-	if (!nregions) {
-		regions[0].start = bump = (uintptr_t)arena;
-		regions[0].end = limit = (uintptr_t)arena + ARENA_BYTES;
-		nregions = 1;
-	}
-	uintptr_t p = (bump + HEADER + align - 1) & ~(uintptr_t)(align - 1);
-	if (p + size > limit) {
-		size_t need = size + align + HEADER;
-		size_t bytes = need > REGION_BYTES ? (need + REGION_BYTES - 1) & ~(REGION_BYTES - 1) : REGION_BYTES;
-		void *r = nregions < MAX_REGIONS ? np_os_map(bytes, 4096) : NULL;
-		if (!r) {
+	if (k < NCLASSES && align <= PAGE) {
+		uintptr_t raw = class_block_locked(k);
+		if (!raw) {
 			unlock();
 			return NULL;
 		}
-		regions[nregions].start = bump = (uintptr_t)r;
-		regions[nregions].end = limit = (uintptr_t)r + bytes;
-		__atomic_store_n(&nregions, nregions + 1, __ATOMIC_RELEASE);
-		p = (bump + HEADER + align - 1) & ~(uintptr_t)(align - 1);
+		p = align_up(raw + HEADER, align);
+		*hdr_of((void *)p) = (struct hdr){BOOT_MAGIC, (uint16_t)k, 1, (uint32_t)(p - raw), 0};
+		used_bytes += (size_t)MIN_BLOCK << k;
+	} else {
+		unlock(); /* the mapping is made without the lock */
+		size_t lead = align_up(sizeof(struct region) + HEADER, align);
+		size_t bytes = align_up(lead + size, PAGE);
+		uintptr_t raw = (uintptr_t)np_os_map(bytes, align > PAGE ? align : PAGE);
+		if (!raw)
+			return NULL;
+		p = raw + lead;
+		*hdr_of((void *)p) = (struct hdr){BOOT_MAGIC, MAPPED, 1, (uint32_t)lead, (uint32_t)(bytes / PAGE)};
+		lock();
+		add_region_locked(raw, bytes);
+		used_bytes += bytes;
 	}
-	((size_t *)p)[-1] = size;
-	bump = p + size;
-	used_bytes += size;
 	unlock();
 	return (void *)p;
 }
 
-bool np_bootstrap_owns(const void *p)
+/* The region holding a, under the lock; *link: where the list points at it. */
+static struct region *region_of_locked(uintptr_t a, struct region ***link)
+{
+	struct region **l = &regions;
+	for (struct region *r = regions; r; l = &r->next, r = r->next)
+		if (a >= r->start && a < r->end) {
+			if (link)
+				*link = l;
+			return r;
+		}
+	return NULL;
+}
+
+static bool owns_locked(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	int n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		if (a >= regions[i].start && a < regions[i].end)
-			return true;
-	return false;
+	struct region *r = region_of_locked(a, NULL);
+	if (!r || a < r->start + sizeof(struct region) + HEADER || (a & (HEADER - 1)))
+		return false;
+	const struct hdr *h = hdr_of(p);
+	return h->magic == BOOT_MAGIC && h->live == 1 && (h->cls < NCLASSES || h->cls == MAPPED) &&
+	       h->back >= HEADER && a - h->back >= r->start;
+}
+
+bool np_bootstrap_owns(const void *p)
+{
+	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE))
+		return false;
+	lock();
+	bool yes = owns_locked(p);
+	unlock();
+	return yes;
 }
 
 size_t np_bootstrap_size(const void *p)
 {
-	return ((const size_t *)p)[-1];
+	const struct hdr *h = hdr_of(p);
+	size_t bytes = h->cls == MAPPED ? (size_t)h->pages * PAGE : (size_t)MIN_BLOCK << h->cls;
+	return bytes - h->back;
+}
+
+bool np_bootstrap_free(void *p)
+{
+	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE))
+		return false;
+	lock();
+	if (!owns_locked(p)) {
+		uintptr_t a = (uintptr_t)p;
+		struct region *r = region_of_locked(a, NULL);
+		bool freed = r && a >= r->start + sizeof(struct region) + HEADER && (a & (HEADER - 1)) == 0 &&
+			     hdr_of(p)->magic == BOOT_MAGIC && hdr_of(p)->live == 0;
+		unlock();
+		if (!r)
+			return false;
+		if (freed)
+			np_fatal("free: double free of %p", p);
+		np_fatal("free: invalid pointer (not the start of a block) %p", p);
+	}
+	struct hdr *h = hdr_of(p);
+	uintptr_t raw = (uintptr_t)p - h->back;
+	h->live = 0;
+	if (h->cls != MAPPED) {
+		unsigned k = h->cls;
+		used_bytes -= (size_t)MIN_BLOCK << k;
+		*link_of(raw, k) = free_list[k];
+		free_list[k] = (void *)raw;
+		unlock();
+		return true;
+	}
+	size_t bytes = (size_t)h->pages * PAGE;
+	struct region **link;
+	struct region *r = region_of_locked(raw, &link);
+	*link = r->next;
+	used_bytes -= bytes;
+	unlock();
+	np_os_unmap((void *)raw, bytes);
+	return true;
 }
 
 size_t np_bootstrap_used(void)
 {
-	return used_bytes;
+	return __atomic_load_n(&used_bytes, __ATOMIC_RELAXED);
+}
+
+const char *np_bootstrap_check(void)
+{
+	const char *err = NULL;
+	lock();
+	for (unsigned k = 0; k < NCLASSES && !err; k++)
+		for (void *b = free_list[k]; b && !err; b = *link_of((uintptr_t)b, k)) {
+			struct region *r = region_of_locked((uintptr_t)b, NULL);
+			if (!r)
+				err = "a free block lies in no region";
+			else if ((uintptr_t)b + ((size_t)MIN_BLOCK << k) > r->end)
+				err = "a free block runs past its region";
+		}
+	unlock();
+	return err;
 }

@@ -1,9 +1,12 @@
 /*
- * bootstrap.h — memory for the allocations made before the allocator is ready: the dynamic
- * loader, the C library and hwloc call malloc while libnumapage initialises. A bump allocator
- * over a static arena (then mapped regions), under a spin lock; each block carries its size in
- * a 16-byte header. Freeing bootstrap memory later is recognised and harmless (it is not
- * reused); realloc of it copies into normal memory.
+ * bootstrap.h — memory for the allocations made while the allocator initialises: the first
+ * malloc of the process runs np_init, and what hwloc and the C library allocate inside it (and
+ * what other threads ask for meanwhile) cannot come from pools that do not exist yet. Small
+ * blocks come from size classes carved out of a static arena, then from mapped regions, and go
+ * back on their class's free list when freed; large or very aligned blocks get a mapping of
+ * their own, unmapped when freed. Unlimited (regions are mapped as needed) and reusable; one
+ * spin lock. Each block carries a 16-byte header just before it. Invariants: see
+ * np_bootstrap_check().
  */
 #ifndef NP_BOOTSTRAP_H
 #define NP_BOOTSTRAP_H
@@ -15,10 +18,18 @@
 
 /* size bytes aligned to align (a power of two); NULL (errno untouched) when out of memory. */
 void *np_bootstrap_alloc(size_t size, size_t align);
+/* Frees p when it lies in a bootstrap region: back on its class's list, or unmapped; true.
+ * False (nothing done) for memory that is not the bootstrap's. A second free, or a pointer
+ * into a bootstrap region that is no block start, is reported and aborts. */
+bool np_bootstrap_free(void *p);
+/* True when p is a block start handed out by np_bootstrap_alloc and not yet freed; false for
+ * any other pointer (it is never dereferenced unless it lies in a bootstrap region). */
 bool np_bootstrap_owns(const void *p);
 /* Usable size of a bootstrap block. */
 size_t np_bootstrap_size(const void *p);
-/* Bytes handed out so far (for tests and verbose output). */
+/* Bytes handed out and not yet freed (for tests and verbose output). */
 size_t np_bootstrap_used(void);
+/* Walks the free lists and regions; NULL when sound, else what is wrong. */
+const char *np_bootstrap_check(void);
 
 #endif

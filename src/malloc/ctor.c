@@ -1,7 +1,7 @@
 /*
- * ctor.c — initialises the allocator when the library is loaded, after the libraries it depends
- * on (libc, hwloc, libnuma) are ready; mallocs made before that are served by the bootstrap
- * arena. Part of libnumapage only (unit tests initialise explicitly).
+ * ctor.c — initialises the allocator when the library is loaded, if no allocation has done so
+ * already (the first malloc of the process runs np_init: see init.h). Part of libnumapage only
+ * (unit tests initialise explicitly).
  */
 #include "malloc/init.h"
 

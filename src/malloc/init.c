@@ -74,6 +74,16 @@ void np_init(void)
 		   np_topo_table.nmem_nodes);
 }
 
+bool np_init_for_malloc(void)
+{
+	if (NP_LIKELY(np_is_ready()))
+		return true;
+	if (in_init)
+		return false;
+	np_init();
+	return np_is_ready();
+}
+
 bool np_ensure_ready(void)
 {
 	if (NP_LIKELY(np_is_ready()))

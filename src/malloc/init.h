@@ -1,9 +1,12 @@
 /*
- * init.h — process start-up, fork and exit of the allocator. The library's constructor (and the
- * first public call that needs it) runs np_init(): options, topology (hwloc), statistics, pools,
- * the thread-exit key and the fork handlers. Until it has finished, malloc is served by the
- * bootstrap arena, so the allocations hwloc, libnuma and the C library make meanwhile can never
- * recurse into an allocator that is not ready, nor deadlock.
+ * init.h — process start-up, fork and exit of the allocator. The first allocation of the process
+ * runs np_init() (as mimalloc does), so that no malloc, however early (the constructors of the
+ * program's own libraries run before ours), meets an allocator that is not ready; the library's
+ * constructor and the first public call that needs it run it too when nothing allocated yet.
+ * np_init: options, topology (hwloc), statistics, pools, the thread-exit key and the fork
+ * handlers. While it runs, the mallocs of the initialising thread (hwloc's, the C library's)
+ * and of any other thread come from the bootstrap allocator, so nothing recurses into an
+ * allocator that is not ready, and no thread waits for another inside malloc.
  */
 #ifndef NP_INIT_H
 #define NP_INIT_H
@@ -22,6 +25,10 @@ NP_INLINE bool np_is_ready(void)
 
 /* Initialises the allocator once; concurrent and re-entrant calls return at once. */
 void np_init(void);
+/* For malloc's slow path: initialises if nobody has. True when the allocator is ready; false
+ * when the caller must use the bootstrap allocator (this thread is inside np_init, or another
+ * thread is initialising: it is not waited for). */
+bool np_init_for_malloc(void);
 /* For public calls other than malloc: initialises if nobody has, waits for another thread's
  * initialisation to finish; false only when called from inside initialisation itself. */
 bool np_ensure_ready(void);

@@ -49,7 +49,7 @@ struct np_thread *np_thread_get(void)
 {
 	if (NP_LIKELY(np_tls.self))
 		return np_tls.self;
-	if (!np_is_ready())
+	if (!np_init_for_malloc())
 		return NULL;
 	bool fixed;
 	int placed = np_place_new_thread(&fixed, np_tls.place_at_start);
