@@ -211,7 +211,10 @@ static void *page_alloc(struct np_thread *th, size_t size, size_t align, int nod
 		return np_page_addr(run);
 	}
 	/* Huge, or no pool had a fitting run: a chunk of its own, along the fallback order; one
-	 * the node's pool kept from an earlier free, else a fresh mapping. */
+	 * the node's pool kept from an earlier free, else a fresh mapping. At least one byte: a
+	 * chunk aligned to its own size or more has its data a whole alignment past its start,
+	 * and with no data the block would lie past the mapping's end. */
+	size = size ? size : 1;
 	int intended = node >= 0 ? node : th->pcp.home;
 	const struct np_topo_node *nd = &np_topo_table.node[intended];
 	for (int k = 0; k < nd->nfallback; k++) {

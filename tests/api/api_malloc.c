@@ -516,6 +516,55 @@ static void large_alignments(void **state)
 		}
 }
 
+/* Every alignment from 1 to 2^46 with sizes around each boundary that alignment meets, zero
+ * included, through all three aligned calls: a valid block (aligned, ours, writable at both
+ * ends, freed without complaint), or NULL with the documented error. A zero-byte request
+ * aligned to a chunk or more used to return a pointer past its own mapping (issue 13). */
+static void every_alignment_and_size(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {0, 1, 16, 4095, 4096, 65536, 4 * MiB - 1, 4 * MiB, 4 * MiB + 1};
+	for (unsigned lg = 0; lg <= 46; lg++) {
+		size_t align = (size_t)1 << lg;
+		for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+			size_t n = sizes[i];
+			for (int how = 0; how < 3; how++) {
+				void *p = NULL;
+				errno = 0;
+				if (how == 0) {
+					int rc = F_POSIX_MEMALIGN(&p, align, n);
+					if (align < sizeof(void *)) {
+						assert_int_equal(rc, EINVAL);
+						continue;
+					}
+					if (rc) {
+						assert_int_equal(rc, ENOMEM);
+						p = NULL;
+					}
+				} else if (how == 1) {
+					p = F_ALIGNED_ALLOC(align, n);
+				} else {
+					p = F_MEMALIGN(align, n);
+				}
+				if (!p) {
+					/* Only an alignment the address space cannot give may fail. */
+					assert_true(align > ((size_t)1 << 38));
+					if (how)
+						assert_int_equal(errno, ENOMEM);
+					continue;
+				}
+				assert_ours(p, n);
+				assert_int_equal((uintptr_t)p & (align - 1), 0);
+				size_t usable = F_USABLE(p);
+				((volatile char *)p)[0] = 1;
+				((volatile char *)p)[usable - 1] = 2;
+				assert_int_equal(numa_page_node_of((char *)p + usable - 1), numa_page_node_of(p));
+				F_FREE(p);
+			}
+		}
+	}
+}
+
 struct remote_free_arg {
 	void **blocks;
 	int n;
@@ -664,6 +713,7 @@ int main(void)
 		cmocka_unit_test(memalign_rounds_alignment),
 		cmocka_unit_test(alignment_sweep),
 		cmocka_unit_test(large_alignments),
+		cmocka_unit_test(every_alignment_and_size),
 		cmocka_unit_test(free_keeps_errno),
 		cmocka_unit_test(cross_thread_free_and_reuse),
 		cmocka_unit_test(stats_count_requests),
