@@ -280,8 +280,9 @@ static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
  * kernel refused. Called and returns with the lock held. */
 static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
 {
-	if (p->limit_pages && p->mapped_pages + NP_CHUNK_DATA_PAGES > p->limit_pages)
-		return false;
+	/* No cap on what is mapped: address space is not memory (chunks are mapped with
+	 * MAP_NORESERVE and fill only as they are touched), and a program that maps more small
+	 * blocks than the node holds must get them as it would from the C library. */
 	/* After a refusal (a cpuset that no longer allows the node, no memory left) the fallback
 	 * order serves; try the node again only every so often, not on every request. */
 	if (p->grow_backoff) {

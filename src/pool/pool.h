@@ -42,7 +42,7 @@ struct np_pool {
 	size_t free_pages;           /* pages in free runs (racy reads allowed: a hint) */
 	size_t dirty_pages;          /* free pages that may be resident (an upper bound) */
 	size_t mapped_pages;         /* data pages of all chunks */
-	size_t limit_pages;          /* the node's memory size (0 = unlimited) */
+	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
 	size_t cpus_served;          /* allowed CPUs whose first choice this pool is */
 	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
 	struct np_chunk *chunks;     /* every normal chunk of the node */

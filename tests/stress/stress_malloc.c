@@ -8,6 +8,9 @@
  *   fork         fork 20 times while 4 threads churn; each child checks and frees blocks of
  *                threads it no longer has, mallocs and frees in a loop (and in a new thread)
  *   exact_stats  the statistics after threads exit equal what the threads did, byte for byte
+ *   beyond_node_memory  (run with a rehearsed topology of two 16 MiB nodes) 32 times the
+ *                memory of the nodes in small blocks, each written once: address space is not
+ *                memory, nothing may be refused because of what is mapped (issue 13)
  * Fixed seeds; every block carries a header and a pattern that are checked before its free.
  * Each scenario does a fixed amount of work sized to finish in a few seconds on 2 cores and
  * is sized by NP_TEST_TIME_SCALE (see scaled). Between its baseline and its final reading the main
@@ -585,6 +588,28 @@ static void exact_stats(void)
 	CHECK(e.threads == b.threads, "threads");
 }
 
+enum { BNM_BLOCK = 32 * 1024, BNM_TOTAL_MIB = 1024 };
+
+static void beyond_node_memory(void)
+{
+	int nodes = numa_page_node_count();
+	CHECK(nodes >= 1, "node count");
+	enum { N = BNM_TOTAL_MIB * (int)(MiB / BNM_BLOCK) };
+	static char *blocks[N];
+	for (int i = 0; i < N; i++) {
+		blocks[i] = S_MALLOC(BNM_BLOCK);
+		CHECK(blocks[i] != NULL, "block %d of %d (%d MiB) refused: errno %d", i, N,
+		      (int)((size_t)i * BNM_BLOCK / MiB), errno);
+		blocks[i][0] = (char)i;
+		blocks[i][BNM_BLOCK - 1] = (char)~i;
+	}
+	for (int i = 0; i < N; i++) {
+		CHECK(blocks[i][0] == (char)i && blocks[i][BNM_BLOCK - 1] == (char)~i, "block %d", i);
+		S_FREE(blocks[i]);
+	}
+	printf("beyond_node_memory: %d MiB in %d-byte blocks on %d node(s)\n", BNM_TOTAL_MIB, BNM_BLOCK, nodes);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -592,7 +617,7 @@ int main(int argc, char **argv)
 		void (*run)(void);
 	} cases[] = {
 		{"larson", larson}, {"prodcons", prodcons}, {"threads10k", threads10k},
-		{"fork", forks},    {"exact_stats", exact_stats},
+		{"fork", forks},    {"exact_stats", exact_stats}, {"beyond_node_memory", beyond_node_memory},
 	};
 	/* A static stdout buffer: printing must not allocate between baseline and reading. */
 	static char outbuf[4096];
@@ -608,6 +633,6 @@ int main(int argc, char **argv)
 			cases[i].run();
 			return 0;
 		}
-	fprintf(stderr, "usage: %s larson|prodcons|threads10k|fork|exact_stats\n", argv[0]);
+	fprintf(stderr, "usage: %s larson|prodcons|threads10k|fork|exact_stats|beyond_node_memory\n", argv[0]);
 	return 2;
 }
