@@ -21,6 +21,10 @@
 #define NP_NORETURN __attribute__((noreturn))
 #define NP_UNUSED __attribute__((unused))
 #define NP_TLS __thread __attribute__((tls_model("initial-exec")))
+/* On declarations of the library's own globals that fast paths read: the compiler then
+ * addresses them RIP-relative, without a GOT entry (-fvisibility=hidden covers definitions
+ * only). */
+#define NP_HIDDEN __attribute__((visibility("hidden")))
 #define NP_CACHELINE 64
 #define NP_ALIGNED(n) __attribute__((aligned(n)))
 #define NP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

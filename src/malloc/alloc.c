@@ -28,11 +28,7 @@
 
 static uintptr_t pop(struct np_slab *s)
 {
-	uintptr_t b = s->free;
-	s->free = *(uintptr_t *)b ^ s->key;
-	*(uintptr_t *)b = 0; /* see np_slab_looks_free */
-	s->used++;
-	return b;
+	return np_slab_pop(s);
 }
 
 /* Makes s the current slab of its class in th's ring (inserting it if it is not in it). */
@@ -332,6 +328,14 @@ static struct np_thread *self_or_init(void)
 	return th ? th : np_thread_get();
 }
 
+/* The fast path found a corrupt link behind s->free: the list is cut there. The head block is
+ * sound (it was checked when it became the head) and is now the last: allocate again. */
+void *np_malloc_bad_link(struct np_slab *s, size_t size)
+{
+	np_slab_bad_link(s, s->free);
+	return np_malloc_fast(size);
+}
+
 void *np_malloc_slow(size_t size)
 {
 	struct np_thread *th = self_or_init();
@@ -385,7 +389,8 @@ static struct np_thread *freeing_thread(void)
 void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 {
 	struct np_thread *th = freeing_thread();
-	if (a < s->start || !np_slab_offset_ok(s, a - s->start))
+	uint64_t i = np_slab_index(s, a);
+	if (i >= s->end)
 		invalid("invalid pointer (not the start of a block)", (void *)a);
 	if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == th && th) {
 		/* Looks free: confirm before reporting. */
@@ -394,13 +399,17 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 			if (np_slab_holds_free(s, a))
 				invalid("double free of", (void *)a);
 		}
-		*(uintptr_t *)a = s->local_free ^ s->key;
-		s->local_free = a;
+		np_slab_push_local(s, a, i);
 		np_tls.self->in_use[s->node] -= s->block;
 		if (--s->used == 0)
 			np_slab_emptied(s);
 		return;
 	}
+	/* Another thread's slab (or nobody's): a block that looks free may be on its owner's
+	 * lists already, freed by the owner or another thread. The owner may be changing them,
+	 * so the walk is the careful racy one (no link followed unchecked); found means free. */
+	if (np_slab_looks_free(s, a) && np_slab_holds_free_racy(s, a))
+		invalid("double free of", (void *)a);
 	if (NP_LIKELY(th != NULL)) {
 		/* Counted with the fast path's bytes, which a thread that only frees (a consumer)
 		 * never folds in a malloc slow path: fold them every 64 KiB. */
@@ -501,8 +510,11 @@ static void free_other(void *p)
 			errno = saved;
 			return;
 		}
-		invalid(np_chunk_find(p) ? "invalid pointer (inside a large block)"
-					 : "invalid pointer (not allocated by libnumapage)", p);
+		if (np_chunk_find(p))
+			invalid("invalid pointer (inside a large block)", p);
+		if (np_chunk_was_unmapped(p))
+			invalid("double free of", p);
+		invalid("invalid pointer (not allocated by libnumapage)", p);
 	}
 	if (c->magic != NP_CHUNK_MAGIC)
 		invalid("invalid pointer (corrupt chunk header)", p);

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "malloc/place.h"
+#include "malloc/slab.h"
 #include "malloc/thread.h"
 #include "options.h"
 #include "pool/pool.h"
@@ -60,6 +61,7 @@ void np_init(void)
 					 __ATOMIC_ACQUIRE))
 		return;
 	in_init = true;
+	np_slab_init_secret();
 	np_options_init();
 	np_topo_load(&np_topo_table, np_opt.topology, NULL);
 	np_vmstat_init(&np_topo_table);

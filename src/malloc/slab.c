@@ -9,9 +9,13 @@
 #include <string.h>
 
 #include "log.h"
+#include "os.h"
 #include "topology/topology.h"
+#include "vmstat/vmstat.h"
 
 struct np_slab np_slab_empty;
+uintptr_t np_slab_secret;
+static uint64_t key_seed;
 
 /* Orphans, by node and class. One lock per node (not per class), so fork holds few locks. */
 struct orphan_list {
@@ -29,14 +33,10 @@ static void orphans_init(void)
 
 #define PTR_MASK NP_SLAB_PTR_MASK
 
-static uintptr_t next_of(const struct np_slab *s, uintptr_t b)
+/* The address of the owner's local_free list's first block, or 0. */
+static uintptr_t local_head(const struct np_slab *s, uint32_t local_free)
 {
-	return *(const uintptr_t *)b ^ s->key;
-}
-
-static void set_next(const struct np_slab *s, uintptr_t b, uintptr_t next)
-{
-	*(uintptr_t *)b = next ^ s->key;
+	return local_free == s->end ? 0 : np_slab_block(s, local_free);
 }
 
 static uint64_t mix64(uint64_t x)
@@ -64,10 +64,12 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	s->run = run;
 	s->start = (uintptr_t)np_page_addr(run);
 	s->reserved = s->capacity;
+	/* Keyed by a process secret: an address and a count alone do not give it away. */
 	static uint64_t counter;
-	s->key = (uintptr_t)mix64(s->start ^ ((uint64_t)(uintptr_t)owner << 17) ^
+	s->key = (uintptr_t)mix64(s->start ^ key_seed ^
 				  __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) | 1;
 	s->owner = owner;
+	s->local_free = s->end;
 	atomic_init(&s->thread_free, NP_SLAB_OWNED);
 	np_page_set_state(run, NP_PAGE_SLAB);
 	for (size_t i = 0; i < pages; i++)
@@ -83,20 +85,20 @@ void np_slab_extend(struct np_slab *s)
 		n = 1;
 	if (n > s->reserved)
 		n = s->reserved;
-	uintptr_t first = s->start + (uintptr_t)(s->capacity - s->reserved) * s->block;
-	uintptr_t b = first;
-	for (uint32_t i = 1; i < n; i++, b += s->block)
-		set_next(s, b, b + s->block);
-	set_next(s, b, s->free);
-	s->free = first;
+	uint32_t first = (uint32_t)(s->capacity - s->reserved);
+	uintptr_t b = np_slab_block(s, first);
+	for (uint32_t i = first + 1; i < first + n; i++, b += s->block)
+		np_slab_set_link(s, b, i);
+	np_slab_set_link(s, b, np_slab_index_or_end(s, s->free));
+	s->free = np_slab_block(s, first);
 	s->reserved -= n;
 }
 
 uint32_t np_slab_collect(struct np_slab *s)
 {
 	if (!s->free) {
-		s->free = s->local_free;
-		s->local_free = 0;
+		s->free = local_head(s, s->local_free);
+		s->local_free = s->end;
 	}
 	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
 	if (!(old & PTR_MASK))
@@ -105,21 +107,37 @@ uint32_t np_slab_collect(struct np_slab *s)
 						      memory_order_acquire, memory_order_relaxed))
 		;
 	/* Every block was checked to be a block of this slab when it was pushed; the walk checks
-	 * what can still go wrong: a cycle or a list longer than the blocks handed out (a double
-	 * free by other threads), and a link overwritten after the free (it decodes, through the
-	 * random key, to an address outside the slab). */
-	uintptr_t head = old & PTR_MASK, tail = head, start = s->start, span = s->span, key = s->key;
+	 * what can still go wrong: a list longer than the blocks handed out (a cycle: a double
+	 * free by other threads), and a link overwritten after the free (it does not decode to a
+	 * block of this slab: the list is cut there, as np_slab_pop does). */
+	uintptr_t head = old & PTR_MASK, tail = head;
 	uint32_t n = 1, used = s->used;
-	for (uintptr_t nx = *(const uintptr_t *)tail ^ key; nx; nx = *(const uintptr_t *)tail ^ key) {
-		if (NP_UNLIKELY(++n > used) || NP_UNLIKELY(nx - start >= span))
+	for (uintptr_t nx; (nx = np_slab_follow(s, tail, np_slab_link(s, tail))) != 0; tail = nx)
+		if (NP_UNLIKELY(++n > used))
 			np_fatal("free: double free or corruption (blocks freed by other threads) in slab %p",
 				 (void *)s->start);
-		tail = nx;
-	}
-	set_next(s, tail, s->free);
+	np_slab_set_link(s, tail, np_slab_index_or_end(s, s->free));
 	s->free = head;
 	s->used -= n;
 	return n;
+}
+
+void np_slab_bad_link(const struct np_slab *s, uintptr_t b)
+{
+	static int reported;
+	np_slab_set_link(s, b, s->end);
+	np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_freelist_corrupt, 1);
+	if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
+		np_warn("malloc: a free list of %u-byte blocks is corrupt behind %p (a write to freed memory?): "
+			"cut there, its remaining blocks abandoned (reported once)", s->block, (void *)b);
+}
+
+void np_slab_init_secret(void)
+{
+	uint64_t r[2];
+	np_os_random(r, sizeof r);
+	np_slab_secret = (uintptr_t)r[0];
+	key_seed = r[1];
 }
 
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp)
@@ -250,29 +268,60 @@ void np_slab_atfork_child(void)
 		pthread_mutex_init(&orphans[n].lock, NULL);
 }
 
+/* Walks one list from head (an address, or 0), a link followed only when it is a block
+ * index, at most capacity + 1 steps; counts the blocks in *n when n is not NULL. Links are read
+ * with relaxed loads: a thread that does not own the slab walks while the owner rewrites them
+ * (np_slab_holds_free_racy), and any value it reads is checked before it is used. */
+static bool list_holds(const struct np_slab *s, uintptr_t head, uintptr_t b, uint32_t *n)
+{
+	uint32_t k = 0;
+	for (uintptr_t x = head; x && k <= s->capacity; k++) {
+		if (x == b)
+			return true;
+		uint64_t link = np_slab_link(s, x);
+		x = link < s->end ? np_slab_block(s, link) : 0;
+	}
+	if (n)
+		*n += k;
+	return false;
+}
+
 bool np_slab_holds_free(const struct np_slab *s, uintptr_t b)
 {
-	uintptr_t lists[2] = {s->free, s->local_free};
-	for (int k = 0; k < 2; k++) {
-		uint32_t n = 0;
-		for (uintptr_t x = lists[k]; x && n <= s->capacity; x = next_of(s, x), n++)
-			if (x == b)
-				return true;
-	}
+	return list_holds(s, s->free, b, NULL) || list_holds(s, local_head(s, s->local_free), b, NULL);
+}
+
+bool np_slab_holds_free_racy(const struct np_slab *s, uintptr_t b)
+{
+	uintptr_t lists[3] = {
+		__atomic_load_n(&s->free, __ATOMIC_RELAXED),
+		local_head(s, __atomic_load_n(&s->local_free, __ATOMIC_RELAXED)),
+		atomic_load_explicit(&s->thread_free, memory_order_acquire) & PTR_MASK,
+	};
+	for (int k = 0; k < 3; k++)
+		if ((lists[k] == 0 || np_slab_is_block(s, lists[k])) && list_holds(s, lists[k], b, NULL))
+			return true;
 	return false;
 }
 
 const char *np_slab_check(const struct np_slab *s)
 {
-	uintptr_t lists[2] = {s->free, s->local_free};
+	/* The heads are the allocator's own fields; the links behind them live in freed blocks,
+	 * which the program may have overwritten: a bad link there is not a broken invariant but
+	 * a corruption that np_slab_pop cuts (and counts) when it gets there. */
+	if (s->free && !np_slab_is_block(s, s->free))
+		return "the free list's head is no block of the slab";
+	if (s->local_free > s->end)
+		return "the local free list's head is no block of the slab";
 	uint32_t count = 0;
-	for (int k = 0; k < 2; k++)
-		for (uintptr_t x = lists[k]; x; x = next_of(s, x)) {
-			if (x < s->start || !np_slab_offset_ok(s, x - s->start))
-				return "a free list holds a pointer that is no block of the slab";
-			if (++count > s->capacity)
-				return "a free list is longer than the slab (cycle: double free?)";
-		}
+	uintptr_t heads[2] = {s->free, local_head(s, s->local_free)};
+	for (int k = 0; k < 2; k++) {
+		uint32_t len = 0;
+		list_holds(s, heads[k], 0, &len); /* 0 is no block: walks the whole list */
+		if (len > s->capacity)
+			return "a free list is longer than the slab (cycle: double free?)";
+		count += len;
+	}
 	if ((uint64_t)count + s->used + s->reserved > s->capacity)
 		return "used + free + reserved blocks exceed the capacity";
 	if (s->run->state != NP_PAGE_SLAB || s->run->owner != s)

@@ -4,15 +4,19 @@
  * a block of a power-of-two class is aligned to its size, up to the slab size.
  *
  * Three free lists, as in mimalloc: `free` (the owner allocates from it), `local_free` (the
- * owner's frees) and `thread_free` (other threads' frees, a lock-free stack). Next pointers are
- * stored XOR-ed with the slab's key, so a freed block is recognisable and a double free by the
- * owner is caught cheaply. The low bits of thread_free hold the slab's ownership state:
+ * owner's frees) and `thread_free` (other threads' frees, a lock-free stack). The low bits of
+ * thread_free hold the slab's ownership state:
  *   OWNED     owner is a live thread; it collects thread_free in its slow path
  *   FLOATING  the owner found it full and let go of it; it is in no list, and the first thread
  *             that frees into it claims it (takes it back if it is the one that let go of it,
  *             else hands it to its node's orphans)
  *   ORPHAN    ownerless, in (or on its way to) its node's orphan list for its class, where
  *             threads homed near that node adopt it
+ * Links live in the freed blocks, so a program's write after free lands on one. They are
+ * stored encoded with the slab's key and a process secret (np_slab_encode: xor, rotate, add,
+ * as mimalloc's secure mode), so reading a freed block does not reveal how to forge a link,
+ * and every link is checked to be a block of the same slab (np_slab_is_block) before it is
+ * followed: a corrupted free list is cut there, reported once, and never followed.
  * Memory never changes node: a block always returns to its own slab.
  * Invariants: see np_slab_check().
  */
@@ -46,19 +50,19 @@ struct np_thread;
 
 struct np_slab {
 	/* Line 1, the owner's: everything both fast paths read. */
-	uintptr_t free;              /* first block to allocate (plain), or 0 */
-	uintptr_t key;               /* next pointers are stored as next ^ key */
+	uintptr_t free;              /* address of the first block to allocate (plain), or 0 */
+	uintptr_t key;               /* links are stored as np_slab_encode(index) */
 	struct np_thread *owner;     /* relaxed atomic: read by any thread in free() */
 	uint32_t used;               /* blocks handed out and not yet back in free/local_free */
 	uint32_t block;              /* block size */
 	uintptr_t start;             /* address of block 0 (= the run's address) */
-	uintptr_t local_free;        /* owner's frees (plain head) */
-	uint32_t span;               /* capacity * block: bytes of the blocks (no multiply in free) */
-	uint32_t div_inv, div_lim;   /* offset test: inverse of the block's odd factor; capacity - 1 */
+	uint64_t div_inv;            /* block test: inverse of the block's odd factor mod 2^64 */
+	uint32_t end;                /* capacity: block indices are below it; as a link, the end */
+	uint32_t local_free;         /* index of the owner's last free (plain), or `end` */
 	uint8_t div_shift;           /* block = odd factor << div_shift */
 	uint8_t cls;
 	uint8_t node;                /* dense node of the memory */
-	uint8_t pad_;
+	uint8_t pad_[5];
 	/* Line 2: thread_free, written by other threads, and fields of the slow paths. */
 	_Atomic uintptr_t thread_free NP_ALIGNED(NP_CACHELINE);
 	uint16_t capacity;           /* blocks in the slab */
@@ -91,32 +95,117 @@ NP_INLINE void np_slab_set_block(struct np_slab *s, uint32_t block, uint32_t cap
 {
 	s->block = block;
 	s->capacity = (uint16_t)capacity;
-	s->span = capacity * block;
 	s->div_shift = (uint8_t)__builtin_ctz(block);
-	uint32_t q = block >> s->div_shift, x = q; /* x: q's inverse mod 2^32, by Newton (3 bits -> 48) */
-	for (int i = 0; i < 4; i++)
+	uint64_t q = block >> s->div_shift, x = q; /* x: q's inverse mod 2^64, by Newton (3 bits -> 96) */
+	for (int i = 0; i < 5; i++)
 		x *= 2 - q * x;
 	s->div_inv = x;
-	s->div_lim = capacity - 1;
+	s->end = capacity;
 }
 
-/* True when offset off (from start) is the start of a block. With block = q 2^k (q odd) and
- * off < 2^32: off = i block exactly when (off q^-1 mod 2^32) rotated right by k is i; for any
- * other off it is above 2^32 / block (Hacker's Delight, 10-17). So one multiply, a rotate and
- * one compare with capacity - 1 test both the block boundary and the slab's end. */
-NP_INLINE bool np_slab_offset_ok32(const struct np_slab *s, uint32_t off)
+/* The index of the block at address b when b is one: with block = q 2^k (q odd),
+ * off = b - start is i block exactly when (off q^-1 mod 2^64) rotated right by k is i, and
+ * for any other 64-bit off (an interior pointer, an address below the start or past the end)
+ * the result is above 2^64 / block, so above capacity - 1 (Hacker's Delight, 10-17). One
+ * multiply and a rotate; compare with end. */
+NP_INLINE uint64_t np_slab_index(const struct np_slab *s, uintptr_t b)
 {
-	uint32_t x = off * s->div_inv;
-	x = (x >> s->div_shift) | (x << ((32u - s->div_shift) & 31u));
-	return x <= s->div_lim;
+	uint64_t x = (uint64_t)(b - s->start) * s->div_inv;
+	return (x >> s->div_shift) | (x << ((64u - s->div_shift) & 63u));
 }
 
-NP_INLINE bool np_slab_offset_ok(const struct np_slab *s, uintptr_t off)
+/* True when b is the address of one of s's blocks. */
+NP_INLINE bool np_slab_is_block(const struct np_slab *s, uintptr_t b)
 {
-	return (off >> 32) == 0 && np_slab_offset_ok32(s, (uint32_t)off);
+	return np_slab_index(s, b) < s->end;
 }
 
-/* True when the first word of block b decodes to a pointer into this slab or to the end of a
+/* The address of block i (i < end). */
+NP_INLINE uintptr_t np_slab_block(const struct np_slab *s, uint64_t i)
+{
+	return s->start + (uintptr_t)i * s->block;
+}
+
+/*
+ * Free-list links live in the freed blocks, so they are where a program's bug writes. A link
+ * is the index of the next block (`end`, the capacity, after the last), stored as
+ * rotl(index ^ slab key, 29) + process secret. Reading a freed block shows only that word, not
+ * how to forge one; and a decoded link is followed only when it is below end, which makes it a
+ * block of the same slab, on a block boundary, by construction. A write after free (the
+ * everyday `n->next = NULL`), a one-byte overflow from the neighbour, or a forged address
+ * decodes to some 64-bit value that is almost never a valid index: it is caught before it is
+ * followed (np_slab_bad_link). The list heads are the allocator's own: `free` an address (the
+ * malloc fast path needs it), `local_free` an index (the free fast path has it).
+ */
+#define NP_SLAB_LINK_ROT 29
+extern NP_HIDDEN uintptr_t np_slab_secret;
+
+NP_INLINE uintptr_t np_slab_encode(const struct np_slab *s, uint64_t index)
+{
+	uint64_t x = index ^ s->key;
+	return (uintptr_t)((x << NP_SLAB_LINK_ROT) | (x >> (64 - NP_SLAB_LINK_ROT))) + np_slab_secret;
+}
+
+NP_INLINE uint64_t np_slab_decode(const struct np_slab *s, uintptr_t word)
+{
+	uint64_t x = word - np_slab_secret;
+	return ((x >> NP_SLAB_LINK_ROT) | (x << (64 - NP_SLAB_LINK_ROT))) ^ s->key;
+}
+
+/* The link stored in free block b, decoded (an index, end, or garbage). */
+NP_INLINE uint64_t np_slab_link(const struct np_slab *s, uintptr_t b)
+{
+	return np_slab_decode(s, __atomic_load_n((const uintptr_t *)b, __ATOMIC_RELAXED));
+}
+
+/* Block b's link becomes `index` (a block of s, or end). */
+NP_INLINE void np_slab_set_link(const struct np_slab *s, uintptr_t b, uint64_t index)
+{
+	*(uintptr_t *)b = np_slab_encode(s, index);
+}
+
+/* The list head address as a link value: its index, or end for an empty list. */
+NP_INLINE uint64_t np_slab_index_or_end(const struct np_slab *s, uintptr_t head)
+{
+	return head ? np_slab_index(s, head) : s->end;
+}
+
+/* The first word of block b is not the encoding of a block of s or of the end of a list:
+ * the free list is corrupt from here. Cuts it at b (b's link becomes the end), counts
+ * freelist_corrupt and reports once per process. The blocks behind the bad link are
+ * abandoned: the slab keeps them counted as used, so it is never released under them. */
+NP_NOINLINE NP_COLD void np_slab_bad_link(const struct np_slab *s, uintptr_t b);
+
+/* The address a decoded link leads to: a block, or 0 at the end of the list; a link that is
+ * neither is cut at b (whose link it is) and ends the list. */
+NP_INLINE uintptr_t np_slab_follow(const struct np_slab *s, uintptr_t b, uint64_t link)
+{
+	if (NP_LIKELY(link < s->end))
+		return np_slab_block(s, link);
+	if (NP_UNLIKELY(link != s->end))
+		np_slab_bad_link(s, b);
+	return 0;
+}
+
+/* Takes the first block off s->free (which must not be empty) and returns it; its successor is
+ * checked before it becomes the head. */
+NP_INLINE uintptr_t np_slab_pop(struct np_slab *s)
+{
+	uintptr_t b = s->free;
+	s->free = np_slab_follow(s, b, np_slab_link(s, b));
+	*(uintptr_t *)b = 0; /* see np_slab_looks_free */
+	s->used++;
+	return b;
+}
+
+/* The owner frees block b, of index i: onto local_free. */
+NP_INLINE void np_slab_push_local(struct np_slab *s, uintptr_t b, uint64_t i)
+{
+	np_slab_set_link(s, b, s->local_free);
+	s->local_free = (uint32_t)i;
+}
+
+/* True when the first word of block b decodes to a block of this slab or to the end of a
  * list: b looks already free (confirm with np_slab_holds_free before reporting). malloc
  * zeroes the first word of every block it hands out (one store to a line it just read), so a
  * live block whose first word the program never wrote does not look free: otherwise its
@@ -124,8 +213,8 @@ NP_INLINE bool np_slab_offset_ok(const struct np_slab *s, uintptr_t off)
  * byte ran 5x slower than under mimalloc). */
 NP_INLINE bool np_slab_looks_free(const struct np_slab *s, uintptr_t b)
 {
-	uintptr_t next = *(const uintptr_t *)b ^ s->key;
-	return next == 0 || next - s->start < s->span;
+	uint64_t link = np_slab_link(s, b);
+	return link <= s->end;
 }
 
 /* Creates a slab of class cls for thread-owner `owner` from the owner's page cache. */
@@ -148,7 +237,7 @@ NP_INLINE bool np_slab_push_remote(struct np_slab *s, uintptr_t b, bool *first)
 	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed), state;
 	do {
 		state = old & NP_SLAB_STATE_MASK;
-		*(uintptr_t *)b = (old & NP_SLAB_PTR_MASK) ^ s->key;
+		np_slab_set_link(s, b, np_slab_index_or_end(s, old & NP_SLAB_PTR_MASK));
 	} while (!atomic_compare_exchange_weak_explicit(
 		&s->thread_free, &old, b | (state == NP_SLAB_FLOATING ? NP_SLAB_ORPHAN : state),
 		memory_order_release, memory_order_relaxed));
@@ -169,6 +258,13 @@ void np_slab_atfork_child(void);
 
 /* True when b is on one of s's free lists (owner only: walks free and local_free). */
 bool np_slab_holds_free(const struct np_slab *s, uintptr_t b);
+/* The same question asked by a thread that does not own s, while the owner may be changing its
+ * lists: walks free, local_free and thread_free with relaxed reads, every link checked before
+ * it is followed and each walk bounded by the capacity. True means b was free at some moment
+ * during the walk, so a free of it now is a second free; false may miss one that races. */
+bool np_slab_holds_free_racy(const struct np_slab *s, uintptr_t b);
+/* Once at start-up, before the first slab: the process secret and the seed of slab keys. */
+void np_slab_init_secret(void);
 /* Walks the slab's lists; NULL when sound, else what is wrong (owner only). */
 const char *np_slab_check(const struct np_slab *s);
 

@@ -142,12 +142,29 @@ struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align)
 	return c;
 }
 
+/* The data addresses of the last NP_CHUNK_GONE huge and interleaved blocks unmapped, so that
+ * freeing one again is reported as the double free it is, not as a pointer that was never
+ * ours. A ring written with relaxed stores; read only on the way to an abort. */
+#define NP_CHUNK_GONE 64
+static uintptr_t gone[NP_CHUNK_GONE];
+static unsigned gone_next;
+
 void np_chunk_unmap_huge(struct np_chunk *c)
 {
 	size_t size = c->size;
+	unsigned slot = __atomic_fetch_add(&gone_next, 1, __ATOMIC_RELAXED) % NP_CHUNK_GONE;
+	__atomic_store_n(&gone[slot], (uintptr_t)c + c->data_offset, __ATOMIC_RELAXED);
 	c->magic = 0;
 	mark(c, size, NP_GRANULE_NONE);
 	np_os_unmap(c, size);
+}
+
+bool np_chunk_was_unmapped(const void *p)
+{
+	for (unsigned i = 0; i < NP_CHUNK_GONE; i++)
+		if (__atomic_load_n(&gone[i], __ATOMIC_RELAXED) == (uintptr_t)p)
+			return true;
+	return false;
 }
 
 struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)

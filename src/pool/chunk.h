@@ -174,6 +174,9 @@ size_t np_chunk_huge_size(size_t bytes);
 struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align);
 /* Unmaps a huge chunk and clears its granules. */
 void np_chunk_unmap_huge(struct np_chunk *c);
+/* True when p is where the data of one of the last 64 huge or interleaved chunks unmapped
+ * began (and no chunk is there now): a free of it is a double free. */
+bool np_chunk_was_unmapped(const void *p);
 /* Grows huge chunk c to hold `bytes` user bytes without copying: extends the mapping in place,
  * or moves it (pages, binding and header together) to a fresh chunk-aligned range. Returns the
  * chunk (moved or not), or NULL when neither worked (c is unchanged; the caller copies). Only

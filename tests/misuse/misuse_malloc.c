@@ -50,6 +50,20 @@ static void *free_twice(void *arg)
 	return NULL;
 }
 
+static void *free_once(void *arg)
+{
+	M_FREE(launder(arg));
+	return NULL;
+}
+
+/* Frees p in a thread of its own (a thread that does not own p's slab). */
+static void free_in_thread(void *p)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, free_once, p) || pthread_join(t, NULL))
+		exit(3);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -96,6 +110,25 @@ int main(int argc, char **argv)
 		char *p = live_block(9 << 20); /* a mapping of its own, kept by its pool after the first free */
 		M_FREE(p);
 		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_huge_unmapped")) {
+		/* Larger than the pool keeps: unmapped by the first free. */
+		char *p = live_block(100 << 20);
+		M_FREE(p);
+		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_owner_then_remote")) {
+		/* Freed by its owner, then by another thread: caught by that thread's free. */
+		char *p = live_block(80);
+		M_FREE(p);
+		free_in_thread(p);
+		for (int i = 0; i < 1000; i++)
+			live_block(80);
+	} else if (!strcmp(c, "double_free_remote_then_owner")) {
+		/* Freed by another thread, then by its owner. */
+		char *p = live_block(80);
+		free_in_thread(p);
+		M_FREE(launder(p));
+		for (int i = 0; i < 1000; i++)
+			live_block(80);
 	} else if (!strcmp(c, "double_free_remote")) {
 		/* Another thread frees an owner's block twice: caught when the owner collects. */
 		char *p = live_block(80);

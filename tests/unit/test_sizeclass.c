@@ -54,7 +54,7 @@ static void class_sizes_step_as_documented(void **state)
 	assert_int_equal(np_class_size[NP_NCLASSES - 1], NP_SMALL_MAX);
 }
 
-static void block_offsets_match_division(void **state)
+static void block_indices_match_division(void **state)
 {
 	(void)state;
 	for (unsigned c = 0; c < NP_NCLASSES; c++) {
@@ -62,16 +62,23 @@ static void block_offsets_match_division(void **state)
 		uint32_t block = np_class_size[c];
 		uint32_t cap = (uint32_t)(np_class_slab_bytes(c) / block);
 		np_slab_set_block(&s, block, cap);
-		/* Every offset of the run and a run's worth past it. */
+		s.start = (uintptr_t)1 << 40; /* where the slab would start */
+		/* Every offset of the run and a run's worth past it: the block's index, or above
+		 * the limit. */
 		for (uint64_t off = 0; off < 2 * np_class_slab_bytes(c); off++) {
 			bool want = off % block == 0 && off / block < cap;
-			if (np_slab_offset_ok(&s, off) != want)
-				fail_msg("class %u (block %u): offset %llu said %d", c, block, (unsigned long long)off, !want);
+			uint64_t i = np_slab_index(&s, s.start + off);
+			if ((i < s.end) != want || (want && i != off / block))
+				fail_msg("class %u (block %u): offset %llu gave index %llu", c, block,
+					 (unsigned long long)off, (unsigned long long)i);
+			if (want)
+				assert_int_equal(np_slab_block(&s, i), s.start + off);
 		}
-		/* Offsets that alias a block in 32 bits: a pointer far before or after the slab. */
-		assert_false(np_slab_offset_ok(&s, ((uint64_t)1 << 32) + block));
-		assert_false(np_slab_offset_ok(&s, (uint64_t)0 - block));
-		assert_false(np_slab_offset_ok(&s, (uint64_t)cap * block));
+		/* Addresses that alias a block in 32 bits, far before or after the slab. */
+		assert_false(np_slab_is_block(&s, s.start + ((uint64_t)1 << 32) + block));
+		assert_false(np_slab_is_block(&s, s.start - block));
+		assert_false(np_slab_is_block(&s, s.start + (uint64_t)cap * block));
+		assert_false(np_slab_is_block(&s, 0));
 	}
 }
 
@@ -80,7 +87,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_size_gets_the_smallest_class_that_fits),
 		cmocka_unit_test(class_sizes_step_as_documented),
-		cmocka_unit_test(block_offsets_match_division),
+		cmocka_unit_test(block_indices_match_division),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
