@@ -4,12 +4,12 @@
  */
 #include "log.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
-#include "options.h"
+#include "os.h"
+
+int np_log_verbose;
 
 struct out {
 	char *buf;
@@ -147,17 +147,7 @@ size_t np_format(char *buf, size_t size, const char *fmt, ...)
 
 void np_write_all(int fd, const char *buf, size_t len)
 {
-	int saved = errno;
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		buf += n;
-		len -= (size_t)n;
-	}
-	errno = saved;
+	np_os_write(fd, buf, len);
 }
 
 void np_vmessage(const char *prefix, const char *fmt, va_list ap)
@@ -179,7 +169,7 @@ void np_warn(const char *fmt, ...)
 
 void np_verbose(const char *fmt, ...)
 {
-	if (!np_opt.verbose)
+	if (!np_log_verbose)
 		return;
 	va_list ap;
 	va_start(ap, fmt);

@@ -19,7 +19,9 @@ size_t np_format(char *buf, size_t size, const char *fmt, ...) __attribute__((fo
 void np_write_all(int fd, const char *buf, size_t len);
 /* "numapage: warning: ..." on stderr. Warnings are printed; they are rare by construction. */
 void np_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Printed only when NUMAPAGE_VERBOSE=1. */
+/* Whether np_verbose prints: NUMAPAGE_VERBOSE, set by the options (which sit above this file). */
+extern int np_log_verbose;
+/* Printed only when np_log_verbose (NUMAPAGE_VERBOSE=1). */
 void np_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "numapage: " + message on stderr with no prefix word. */
 void np_vmessage(const char *prefix, const char *fmt, va_list ap);

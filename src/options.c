@@ -133,6 +133,7 @@ void np_options_reset(void)
 {
 	for (size_t i = 0; i < NP_ARRAY_SIZE(rows); i++)
 		set_default(&rows[i]);
+	np_log_verbose = np_opt.verbose;
 }
 
 void np_options_init(void)
@@ -147,6 +148,7 @@ void np_options_init(void)
 		if (v)
 			apply(&rows[i], v);
 	}
+	np_log_verbose = np_opt.verbose;
 	inited = true;
 }
 
@@ -155,7 +157,9 @@ int np_options_set(const char *name, const char *value)
 	const struct row *r = find(name);
 	if (!r)
 		return -1;
-	return apply(r, value);
+	int rc = apply(r, value);
+	np_log_verbose = np_opt.verbose;
+	return rc;
 }
 
 const struct np_option_doc *np_options_table(void)

@@ -10,12 +10,7 @@
 #include <stddef.h>
 
 #include "internal.h"
-
-enum np_bind_policy {
-	NP_BIND_PREFERRED = 0, /* MPOL_PREFERRED: the node if it can, spill elsewhere under pressure */
-	NP_BIND_STRICT = 1,    /* MPOL_BIND: the node or fail (and fall back in the allocator) */
-	NP_BIND_NONE = 2,      /* no mbind at all: first touch decides */
-};
+#include "os.h" /* enum np_bind_policy */
 
 enum np_place_policy { NP_PLACE_NONE = 0, NP_PLACE_SPREAD = 1, NP_PLACE_FILL = 2 };
 

@@ -30,6 +30,13 @@ int np_os_unmap(void *p, size_t size);
  * -errno (nothing changed). */
 int np_os_remap(void *old, size_t old_size, size_t new_size, void *dst);
 
+/* How memory is bound to its node (NUMAPAGE_BIND). */
+enum np_bind_policy {
+	NP_BIND_PREFERRED = 0, /* MPOL_PREFERRED: the node if it can, spill elsewhere under pressure */
+	NP_BIND_STRICT = 1,    /* MPOL_BIND: the node or fail (and fall back in the allocator) */
+	NP_BIND_NONE = 2,      /* no mbind at all: first touch decides */
+};
+
 /* Binds a range to one node: strict (MPOL_BIND) or preferred (MPOL_PREFERRED), through libnuma's
  * mbind with MPOL_F_STATIC_NODES. policy is enum np_bind_policy; NP_BIND_NONE does nothing.
  * 0 or -errno (-EINVAL for a memoryless node, as the kernel answers). */
@@ -92,6 +99,15 @@ void *np_os_map_shared(size_t size);
  * signal (*sig: which); another -errno when no child could be made (the caller decides
  * whether to run fn itself). */
 int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms, int *sig);
+
+/* Writes all of buf to fd, retrying on EINTR and short writes; errno is kept. */
+void np_os_write(int fd, const char *buf, size_t len);
+/* Lets another thread run (sched_yield). */
+void np_os_yield(void);
+/* CPUs configured, and bytes of physical memory, as the C library reports them (sysconf): the
+ * one-node fallback topology's size. 0 when unknown. */
+int np_os_cpu_count(void);
+uint64_t np_os_memory_bytes(void);
 
 /* The calling process's id and effective user id. */
 int np_os_pid(void);

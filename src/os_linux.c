@@ -5,8 +5,6 @@
  */
 #include "os.h"
 
-#include "options.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <numaif.h>
@@ -135,7 +133,7 @@ int np_os_bind(void *p, size_t size, int node, int policy)
 	}
 	unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
 	mask[node / (8 * sizeof(unsigned long))] = 1UL << (node % (8 * sizeof(unsigned long)));
-	int mode = (policy == 1 ? MPOL_BIND : MPOL_PREFERRED) | MPOL_F_STATIC_NODES;
+	int mode = (policy == NP_BIND_STRICT ? MPOL_BIND : MPOL_PREFERRED) | MPOL_F_STATIC_NODES;
 	RETURN_ERRNO(mbind(p, size, mode, mask, 1024 + 1, 0));
 }
 
@@ -420,4 +418,38 @@ int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms
 	}
 	errno = saved_errno_;
 	return rc;
+}
+
+void np_os_write(int fd, const char *buf, size_t len)
+{
+	SAVE_ERRNO;
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf += n;
+		len -= (size_t)n;
+	}
+	errno = saved_errno_;
+}
+
+void np_os_yield(void)
+{
+	SAVE_ERRNO;
+	sched_yield();
+	errno = saved_errno_;
+}
+
+int np_os_cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	return n > 0 && n < (1L << 30) ? (int)n : 0;
+}
+
+uint64_t np_os_memory_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -14,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "options.h"
 #include "os.h"
 
 #define MAX_BINDS 65536
@@ -334,3 +334,24 @@ int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms
 	int e = __atomic_load_n(&isolate_errno, __ATOMIC_SEQ_CST);
 	return e ? e : fn(arg) & 0xff;
 }
+
+void np_os_write(int fd, const char *buf, size_t len)
+{
+	int saved = errno;
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf += n;
+		len -= (size_t)n;
+	}
+	errno = saved;
+}
+
+void np_os_yield(void) { sched_yield(); }
+
+int np_os_cpu_count(void) { return (int)sysconf(_SC_NPROCESSORS_CONF); }
+
+uint64_t np_os_memory_bytes(void) { return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE); }

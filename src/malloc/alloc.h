@@ -1,22 +1,25 @@
 /*
  * alloc.h — the malloc and free fast paths, inline so that both the numa_page_* entry points
- * (alloc.c) and the libc names (override.c) get them without a call.
+ * (alloc.c, posix.c) and the libc names (override.c) get them without a call, and what the
+ * files of the malloc family share.
  *
  * Call tree:
  *   malloc(n) -> np_malloc_fast: class, pop np_tls.cur[c]->free, its link checked
  *              [hit: 36 instructions with gcc 12 -O2, no branch at a list's end]
- *     miss  -> np_malloc_slow: thread init, other slabs of the ring, adopt an orphan,
- *              new slab from the page cache (np_pcp_get), large runs, huge chunks
+ *     miss  -> np_malloc_slow (alloc.c): thread init, the slab ring (ring.c: other slabs,
+ *              orphans, a new slab from the page cache), large blocks (large.c)
  *   free(p) -> np_free_fast: granule byte, slab header of p's 64 KiB, owner == me,
  *              slot and double-free checks, push on local_free         [54 instructions]
- *     another thread's slab (or refused) -> np_free_slab_slow: CAS push, claims, errors
- *     else  -> np_free_slow: blocks past the first 64 KiB of a large slab, page runs, huge,
- *              bootstrap, errors
+ *     another thread's slab (or refused) -> np_free_slab_slow (free.c): CAS push, claims,
+ *              double-free checks
+ *     else  -> np_free_slow (free.c): the pointer decoded once (ptr.c): blocks past the first
+ *              64 KiB of a large slab, page runs, chunks, start-up memory, errors
  * Neither fast path takes a lock, makes a system call or uses an atomic read-modify-write.
  */
 #ifndef NP_ALLOC_H
 #define NP_ALLOC_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,11 +30,32 @@
 #include "malloc/thread.h"
 #include "pool/chunk.h"
 
+struct np_ptr;
+
 NP_NOINLINE void *np_malloc_slow(size_t size);
-NP_NOINLINE void np_free_slow(void *p);
-NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a);
-NP_NOINLINE void np_slab_emptied(struct np_slab *s);
+/* The fast path found a corrupt link behind s->free: the list is cut there (np_slab_bad_link).
+ * The head block is sound (it was checked when it became the head) and is now the last:
+ * allocate again. */
 NP_NOINLINE NP_COLD void *np_malloc_bad_link(struct np_slab *s, size_t size);
+NP_NOINLINE void np_free_slow(void *p);
+/* A block of slab s freed by a thread that does not own it, or one the fast path did not
+ * take (a block past a large slab's first 64 KiB, or one that looks free). */
+NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a);
+NP_NOINLINE void np_ring_emptied(struct np_slab *s);
+/* Frees p, already decoded (realloc has done it). */
+void np_free_decoded(const struct np_ptr *d, void *p);
+
+/* errno = ENOMEM, and NULL. */
+NP_INLINE void *np_enomem(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* The calling thread's state; the process's first allocation initialises the allocator here.
+ * NULL while it initialises (the caller serves from the bootstrap allocator) or when no memory
+ * is left. */
+struct np_thread *np_thread_or_init(void);
 
 /* Counts block b of slab s, just taken for a request of size bytes, in the fast path's byte
  * counters, and hands it out. */
@@ -102,7 +126,7 @@ NP_INLINE void np_free_fast(void *p)
 			else
 				self->in_use[s->node] -= s->block;
 			if (NP_UNLIKELY(--s->used == 0))
-				np_slab_emptied(s);
+				np_ring_emptied(s);
 			return;
 		}
 		/* Any owner (a thread, or none for an orphan) makes the slot a live slab's

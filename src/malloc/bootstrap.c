@@ -169,25 +169,34 @@ static struct region *region_of_locked(uintptr_t a, struct region ***link)
 	return NULL;
 }
 
-static bool owns_locked(const void *p)
+static enum np_boot_state state_locked(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct region *r = region_of_locked(a, NULL);
-	if (!r || a < r->start + sizeof(struct region) + HEADER || (a & (HEADER - 1)))
-		return false;
+	if (!r)
+		return NP_BOOT_NONE;
+	if (a < r->start + sizeof(struct region) + HEADER || (a & (HEADER - 1)))
+		return NP_BOOT_INTERIOR;
 	const struct hdr *h = hdr_of(p);
-	return h->magic == BOOT_MAGIC && h->live == 1 && (h->cls < NCLASSES || h->cls == MAPPED) &&
-	       h->back >= HEADER && a - h->back >= r->start;
+	if (h->magic != BOOT_MAGIC || !(h->cls < NCLASSES || h->cls == MAPPED) || h->back < HEADER ||
+	    a - h->back < r->start)
+		return NP_BOOT_INTERIOR;
+	return h->live == 1 ? NP_BOOT_LIVE : NP_BOOT_FREED;
+}
+
+enum np_boot_state np_bootstrap_state(const void *p)
+{
+	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE))
+		return NP_BOOT_NONE;
+	lock();
+	enum np_boot_state st = state_locked(p);
+	unlock();
+	return st;
 }
 
 bool np_bootstrap_owns(const void *p)
 {
-	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE))
-		return false;
-	lock();
-	bool yes = owns_locked(p);
-	unlock();
-	return yes;
+	return np_bootstrap_state(p) == NP_BOOT_LIVE;
 }
 
 size_t np_bootstrap_size(const void *p)
@@ -202,15 +211,12 @@ bool np_bootstrap_free(void *p)
 	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE))
 		return false;
 	lock();
-	if (!owns_locked(p)) {
-		uintptr_t a = (uintptr_t)p;
-		struct region *r = region_of_locked(a, NULL);
-		bool freed = r && a >= r->start + sizeof(struct region) + HEADER && (a & (HEADER - 1)) == 0 &&
-			     hdr_of(p)->magic == BOOT_MAGIC && hdr_of(p)->live == 0;
+	enum np_boot_state st = state_locked(p);
+	if (st != NP_BOOT_LIVE) {
 		unlock();
-		if (!r)
+		if (st == NP_BOOT_NONE)
 			return false;
-		if (freed)
+		if (st == NP_BOOT_FREED)
 			np_fatal("free: double free of %p", p);
 		np_fatal("free: invalid pointer (not the start of a block) %p", p);
 	}

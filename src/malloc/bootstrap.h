@@ -18,12 +18,20 @@
 
 /* size bytes aligned to align (a power of two); NULL (errno untouched) when out of memory. */
 void *np_bootstrap_alloc(size_t size, size_t align);
+/* What p is to the bootstrap allocator. It is never dereferenced unless it lies in one of
+ * its regions. */
+enum np_boot_state {
+	NP_BOOT_NONE,     /* not in any bootstrap region */
+	NP_BOOT_LIVE,     /* the start of a block handed out and not freed */
+	NP_BOOT_FREED,    /* the start of a block already freed */
+	NP_BOOT_INTERIOR, /* inside a region, but no block start */
+};
+enum np_boot_state np_bootstrap_state(const void *p);
 /* Frees p when it lies in a bootstrap region: back on its class's list, or unmapped; true.
  * False (nothing done) for memory that is not the bootstrap's. A second free, or a pointer
  * into a bootstrap region that is no block start, is reported and aborts. */
 bool np_bootstrap_free(void *p);
-/* True when p is a block start handed out by np_bootstrap_alloc and not yet freed; false for
- * any other pointer (it is never dereferenced unless it lies in a bootstrap region). */
+/* np_bootstrap_state(p) == NP_BOOT_LIVE. */
 bool np_bootstrap_owns(const void *p);
 /* Usable size of a bootstrap block. */
 size_t np_bootstrap_size(const void *p);

@@ -6,13 +6,16 @@
 #include "malloc/init.h"
 
 #include <pthread.h>
-#include <sched.h>
 
+#include "lock.h"
 #include "log.h"
 #include "malloc/place.h"
+#include "malloc/ring.h"
 #include "malloc/slab.h"
 #include "malloc/thread.h"
+#include "node/node.h"
 #include "options.h"
+#include "os.h"
 #include "pool/pool.h"
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
@@ -40,11 +43,26 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	np_lock_forget_all(); /* every lock is re-created below; none is held any more */
 	np_vmstat_atfork_child(np_tls.self ? &np_tls.self->st : NULL);
 	np_pool_atfork_child();
 	np_slab_atfork_child();
 	np_thread_atfork_child();
 	np_place_atfork_child();
+}
+
+/* The thread-exit destructor (a pthread key): the thread's slabs are handed over (empty ones
+ * give their pages back, the others become orphans of their node), then its page cache and
+ * statistics, and its struct is recycled. */
+static void on_thread_exit(void *arg)
+{
+	struct np_thread *th = arg;
+	if (th != np_tls.self)
+		return;
+	np_thread_fold_bytes(th);
+	np_thread_forget_tls();
+	np_ring_abandon(th);
+	np_thread_release(th);
 }
 
 /* Before an exact statistics read: the calling thread's fast-path byte counters. */
@@ -67,7 +85,8 @@ void np_init(void)
 	np_vmstat_init(&np_topo_table);
 	np_vmstat_read_hook = fold_self;
 	np_pool_init(&np_topo_table);
-	np_thread_init_key();
+	np_node_init(&np_topo_table);
+	np_thread_init_key(on_thread_exit);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&np_state, NP_STATE_READY, __ATOMIC_RELEASE);
 	in_init = false;
@@ -94,6 +113,6 @@ bool np_ensure_ready(void)
 		return false;
 	np_init();
 	while (!np_is_ready())
-		sched_yield();
+		np_os_yield();
 	return true;
 }

@@ -14,14 +14,7 @@
 #include <stdbool.h>
 
 #include "internal.h"
-
-enum { NP_STATE_UNINIT = 0, NP_STATE_INITING = 1, NP_STATE_READY = 2 };
-extern int np_state;
-
-NP_INLINE bool np_is_ready(void)
-{
-	return __atomic_load_n(&np_state, __ATOMIC_ACQUIRE) == NP_STATE_READY;
-}
+#include "malloc/ready.h"
 
 /* Initialises the allocator once; concurrent and re-entrant calls return at once. */
 void np_init(void);

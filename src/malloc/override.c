@@ -101,11 +101,12 @@ NP_EXPORT struct mallinfo2 mallinfo2(void)
 	struct mallinfo2 mi = {0};
 	if (!np_is_ready())
 		return mi;
-	for (int n = 0; n < np_topo_table.nnodes; n++) {
-		mi.arena += np_pools[n].mapped_pages << NP_PAGE_SHIFT;
-		mi.fordblks += np_pools[n].free_pages << NP_PAGE_SHIFT;
+	size_t mapped, free_pages;
+	np_pool_totals(&mapped, &free_pages);
+	mi.arena = mapped << NP_PAGE_SHIFT;
+	mi.fordblks = free_pages << NP_PAGE_SHIFT;
+	for (int n = 0; n < np_topo_table.nnodes; n++)
 		mi.uordblks += (size_t)np_vmstat_read(n, NUMA_PAGE_STAT_malloc_in_use);
-	}
 	mi.keepcost = 0;
 	return mi;
 }

@@ -5,17 +5,16 @@
  */
 #include "malloc/place.h"
 
-#include <errno.h>
 #include <pthread.h>
 
-#include "malloc/init.h"
+#include "lock.h"
+#include "node/node.h"
 #include "options.h"
 #include "os.h"
 #include "pcp/pcp.h"
-#include "pool/pool.h"
 #include "topology/topology.h"
 
-static pthread_mutex_t place_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct np_lock place_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0);
 static int pending[NP_MAX_NODES];
 static int policy = -1; /* -1: not read from the options yet */
 
@@ -41,15 +40,6 @@ static int allowed_cpus(const struct np_topo *t, int n, int *out)
 
 static int cpu_buf[NP_MAX_CPUS]; /* under place_lock */
 
-/* Free pages the node's threads can get without going far: its first-choice pool's free
- * pages plus what that pool may still map. */
-static size_t free_nearby(int n)
-{
-	const struct np_pool *p = &np_pools[np_pool_primary(n)];
-	size_t room = p->limit_pages > p->mapped_pages ? p->limit_pages - p->mapped_pages : 0;
-	return __atomic_load_n(&p->free_pages, __ATOMIC_RELAXED) + room;
-}
-
 static int choose_locked(const struct np_topo *t, int pol)
 {
 	int best = -1;
@@ -64,7 +54,7 @@ static int choose_locked(const struct np_topo *t, int pol)
 				return n; /* the first node (by id) with a free CPU */
 			/* every node full: fall through to the least loaded, as spread does */
 		}
-		size_t free = free_nearby(n);
+		size_t free = np_node_free_nearby(n);
 		if (best < 0 || threads < best_threads || (threads == best_threads && free > best_free)) {
 			best = n;
 			best_threads = threads;
@@ -86,7 +76,7 @@ int np_place_new_thread(bool *fixed, bool inherited_mask)
 		if (n > 0 && n < t->nallowed_cpus)
 			return -1; /* the program chose this thread's CPUs */
 	}
-	pthread_mutex_lock(&place_lock);
+	np_lock(&place_lock);
 	int node = choose_locked(t, pol);
 	if (node >= 0) {
 		pending[node]++;
@@ -95,42 +85,36 @@ int np_place_new_thread(bool *fixed, bool inherited_mask)
 		else
 			*fixed = true; /* a rehearsed node has no real CPUs to follow */
 	}
-	pthread_mutex_unlock(&place_lock);
+	np_unlock(&place_lock);
 	return node;
 }
 
 void np_place_done(int node)
 {
-	pthread_mutex_lock(&place_lock);
+	np_lock(&place_lock);
 	pending[node]--;
-	pthread_mutex_unlock(&place_lock);
+	np_unlock(&place_lock);
 }
 
 void np_place_atfork_prepare(void)
 {
-	pthread_mutex_lock(&place_lock);
+	np_lock(&place_lock);
 }
 
 void np_place_atfork_parent(void)
 {
-	pthread_mutex_unlock(&place_lock);
+	np_unlock(&place_lock);
 }
 
 void np_place_atfork_child(void)
 {
-	pthread_mutex_init(&place_lock, NULL);
+	np_lock_init(&place_lock, NP_LOCK_RANK_PLACE, 0, false);
 	/* Choices in flight belonged to threads that did not survive. */
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		pending[i] = 0;
 }
 
-int numa_page_thread_place(int pol)
+void np_place_set_policy(int pol)
 {
-	if (pol < NP_PLACE_NONE || pol > NP_PLACE_FILL) {
-		errno = EINVAL;
-		return -1;
-	}
-	np_ensure_ready();
 	__atomic_store_n(&policy, pol, __ATOMIC_RELAXED);
-	return 0;
 }

@@ -30,7 +30,9 @@ void np_place_done(int node);
 void np_place_atfork_prepare(void);
 void np_place_atfork_parent(void);
 void np_place_atfork_child(void);
-/* The policy in force (enum np_place_policy). */
+/* The policy in force (enum np_place_policy): NUMAPAGE_PLACE, or the last one set. */
 int np_place_policy(void);
+/* numa_page_thread_place: the policy for threads created from now on. */
+void np_place_set_policy(int pol);
 
 #endif

@@ -1,13 +1,15 @@
 /*
  * slab.c — slabs of one size class (see slab.h). Owner-side operations run on the owning thread
  * without locks; thread_free is the only field other threads write, with CAS. The orphan lists
- * (one mutex per node and class) are touched only when a thread exits, when a full slab is
- * claimed by a free from another node, and when a thread adopts.
+ * (one per node, with a list per class, under one lock per node: rank NP_LOCK_RANK_ORPHANS)
+ * are touched only when a thread exits, when a full slab is claimed by a free from a thread
+ * that did not let go of it, and when a thread adopts.
  */
 #include "malloc/slab.h"
 
 #include <string.h>
 
+#include "lock.h"
 #include "log.h"
 #include "os.h"
 #include "topology/topology.h"
@@ -19,7 +21,7 @@ static uint64_t key_seed;
 
 /* Orphans, by node and class. One lock per node (not per class), so fork holds few locks. */
 struct orphan_list {
-	pthread_mutex_t lock;
+	struct np_lock lock; /* rank NP_LOCK_RANK_ORPHANS, index node */
 	struct np_slab *head[NP_NCLASSES];
 };
 static struct orphan_list orphans[NP_MAX_NODES];
@@ -28,7 +30,7 @@ static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;
 static void orphans_init(void)
 {
 	for (int n = 0; n < NP_MAX_NODES; n++)
-		pthread_mutex_init(&orphans[n].lock, NULL);
+		np_lock_init(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
 }
 
 #define PTR_MASK NP_SLAB_PTR_MASK
@@ -185,11 +187,11 @@ void np_slab_orphan(struct np_slab *s)
 	__atomic_store_n(&s->owner, NP_NO_OWNER, __ATOMIC_RELAXED);
 	np_slab_set_state(s, NP_SLAB_ORPHAN);
 	struct orphan_list *l = &orphans[s->node];
-	pthread_mutex_lock(&l->lock);
+	np_lock(&l->lock);
 	s->next = l->head[s->cls];
 	s->prev = NULL;
 	l->head[s->cls] = s;
-	pthread_mutex_unlock(&l->lock);
+	np_unlock(&l->lock);
 }
 
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
@@ -198,11 +200,11 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 	if (!__atomic_load_n(&l->head[cls], __ATOMIC_RELAXED)) /* racy peek: a hint, checked under the lock */
 		return NULL;
 	pthread_once(&orphans_once, orphans_init);
-	pthread_mutex_lock(&l->lock);
+	np_lock(&l->lock);
 	struct np_slab *s = l->head[cls];
 	if (s)
 		l->head[cls] = s->next;
-	pthread_mutex_unlock(&l->lock);
+	np_unlock(&l->lock);
 	if (!s)
 		return NULL;
 	s->next = s->prev = NULL;
@@ -220,10 +222,10 @@ size_t np_slab_sweep_orphans(void)
 			struct orphan_list *l = &orphans[n];
 			if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
 				continue;
-			pthread_mutex_lock(&l->lock);
+			np_lock(&l->lock);
 			struct np_slab *s = l->head[c], *keep = NULL;
 			l->head[c] = NULL;
-			pthread_mutex_unlock(&l->lock);
+			np_unlock(&l->lock);
 			while (s) {
 				struct np_slab *next = s->next;
 				np_slab_collect(s);
@@ -237,13 +239,13 @@ size_t np_slab_sweep_orphans(void)
 				s = next;
 			}
 			if (keep) {
-				pthread_mutex_lock(&l->lock);
+				np_lock(&l->lock);
 				struct np_slab *t = keep;
 				while (t->next)
 					t = t->next;
 				t->next = l->head[c];
 				l->head[c] = keep;
-				pthread_mutex_unlock(&l->lock);
+				np_unlock(&l->lock);
 			}
 		}
 	return pages;
@@ -253,19 +255,19 @@ void np_slab_atfork_prepare(void)
 {
 	pthread_once(&orphans_once, orphans_init);
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		pthread_mutex_lock(&orphans[n].lock);
+		np_lock(&orphans[n].lock);
 }
 
 void np_slab_atfork_parent(void)
 {
 	for (int n = np_topo_table.nnodes - 1; n >= 0; n--)
-		pthread_mutex_unlock(&orphans[n].lock);
+		np_unlock(&orphans[n].lock);
 }
 
 void np_slab_atfork_child(void)
 {
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		pthread_mutex_init(&orphans[n].lock, NULL);
+		np_lock_init(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
 }
 
 /* Walks one list from head (an address, or 0), a link followed only when it is a block

@@ -6,59 +6,63 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "lock.h"
 #include "log.h"
-#include "malloc/init.h"
 #include "malloc/place.h"
+#include "malloc/ready.h"
+#include "node/node.h"
 #include "os.h"
 #include "pool/pool.h"
 #include "topology/topology.h"
 
 NP_TLS struct np_tls np_tls = {.cur = {[0 ... NP_NCLASSES - 1] = &np_slab_empty}};
 
-static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct np_lock threads_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_THREADS, 0);
 static struct np_thread *live, *recycled;
 static pthread_key_t exit_key;
 int np_threads_seen;
 static bool exit_key_ok;
 
-static void on_thread_exit(void *arg);
-
-void np_thread_init_key(void)
+void np_thread_init_key(void (*on_exit)(void *))
 {
-	exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
+	exit_key_ok = pthread_key_create(&exit_key, on_exit) == 0;
+}
+
+static bool struct_run(int node, bool stolen, void *arg)
+{
+	(void)stolen;
+	struct np_page **run = arg;
+	size_t pages = (sizeof(struct np_thread) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
+	*run = np_pool_get_run(node, pages, 1, NULL);
+	return *run != NULL;
 }
 
 /* Pages for a new struct np_thread, near the thread's node. */
 static struct np_thread *map_struct(int home)
 {
-	size_t pages = (sizeof(struct np_thread) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
-	const struct np_topo_node *nd = &np_topo_table.node[home];
-	for (int k = 0; k < nd->nfallback; k++) {
-		struct np_page *run = np_pool_get_run(nd->fallback[k], pages, 1, NULL);
-		if (run) {
-			struct np_thread *th = np_page_addr(run);
-			memset(th, 0, sizeof *th);
-			th->struct_pages = pages;
-			return th;
-		}
-	}
-	return NULL;
+	struct np_page *run = NULL;
+	if (np_node_walk(home, 0, NULL, struct_run, &run) < 0)
+		return NULL;
+	struct np_thread *th = np_page_addr(run);
+	memset(th, 0, sizeof *th);
+	th->struct_pages = run->npages;
+	return th;
 }
 
 struct np_thread *np_thread_get(void)
 {
 	if (NP_LIKELY(np_tls.self))
 		return np_tls.self;
-	if (!np_init_for_malloc())
+	if (!np_is_ready())
 		return NULL;
 	bool fixed;
 	int placed = np_place_new_thread(&fixed, np_tls.place_at_start);
 	int home = placed >= 0 ? placed : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
-	pthread_mutex_lock(&threads_lock);
+	np_lock(&threads_lock);
 	struct np_thread *th = recycled;
 	if (th)
 		recycled = th->next;
-	pthread_mutex_unlock(&threads_lock);
+	np_unlock(&threads_lock);
 	if (th) {
 		size_t pages = th->struct_pages;
 		memset(th, 0, sizeof *th);
@@ -75,16 +79,16 @@ struct np_thread *np_thread_get(void)
 	th->pcp.home_fixed = fixed;
 	if (placed >= 0)
 		np_place_done(placed);
-	pthread_mutex_lock(&threads_lock);
+	np_lock(&threads_lock);
 	th->prev = NULL;
 	th->next = live;
 	if (live)
 		live->prev = th;
 	live = th;
-	pthread_mutex_unlock(&threads_lock);
+	np_unlock(&threads_lock);
 	np_tls.in_use = 0;
 	np_tls.requested = 0;
-	np_tls.count_node = (uint8_t)np_pool_primary(th->pcp.home);
+	np_tls.count_node = (uint8_t)np_node_primary(th->pcp.home);
 	np_tls.self = th;
 	np_tls.exited = false;
 	/* After self is set: setspecific may allocate (keys past the first 32), and that
@@ -92,29 +96,6 @@ struct np_thread *np_thread_get(void)
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, th);
 	return th;
-}
-
-unsigned np_thread_sweep(struct np_thread *th)
-{
-	unsigned released = 0;
-	for (int c = 0; c < NP_NCLASSES; c++) {
-		struct np_slab *cur = th->ring[c];
-		if (!cur)
-			continue;
-		for (struct np_slab *s = cur->next; s != cur;) {
-			struct np_slab *next = s->next;
-			np_slab_collect(s);
-			if (s->used == 0) {
-				s->prev->next = s->next;
-				s->next->prev = s->prev;
-				s->next = s->prev = NULL;
-				np_slab_release(s, &th->pcp);
-				released++;
-			}
-			s = next;
-		}
-	}
-	return released;
 }
 
 void np_thread_fold_bytes(struct np_thread *th)
@@ -137,29 +118,12 @@ void np_thread_fold_bytes(struct np_thread *th)
 	}
 }
 
-void np_thread_abandon(struct np_thread *th)
+void np_thread_release(struct np_thread *th)
 {
-	for (int c = 0; c < NP_NCLASSES; c++) {
-		struct np_slab *s = th->ring[c];
-		if (!s)
-			continue;
-		s->prev->next = NULL; /* open the ring */
-		while (s) {
-			struct np_slab *next = s->next;
-			s->next = s->prev = NULL;
-			np_slab_collect(s);
-			if (s->used == 0)
-				np_slab_release(s, &th->pcp);
-			else
-				np_slab_orphan(s);
-			s = next;
-		}
-		th->ring[c] = NULL;
-	}
 	np_pcp_drain(&th->pcp);
 	np_pcp_fini(&th->pcp);
 	np_vmstat_unregister(&th->st);
-	pthread_mutex_lock(&threads_lock);
+	np_lock(&threads_lock);
 	if (th->prev)
 		th->prev->next = th->next;
 	else if (live == th)
@@ -168,40 +132,30 @@ void np_thread_abandon(struct np_thread *th)
 		th->next->prev = th->prev;
 	th->next = recycled;
 	recycled = th;
-	pthread_mutex_unlock(&threads_lock);
+	np_unlock(&threads_lock);
 }
 
-static void reset_tls(void)
+void np_thread_forget_tls(void)
 {
 	for (int c = 0; c < NP_NCLASSES; c++)
 		np_tls.cur[c] = &np_slab_empty;
 	np_tls.self = NULL;
-}
-
-static void on_thread_exit(void *arg)
-{
-	struct np_thread *th = arg;
-	if (th != np_tls.self)
-		return;
-	np_thread_fold_bytes(th);
-	reset_tls();
 	np_tls.exited = true;
-	np_thread_abandon(th);
 }
 
 void np_thread_atfork_prepare(void)
 {
-	pthread_mutex_lock(&threads_lock);
+	np_lock(&threads_lock);
 }
 
 void np_thread_atfork_parent(void)
 {
-	pthread_mutex_unlock(&threads_lock);
+	np_unlock(&threads_lock);
 }
 
 void np_thread_atfork_child(void)
 {
-	pthread_mutex_init(&threads_lock, NULL);
+	np_lock_init(&threads_lock, NP_LOCK_RANK_THREADS, 0, false);
 	/* Only the forking thread survives. The others may have been in the middle of a fast
 	 * path or a page-cache update when fork copied memory (their state has no lock), so
 	 * their caches and slabs are not walked: they are left behind, as glibc and mimalloc
@@ -211,29 +165,4 @@ void np_thread_atfork_child(void)
 	live = self;
 	if (self)
 		self->next = self->prev = NULL;
-}
-
-const char *np_thread_check(const struct np_thread *th)
-{
-	for (int c = 0; c < NP_NCLASSES; c++) {
-		const struct np_slab *s = th->ring[c];
-		if (!s)
-			continue;
-		if (np_tls.self == th && np_tls.cur[c] != s)
-			return "the fast path's current slab is not the ring's";
-		const struct np_slab *t = s;
-		do {
-			if (t->cls != c)
-				return "a slab sits in the ring of another class";
-			if (t->owner != th)
-				return "a slab in a thread's ring is owned by another";
-			if (t->next->prev != t)
-				return "broken slab ring";
-			const char *err = np_slab_check(t);
-			if (err)
-				return err;
-			t = t->next;
-		} while (t != s);
-	}
-	return np_pcp_check(&th->pcp);
 }

@@ -7,7 +7,8 @@
  * in pages of the thread's node and is recycled, never unmapped, so a stale owner pointer in a
  * slab never points at unmapped memory.
  *
- * Lock: threads_lock guards the live list and the recycle list. Invariants: np_thread_check().
+ * Lock: threads_lock guards the live list and the recycle list. The slab rings are ring.c's
+ * (invariants: np_ring_check()).
  */
 #ifndef NP_THREAD_H
 #define NP_THREAD_H
@@ -65,24 +66,27 @@ extern int np_threads_seen;
 /* The calling thread's state, created on first use; NULL while the allocator is not ready
  * (start-up: the caller serves from the bootstrap arena) or when no memory is left. */
 struct np_thread *np_thread_get(void);
-/* Called by the key destructor at thread exit, and for threads that did not survive a fork:
- * collects every slab, gives empty ones back and orphans the rest, drains the page cache,
+/* The last of a thread's exit (its slabs already handed over, ring.c): drains the page cache,
  * folds the statistics, recycles the struct. */
-void np_thread_abandon(struct np_thread *th);
-/* Collects every slab of the thread's rings and gives back the pages of those that other
- * threads' frees emptied (all but each class's current slab). Returns slabs released. */
-unsigned np_thread_sweep(struct np_thread *th);
+void np_thread_release(struct np_thread *th);
+/* The calling thread leaves: its fast path sees no state any more (every class on
+ * np_slab_empty, self NULL) and a later free by it counts without state (exited). */
+void np_thread_forget_tls(void);
 /* Folds the fast path's byte counters into the statistics. */
 void np_thread_fold_bytes(struct np_thread *th);
-/* The thread-exit hook (pthread key destructor) and its key. */
-void np_thread_init_key(void);
+/* Creates the thread-exit key, whose destructor (init.c) gets each thread's struct. */
+void np_thread_init_key(void (*on_exit)(void *));
+/* The freeing thread's state, created for a thread that only frees (a consumer): its counts
+ * then go to its own deltas, not to a shared atomic per free. Not once its exit handler ran. */
+NP_INLINE struct np_thread *np_thread_for_free(void)
+{
+	struct np_thread *th = np_tls.self;
+	return th || np_tls.exited ? th : np_thread_get();
+}
 
 /* fork */
 void np_thread_atfork_prepare(void);
 void np_thread_atfork_parent(void);
 void np_thread_atfork_child(void);
-
-/* Walks the thread's rings and page cache; NULL when sound. */
-const char *np_thread_check(const struct np_thread *th);
 
 #endif /* NP_THREAD_H */

@@ -6,6 +6,7 @@
  */
 #include "pcp/pcp.h"
 
+#include "node/node.h"
 #include "options.h"
 #include "os.h"
 #include "topology/topology.h"
@@ -60,17 +61,6 @@ static void unlink_run(struct np_page_list *l, struct np_page *pg)
 	pg->next = pg->prev = NULL;
 }
 
-static uint64_t near_mask(int home)
-{
-	const struct np_topo_node *nd = &np_topo_table.node[home];
-	if (nd->mem_allowed)
-		return 1ULL << home;
-	uint64_t m = 0;
-	for (int k = 0; k < nd->nfallback && nd->fallback_dist[k] == nd->fallback_dist[0]; k++)
-		m |= 1ULL << nd->fallback[k];
-	return m;
-}
-
 void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st)
 {
 	*pcp = (struct np_pcp){.st = st, .home = home};
@@ -78,7 +68,7 @@ void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st)
 	pcp->high = np_opt.pcp_high > 0 ? (int)np_opt.pcp_high : NP_PCP_HIGH_FACTOR * pcp->batch;
 	if (pcp->high < pcp->batch)
 		pcp->high = pcp->batch;
-	pcp->near = near_mask(home);
+	pcp->near = np_node_near(home);
 	pcp->rotor = (unsigned)np_os_tid();
 	count_thread(pcp, home, 1);
 }
@@ -95,7 +85,7 @@ void np_pcp_set_home(struct np_pcp *pcp, int home)
 	count_thread(pcp, pcp->home, -1);
 	count_thread(pcp, home, 1);
 	pcp->home = home;
-	pcp->near = near_mask(home);
+	pcp->near = np_node_near(home);
 	/* Pages that were local are remote now: near ones to the head, the rest to the tail. */
 	for (int o = 0; o < NP_PCP_ORDERS; o++) {
 		struct np_page_list near = {0}, far = {0};
@@ -146,7 +136,7 @@ bool np_pcp_is_remote(const struct np_pcp *pcp, int node)
 		return !is_near(pcp, node);
 	/* A thread without state (it never allocated): judge by the CPU it runs on. */
 	int here = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
-	return here >= 0 && !((near_mask(here) >> node) & 1);
+	return here >= 0 && !((np_node_near(here) >> node) & 1);
 }
 
 void np_pcp_count_free(struct np_pcp *pcp, int node, long npages)
@@ -155,6 +145,34 @@ void np_pcp_count_free(struct np_pcp *pcp, int node, long npages)
 	np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_in_use, -npages);
 	if (np_pcp_is_remote(pcp, node))
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_remote_free, npages);
+}
+
+/* One pool's try of a batch or a run, for np_node_walk. */
+struct take {
+	struct np_pcp *pcp;
+	unsigned order;     /* batch: runs of 1 << order pages */
+	int want;           /* batch: runs wanted; 0 for one run of npages */
+	size_t npages, align_pages;
+	struct np_page **runs;
+	int got;
+};
+
+static bool take_batch(int node, bool stolen, void *arg)
+{
+	struct take *t = arg;
+	t->got = np_pool_get_batch(node, t->order, t->want, t->runs, t->pcp->st);
+	if (t->got && stolen)
+		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->got << t->order);
+	return t->got > 0;
+}
+
+static bool take_run(int node, bool stolen, void *arg)
+{
+	struct take *t = arg;
+	t->runs[0] = np_pool_get_run(node, t->npages, t->align_pages, t->pcp->st);
+	if (t->runs[0] && stolen)
+		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->npages);
+	return t->runs[0] != NULL;
 }
 
 /* Refills list[order] with a batch: from the home node's first-choice pool, else along the
@@ -167,21 +185,12 @@ static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 	int want = pcp->batch >> order;
 	want = want < 1 ? 1 : want > MAX_BATCH_RUNS ? MAX_BATCH_RUNS : want;
 	struct np_page *runs[MAX_BATCH_RUNS];
-	bool stolen;
-	int from = np_pool_pick(pcp->home, &pcp->rotor, &stolen);
-	int got = np_pool_get_batch(from, order, want, runs, pcp->st);
-	if (got && stolen)
-		np_vmstat_add(pcp->st, from, NUMA_PAGE_STAT_pages_stolen, (long)got << order);
-	const struct np_topo_node *nd = &np_topo_table.node[pcp->home];
-	int picked = from;
-	for (int k = 0; !got && k < nd->nfallback; k++) {
-		int cand = nd->fallback[k];
-		if (cand == picked || (near_only && !is_near(pcp, cand)))
-			continue;
-		got = np_pool_get_batch(from = cand, order, want, runs, pcp->st);
-	}
-	if (!got)
+	struct take t = {.pcp = pcp, .order = order, .want = want, .runs = runs};
+	int from = np_node_walk(pcp->home, NP_WALK_PICK | (near_only ? NP_WALK_NEAR_ONLY : 0), &pcp->rotor,
+				take_batch, &t);
+	if (from < 0)
 		return false;
+	int got = t.got;
 	np_vmstat_add(pcp->st, from, NUMA_PAGE_STAT_pcp_refill, 1);
 	struct np_page_list *l = &pcp->list[order];
 	bool near = is_near(pcp, from);
@@ -199,15 +208,13 @@ static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 /* A run of 1 << order pages from a pool for a request aimed at `node`, bypassing the cache. */
 static struct np_page *get_direct(struct np_pcp *pcp, unsigned order, int node)
 {
-	const struct np_topo_node *nd = &np_topo_table.node[node];
-	for (int k = 0; k < nd->nfallback; k++) {
-		struct np_page *run;
-		if (np_pool_get_batch(nd->fallback[k], order, 1, &run, pcp->st) == 1) {
-			np_pcp_count_alloc(pcp, node, nd->fallback[k], 1L << order);
-			return run;
-		}
-	}
-	return NULL;
+	struct np_page *run;
+	struct take t = {.pcp = pcp, .order = order, .want = 1, .runs = &run};
+	int from = np_node_walk(node, 0, NULL, take_batch, &t);
+	if (from < 0)
+		return NULL;
+	np_pcp_count_alloc(pcp, node, from, 1L << order);
+	return run;
 }
 
 struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
@@ -297,33 +304,17 @@ void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
 
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node)
 {
-	int first = -1;
 	if (node < 0 || node == pcp->home)
 		np_pcp_follow_cpu(pcp);
 	/* A named node stays the intended one even when following the CPU just moved home. */
 	int intended = node >= 0 ? node : pcp->home;
-	if (intended == pcp->home) {
-		bool stolen;
-		first = np_pool_pick(intended, &pcp->rotor, &stolen);
-		struct np_page *run = np_pool_get_run(first, npages, align_pages, pcp->st);
-		if (run) {
-			if (stolen)
-				np_vmstat_add(pcp->st, first, NUMA_PAGE_STAT_pages_stolen, (long)npages);
-			np_pcp_count_alloc(pcp, intended, first, (long)npages);
-			return run;
-		}
-	}
-	const struct np_topo_node *nd = &np_topo_table.node[intended];
-	for (int k = 0; k < nd->nfallback; k++) {
-		if (nd->fallback[k] == first)
-			continue;
-		struct np_page *run = np_pool_get_run(nd->fallback[k], npages, align_pages, pcp->st);
-		if (run) {
-			np_pcp_count_alloc(pcp, intended, nd->fallback[k], (long)npages);
-			return run;
-		}
-	}
-	return NULL;
+	struct np_page *run = NULL;
+	struct take t = {.pcp = pcp, .npages = npages, .align_pages = align_pages, .runs = &run};
+	int from = np_node_walk(intended, intended == pcp->home ? NP_WALK_PICK : 0, &pcp->rotor, take_run, &t);
+	if (from < 0)
+		return NULL;
+	np_pcp_count_alloc(pcp, intended, from, (long)npages);
+	return run;
 }
 
 void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)

@@ -40,6 +40,9 @@ enum np_page_state {
 	NP_PAGE_TAIL,       /* any other page of a run that is not free */
 };
 
+/* np_page.order of a run that is not one of the page cache's power-of-two sizes. */
+#define NP_ORDER_NONE 0xff
+
 /* One per 4 KiB page of a chunk; meaningful fields are those of a run's first page (and the
  * last page of free runs, for coalescing). 32 bytes: a chunk's 1024 descriptors fill 8 pages. */
 struct np_page {
@@ -47,7 +50,7 @@ struct np_page {
 	void *owner;                 /* slab header for every page of a slab run, else NULL */
 	uint32_t npages;             /* run length (first page, and last page of a free run) */
 	uint8_t state;               /* enum np_page_state */
-	uint8_t order;               /* page-cache order of a run of 1 << order pages, else 0xff */
+	uint8_t order;               /* page-cache order of a run of 1 << order pages, or NP_ORDER_NONE */
 	uint8_t clean;               /* free run known to read as zeros (fresh or purged) */
 	uint8_t user;                /* free for the layer above (malloc marks its runs) */
 };

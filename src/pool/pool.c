@@ -12,47 +12,37 @@
 #include "log.h"
 #include "options.h"
 #include "os.h"
+#include "pool/pool_locked.h"
 
 struct np_pool np_pools[NP_MAX_NODES];
 
-/* Per node: where its threads refill first, and the equidistant group it may steal within. */
-static int primary[NP_MAX_NODES];
-static uint8_t group[NP_MAX_NODES][NP_MAX_NODES];
-static int group_n[NP_MAX_NODES];
-static size_t purge_pages; /* dirty pages a pool keeps before purging */
+size_t np_pool_purge_pages;
 
-#define PURGE_BATCH 32
-
-static void debug_check_locked(struct np_pool *p, const char *where);
-
-static void lock_pool(struct np_pool *p, struct np_vmstat_diffs *st)
+void np_pool_lock(struct np_pool *p, struct np_vmstat_diffs *st)
 {
-	if (pthread_mutex_trylock(&p->lock) != 0) {
+	if (!np_trylock(&p->lock)) {
 		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pool_contended, 1);
-		pthread_mutex_lock(&p->lock);
+		np_lock(&p->lock);
 	}
 }
 
-static void unlock_pool(struct np_pool *p)
+void np_pool_unlock(struct np_pool *p)
 {
-	pthread_mutex_unlock(&p->lock);
+	np_unlock(&p->lock);
 }
 
 /* Adaptive: a waiter spins a little before it sleeps. The lock is held for a few list
- * operations, so a waiter usually gets it without a futex sleep and a context switch
- * (realloc-grow/2, whose runs above 16 pages come from the pool: median 0.159 -> 0.144 s). */
+ * operations, so a waiter usually gets it without a futex sleep and a context switch (when it
+ * was introduced: realloc-grow/2, whose runs above 16 pages come from the pool, median
+ * 0.159 -> 0.144 s). */
 static void init_lock(struct np_pool *p)
 {
-	pthread_mutexattr_t a;
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&p->lock, &a);
-	pthread_mutexattr_destroy(&a);
+	np_lock_init(&p->lock, NP_LOCK_RANK_POOL, p->node, true);
 }
 
 void np_pool_init(const struct np_topo *t)
 {
-	purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
+	np_pool_purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
 	for (int i = 0; i < NP_MAX_NODES; i++) {
 		struct np_pool *p = &np_pools[i];
 		*p = (struct np_pool){.node = i};
@@ -62,32 +52,6 @@ void np_pool_init(const struct np_topo *t)
 			p->limit_pages = t->node[i].mem_bytes >> NP_PAGE_SHIFT;
 		}
 	}
-	/* Equidistant nearest groups; memoryless nodes sharing a group are dealt its members in
-	 * turn, so their threads do not all start on one pool (the kernel spreads them too). */
-	int dealt[NP_MAX_NODES] = {0};
-	for (int n = 0; n < t->nnodes; n++) {
-		const struct np_topo_node *nd = &t->node[n];
-		group_n[n] = 0;
-		for (int k = 0; k < nd->nfallback && nd->fallback_dist[k] == nd->fallback_dist[0]; k++)
-			group[n][group_n[n]++] = nd->fallback[k];
-		if (nd->mem_allowed || group_n[n] <= 1) {
-			primary[n] = group_n[n] ? group[n][0] : n;
-			continue;
-		}
-		int first = group[n][0];
-		primary[n] = group[n][dealt[first] % group_n[n]];
-		dealt[first]++;
-	}
-	for (int c = 0; c < t->ncpus; c++) {
-		int n = t->cpu_to_node[c];
-		if (n >= 0 && t->cpu_allowed[c] && np_pools[primary[n]].exists)
-			np_pools[primary[n]].cpus_served++;
-	}
-}
-
-int np_pool_primary(int node)
-{
-	return primary[node];
 }
 
 /* ---- free runs -------------------------------------------------------------------------- */
@@ -128,7 +92,7 @@ static void bin_unlink(struct np_pool *p, struct np_page *pg)
 /* A free run's dirty estimate lives in its last page's `prev` link, which no list uses (the
  * head's links are the bin's, and `owner` must stay NULL: free() reads it on any pointer). A
  * one-page run is dirty exactly when it is not clean. */
-static size_t run_dirty(const struct np_page *pg)
+size_t np_pool_run_dirty(const struct np_page *pg)
 {
 	return pg->npages == 1 ? !pg->clean : (size_t)(uintptr_t)pg[pg->npages - 1].prev;
 }
@@ -142,7 +106,7 @@ static void insert_free_locked(struct np_pool *p, struct np_page *pg, size_t n, 
 		clean = true; /* its one page is not resident-dirty: as good as clean for purging */
 	pg->clean = clean;
 	pg->owner = NULL;
-	pg->order = 0xff;
+	pg->order = NP_ORDER_NONE;
 	if (n > 1) {
 		pg[n - 1].state = NP_PAGE_FREE_END;
 		pg[n - 1].npages = (uint32_t)n;
@@ -153,17 +117,17 @@ static void insert_free_locked(struct np_pool *p, struct np_page *pg, size_t n, 
 	p->dirty_pages += dirty;
 }
 
-static void remove_free_locked(struct np_pool *p, struct np_page *pg)
+void np_pool_remove_free_locked(struct np_pool *p, struct np_page *pg)
 {
 	bin_unlink(p, pg);
 	p->free_pages -= pg->npages;
-	size_t d = run_dirty(pg);
+	size_t d = np_pool_run_dirty(pg);
 	p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
 }
 
 /* Returns a run to the pool, merging it with free neighbours. clean: the run reads as zeros
  * (a purged run); otherwise all its pages count as dirty. */
-static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
+void np_pool_put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 {
 	struct np_chunk *c = np_chunk_of(pg);
 	size_t idx = (size_t)(pg - c->pages);
@@ -178,8 +142,8 @@ static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 		uint8_t ls = np_page_state(left); /* may belong to a run another thread owns */
 		if (ls == NP_PAGE_FREE || ls == NP_PAGE_FREE_END) {
 			struct np_page *head = &c->pages[idx - left->npages];
-			dirty += run_dirty(head);
-			remove_free_locked(p, head);
+			dirty += np_pool_run_dirty(head);
+			np_pool_remove_free_locked(p, head);
 			clean = clean && head->clean;
 			n += head->npages;
 			idx -= head->npages;
@@ -189,8 +153,8 @@ static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 	if (idx + n < NP_CHUNK_PAGES) {
 		struct np_page *right = &c->pages[idx + n];
 		if (np_page_state(right) == NP_PAGE_FREE) {
-			dirty += run_dirty(right);
-			remove_free_locked(p, right);
+			dirty += np_pool_run_dirty(right);
+			np_pool_remove_free_locked(p, right);
 			clean = clean && right->clean;
 			n += right->npages;
 		}
@@ -199,7 +163,7 @@ static void put_locked(struct np_pool *p, struct np_page *pg, bool clean)
 }
 
 /* Marks [pg, pg+n) as one run handed out: head USED, every other page TAIL. */
-static void mark_used(struct np_page *pg, size_t n, uint8_t order)
+void np_pool_mark_used(struct np_page *pg, size_t n, uint8_t order)
 {
 	pg->state = NP_PAGE_USED;
 	pg->npages = (uint32_t)n;
@@ -243,7 +207,7 @@ static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
 				best = pg;
 				break;
 			}
-			size_t dirty = run_dirty(pg);
+			size_t dirty = np_pool_run_dirty(pg);
 			if (!best || len < best_len || (len == best_len && dirty > best_dirty)) {
 				best = pg;
 				best_len = len;
@@ -256,8 +220,8 @@ static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
 			size_t idx = (size_t)(pg - c->pages), len = pg->npages;
 			size_t aidx = (idx + align - 1) & ~(align - 1);
 			bool clean = pg->clean;
-			size_t dirty = run_dirty(pg);
-			remove_free_locked(p, pg);
+			size_t dirty = np_pool_run_dirty(pg);
+			np_pool_remove_free_locked(p, pg);
 			/* The taken part is assumed to hold the dirty pages (they are the ones
 			 * freed last, merged in front of clean remainders): the leftovers keep the
 			 * rest of the estimate. */
@@ -289,9 +253,9 @@ static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
 		p->grow_backoff--;
 		return false;
 	}
-	unlock_pool(p);
+	np_pool_unlock(p);
 	struct np_chunk *c = np_chunk_map(p->node);
-	lock_pool(p, st);
+	np_pool_lock(p, st);
 	if (!c) {
 		p->grow_backoff = 64;
 		return false;
@@ -322,7 +286,7 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
 	if (!fits_in_chunk(len, len))
 		return 0;
 	int got = 0;
-	lock_pool(p, st);
+	np_pool_lock(p, st);
 	while (got < n) {
 		struct np_page *run = take_locked(p, len, len);
 		if (!run) {
@@ -330,11 +294,11 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
 				break; /* partial batches are fine; grow only when empty-handed */
 			continue;
 		}
-		mark_used(run, len, (uint8_t)order);
+		np_pool_mark_used(run, len, (uint8_t)order);
 		out[got++] = run;
 	}
-	debug_check_locked(p, "get_batch");
-	unlock_pool(p);
+	np_pool_debug_check_locked(p, "get_batch");
+	np_pool_unlock(p);
 	if (got)
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(len * (size_t)got));
 	return got;
@@ -349,14 +313,14 @@ struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, str
 		align_pages = 1;
 	if (!fits_in_chunk(npages, align_pages))
 		return NULL;
-	lock_pool(p, st);
+	np_pool_lock(p, st);
 	struct np_page *run;
 	while (!(run = take_locked(p, npages, align_pages)))
 		if (!grow_locked(p, st))
 			break;
 	if (run)
-		mark_used(run, npages, 0xff);
-	unlock_pool(p);
+		np_pool_mark_used(run, npages, NP_ORDER_NONE);
+	np_pool_unlock(p);
 	if (run)
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)npages);
 	return run;
@@ -372,20 +336,20 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 		int node = np_page_node(runs[i]);
 		struct np_pool *p = &np_pools[node];
 		long pages = 0;
-		lock_pool(p, st);
+		np_pool_lock(p, st);
 		for (int j = i; j < n; j++) {
 			if (!runs[j] || np_page_node(runs[j]) != node)
 				continue;
 			pages += runs[j]->npages;
-			put_locked(p, runs[j], false);
+			np_pool_put_locked(p, runs[j], false);
 			runs[j] = NULL;
 		}
-		bool purge = p->dirty_pages + p->cached_pages > purge_pages;
-		debug_check_locked(p, "put");
-		unlock_pool(p);
+		bool purge = p->dirty_pages + p->cached_pages > np_pool_purge_pages;
+		np_pool_debug_check_locked(p, "put");
+		np_pool_unlock(p);
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_free, pages);
 		if (purge)
-			np_pool_purge(node, purge_pages / 2, st);
+			np_pool_purge(node, np_pool_purge_pages / 2, st);
 	}
 }
 
@@ -397,13 +361,13 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 		return new_npages <= n;
 	struct np_pool *p = &np_pools[c->node];
 	bool ok = false;
-	lock_pool(p, st);
+	np_pool_lock(p, st);
 	struct np_page *right = &c->pages[idx + n];
 	if (np_page_state(right) == NP_PAGE_FREE && n + right->npages >= new_npages) {
 		size_t rn = right->npages;
 		bool clean = right->clean;
-		size_t dirty = run_dirty(right);
-		remove_free_locked(p, right);
+		size_t dirty = np_pool_run_dirty(right);
+		np_pool_remove_free_locked(p, right);
 		size_t extra = new_npages - n;
 		if (rn > extra)
 			insert_free_locked(p, &c->pages[idx + new_npages], rn - extra, clean,
@@ -414,240 +378,36 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 			run[k].owner = NULL;
 		}
 		run->npages = (uint32_t)new_npages;
-		run->order = 0xff;
+		run->order = NP_ORDER_NONE;
 		ok = true;
 	}
-	unlock_pool(p);
+	np_pool_unlock(p);
 	if (ok)
 		np_vmstat_add(st, c->node, NUMA_PAGE_STAT_pages_alloc, (long)(new_npages - n));
 	return ok;
 }
 
-/* ---- cached huge chunks --------------------------------------------------------------------- */
-
-static size_t huge_pages(const struct np_chunk *c)
+void np_pool_totals(size_t *mapped_pages, size_t *free_pages)
 {
-	return np_chunk_data_bytes(c) >> NP_PAGE_SHIFT;
-}
-
-bool np_pool_put_huge(struct np_chunk *c, struct np_vmstat_diffs *st)
-{
-	struct np_pool *p = &np_pools[c->node];
-	size_t pages = huge_pages(c);
-	if (c->kind != NP_CHUNK_HUGE || !p->exists || pages > purge_pages)
-		return false;
-	lock_pool(p, st);
-	c->kind = NP_CHUNK_CACHED;
-	c->user = 0;
-	c->next = p->cache;
-	p->cache = c;
-	p->cached_pages += pages;
-	bool purge = p->dirty_pages + p->cached_pages > purge_pages;
-	unlock_pool(p);
-	if (purge)
-		np_pool_purge(c->node, purge_pages / 2, st);
-	return true;
-}
-
-struct np_chunk *np_pool_get_huge(int node, size_t bytes, size_t align, struct np_vmstat_diffs *st)
-{
-	struct np_pool *p = &np_pools[node];
-	if (!p->exists || !__atomic_load_n(&p->cache, __ATOMIC_RELAXED))
-		return NULL;
-	size_t need = (bytes + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
-	lock_pool(p, st);
-	struct np_chunk **best = NULL;
-	for (struct np_chunk **link = &p->cache; *link; link = &(*link)->next) {
-		struct np_chunk *c = *link;
-		size_t have = huge_pages(c);
-		if (have >= need && ((uintptr_t)c + c->data_offset) % align == 0 && (!best || have < huge_pages(*best)))
-			best = link;
+	*mapped_pages = *free_pages = 0;
+	for (int i = 0; i < NP_MAX_NODES; i++) {
+		*mapped_pages += __atomic_load_n(&np_pools[i].mapped_pages, __ATOMIC_RELAXED);
+		*free_pages += __atomic_load_n(&np_pools[i].free_pages, __ATOMIC_RELAXED);
 	}
-	struct np_chunk *c = NULL;
-	if (best) {
-		c = *best;
-		*best = c->next;
-		c->next = NULL;
-		p->cached_pages -= huge_pages(c);
-		c->kind = NP_CHUNK_HUGE;
-	}
-	unlock_pool(p);
-	/* A much larger chunk serves a smaller request: give its tail back rather than hold it
-	 * (down to the request's own mapping size, so that it fits a request like it again). */
-	if (c && huge_pages(c) > need + need / 4) {
-		size_t size = np_chunk_huge_size(c->data_offset + bytes);
-		if (size < c->size)
-			np_chunk_trim_huge(c, size);
-	}
-	return c;
-}
-
-/* Takes up to n of the oldest cached chunks off the pool while it holds more than keep_pages
- * dirty pages. Called with the lock held. */
-static int evict_cached_locked(struct np_pool *p, size_t keep_pages, struct np_chunk **out, int n)
-{
-	int got = 0;
-	while (got < n && p->cache && p->dirty_pages + p->cached_pages > keep_pages) {
-		struct np_chunk **link = &p->cache;
-		while ((*link)->next)
-			link = &(*link)->next;
-		struct np_chunk *c = *link;
-		*link = NULL;
-		p->cached_pages -= huge_pages(c);
-		out[got++] = c;
-	}
-	return got;
-}
-
-/* ---- purging ------------------------------------------------------------------------------- */
-
-/* Unmaps cached huge chunks, oldest first, while the pool holds more than keep_pages dirty
- * pages. Returns their pages. */
-static size_t purge_cached(struct np_pool *p, size_t keep_pages, struct np_vmstat_diffs *st)
-{
-	size_t total = 0;
-	for (;;) {
-		struct np_chunk *huge[PURGE_BATCH];
-		lock_pool(p, st);
-		int n = evict_cached_locked(p, keep_pages, huge, PURGE_BATCH);
-		unlock_pool(p);
-		if (n == 0)
-			break;
-		size_t pages = 0;
-		for (int i = 0; i < n; i++) {
-			pages += huge_pages(huge[i]);
-			np_chunk_unmap_huge(huge[i]);
-		}
-		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
-		total += pages;
-	}
-	return total;
-}
-
-size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
-{
-	struct np_pool *p = &np_pools[node];
-	if (!p->exists)
-		return 0;
-	size_t total = purge_cached(p, keep_pages, st);
-	for (;;) {
-		struct np_page *runs[PURGE_BATCH];
-		int n = 0;
-		lock_pool(p, st);
-		/* Largest runs first: they are the coldest and cost one madvise each. */
-		for (int b = NP_POOL_BINS - 1; b >= 0 && n < PURGE_BATCH && p->dirty_pages > keep_pages; b--) {
-			struct np_page *pg = p->bins[b];
-			while (pg && n < PURGE_BATCH && p->dirty_pages > keep_pages) {
-				struct np_page *next = pg->next;
-				if (run_dirty(pg)) {
-					remove_free_locked(p, pg);
-					mark_used(pg, pg->npages, 0xff);
-					runs[n++] = pg;
-				}
-				pg = next;
-			}
-		}
-		unlock_pool(p);
-		if (n == 0)
-			break;
-		size_t pages = 0;
-		for (int i = 0; i < n; i++) {
-			np_os_purge(np_page_addr(runs[i]), (size_t)runs[i]->npages << NP_PAGE_SHIFT);
-			pages += runs[i]->npages;
-		}
-		lock_pool(p, st);
-		for (int i = 0; i < n; i++)
-			put_locked(p, runs[i], true);
-		unlock_pool(p);
-		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
-		total += pages;
-		if (n < PURGE_BATCH)
-			break;
-	}
-	return total;
-}
-
-size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
-{
-	struct np_pool *p = &np_pools[node];
-	if (!p->exists)
-		return 0;
-	size_t total = purge_cached(p, 0, st);
-	/* Every free run, under the lock, as glibc's malloc_trim: the runs stay in their bins, so
-	 * no allocation may take one while its pages go. Runs the pool thinks clean are given back
-	 * too: with transparent huge pages set to "always" the kernel backs a whole 2 MiB of a
-	 * fresh chunk on its first touch, so never-used pages can be resident (the VM guests'
-	 * threads10k saw 8-10 MB stay after trim). madvise of pages that are not there costs
-	 * nothing. */
-	size_t pages = 0;
-	lock_pool(p, st);
-	for (struct np_chunk *c = p->chunks; c; c = c->next) {
-		size_t i = NP_CHUNK_HEADER_PAGES;
-		while (i < NP_CHUNK_PAGES) {
-			struct np_page *pg = &c->pages[i];
-			size_t n = pg->npages ? pg->npages : 1;
-			if (np_page_state(pg) == NP_PAGE_FREE) {
-				np_os_purge(np_page_addr(pg), n << NP_PAGE_SHIFT);
-				size_t d = run_dirty(pg);
-				if (d)
-					total += n; /* known to have been resident */
-				p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
-				pg->clean = 1;
-				if (n > 1)
-					pg[n - 1].prev = NULL; /* dirty estimate 0 */
-				pages += n;
-			}
-			i += n;
-		}
-	}
-	unlock_pool(p);
-	np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
-	return total;
-}
-
-int np_pool_pick(int home, unsigned *rotor, bool *stolen)
-{
-	int first = primary[home];
-	*stolen = false;
-	if (group_n[home] <= 1)
-		return first;
-	/* Average free pages per CPU over all pools; racy reads are fine: it is a hint. */
-	size_t sum_free = 0, sum_cpus = 0;
-	for (int i = 0; i < NP_MAX_NODES; i++)
-		if (np_pools[i].exists) {
-			sum_free += __atomic_load_n(&np_pools[i].free_pages, __ATOMIC_RELAXED);
-			sum_cpus += np_pools[i].cpus_served;
-		}
-	struct np_pool *p = &np_pools[first];
-	size_t cpus = p->cpus_served ? p->cpus_served : 1;
-	if (!sum_cpus || __atomic_load_n(&p->free_pages, __ATOMIC_RELAXED) * sum_cpus >= sum_free * cpus)
-		return first;
-	/* Below average: steal from the next pool of the group that is above it. */
-	for (int k = 0; k < group_n[home]; k++) {
-		int cand = group[home][(*rotor + (unsigned)k) % (unsigned)group_n[home]];
-		struct np_pool *q = &np_pools[cand];
-		size_t qc = q->cpus_served ? q->cpus_served : 1;
-		if (cand != first && __atomic_load_n(&q->free_pages, __ATOMIC_RELAXED) * sum_cpus > sum_free * qc) {
-			*rotor += (unsigned)k + 1;
-			*stolen = true;
-			return cand;
-		}
-	}
-	return first;
 }
 
 void np_pool_atfork_prepare(void)
 {
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		if (np_pools[i].exists)
-			pthread_mutex_lock(&np_pools[i].lock);
+			np_lock(&np_pools[i].lock);
 }
 
 void np_pool_atfork_parent(void)
 {
 	for (int i = NP_MAX_NODES - 1; i >= 0; i--)
 		if (np_pools[i].exists)
-			pthread_mutex_unlock(&np_pools[i].lock);
+			np_unlock(&np_pools[i].lock);
 }
 
 void np_pool_atfork_child(void)
@@ -683,7 +443,7 @@ static const char *check_locked(struct np_pool *p)
 			err = "a cached huge chunk is not marked cached";
 		else if (c->node != p->node)
 			err = "a pool caches a huge chunk of another node";
-		cached += huge_pages(c);
+		cached += np_pool_huge_pages(c);
 	}
 	if (!err && cached != p->cached_pages)
 		err = "cached page count disagrees with the cache";
@@ -693,7 +453,7 @@ static const char *check_locked(struct np_pool *p)
 }
 
 /* debug_level 3: the whole pool after every change made under its lock. */
-static void debug_check_locked(struct np_pool *p, const char *where)
+void np_pool_debug_check_locked(struct np_pool *p, const char *where)
 {
 	if (np_config_debug < 3)
 		return;
@@ -705,8 +465,8 @@ static void debug_check_locked(struct np_pool *p, const char *where)
 const char *np_pool_check(int node)
 {
 	struct np_pool *p = &np_pools[node];
-	pthread_mutex_lock(&p->lock);
+	np_lock(&p->lock);
 	const char *err = check_locked(p);
-	pthread_mutex_unlock(&p->lock);
+	np_unlock(&p->lock);
 	return err;
 }

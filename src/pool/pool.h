@@ -12,8 +12,9 @@
  * mimalloc without it). When the pool is over its watermark, cached chunks are unmapped first
  * (oldest first), then dirty runs are purged; a chunk larger than the watermark is never kept.
  *
- * Lock order: a thread holds at most one pool lock at a time, and no other allocator lock
- * while holding it (the statistics registry lock is never taken under a pool lock).
+ * Lock: one per pool, rank NP_LOCK_RANK_POOL (lock.h): the innermost lock; a thread holds at
+ * most one pool lock at a time (fork takes them all, in node order). The pool's files:
+ * pool.c (runs), pool_huge.c (cached huge chunks), pool_purge.c (purge and trim).
  * Invariants: see np_pool_check().
  */
 #ifndef NP_POOL_H
@@ -25,6 +26,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "lock.h"
 #include "pool/chunk.h"
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
@@ -36,14 +38,13 @@
 #define NP_POOL_MAX_RUN NP_CHUNK_DATA_PAGES
 
 struct np_pool {
-	pthread_mutex_t lock;
+	struct np_lock lock;         /* rank NP_LOCK_RANK_POOL, index node */
 	int node;                    /* dense node index */
 	bool exists;                 /* the node has allowed memory */
 	size_t free_pages;           /* pages in free runs (racy reads allowed: a hint) */
 	size_t dirty_pages;          /* free pages that may be resident (an upper bound) */
 	size_t mapped_pages;         /* data pages of all chunks */
 	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
-	size_t cpus_served;          /* allowed CPUs whose first choice this pool is */
 	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
 	struct np_chunk *chunks;     /* every normal chunk of the node */
 	struct np_chunk *cache;      /* freed huge chunks (kind CACHED), newest first */
@@ -93,14 +94,8 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st);
  * known to have been resident (cached chunks and dirty runs), malloc_trim's answer. */
 size_t np_pool_trim(int node, struct np_vmstat_diffs *st);
 
-/* The pool a thread homed on `home` refills from first. For a node with memory: itself. For a
- * memoryless node whose nearest memory nodes are equidistant: the one among them whose free
- * pages per CPU served is at or above the average over all pools, taken in turn by the
- * caller's rotating iterator *rotor (DragonFly BSD's fix for the 2990WX); counted as
- * pages_stolen by the caller when it is not the node's own primary pool. */
-int np_pool_pick(int home, unsigned *rotor, bool *stolen);
-/* The primary pool of a node (its own, or the one its equidistant group assigns it). */
-int np_pool_primary(int node);
+/* Pages mapped and free over all pools (racy reads: mallinfo2's answer). */
+void np_pool_totals(size_t *mapped_pages, size_t *free_pages);
 
 /* fork(): hold every pool lock across the fork, release (parent) or re-create (child). */
 void np_pool_atfork_prepare(void);

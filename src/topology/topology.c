@@ -75,15 +75,12 @@ void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const ch
 	n->fallback_dist[0] = NP_DISTANCE_LOCAL;
 }
 
-/* The fallback for this machine: sysconf is cheap and cannot fail in a way that matters. */
+/* The fallback for this machine: its CPU count and memory as the C library reports them. */
 static int fail(struct np_topo *t, const char *why)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_CONF);
-	long pages = sysconf(_SC_PHYS_PAGES);
-	long psize = sysconf(_SC_PAGESIZE);
-	uint64_t mem = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+	int cpus = np_os_cpu_count();
 	np_warn("topology: %s; using one node with every CPU and all memory", why);
-	np_topo_fallback(t, cpus > 0 ? (int)cpus : 1, mem, why);
+	np_topo_fallback(t, cpus > 0 ? cpus : 1, np_os_memory_bytes(), why);
 	return -1;
 }
 

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "lock.h"
 #include "options.h"
 #include "os.h"
 
@@ -28,7 +29,7 @@ static int nnodes;
 static int os_ids[NP_MAX_NODES];
 static int page_thr[NP_MAX_NODES];
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct np_lock reg_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_VMSTAT, 0);
 static struct np_vmstat_diffs *reg_head;
 
 static const uint8_t item_kind[NUMA_PAGE_STAT_NITEMS] = {
@@ -153,7 +154,7 @@ static void fold_all(struct np_vmstat_diffs *th)
 
 void np_vmstat_register(struct np_vmstat_diffs *th)
 {
-	pthread_mutex_lock(&reg_lock);
+	np_lock(&reg_lock);
 	if (!th->registered) {
 		th->prev = NULL;
 		th->next = reg_head;
@@ -162,12 +163,12 @@ void np_vmstat_register(struct np_vmstat_diffs *th)
 		reg_head = th;
 		th->registered = true;
 	}
-	pthread_mutex_unlock(&reg_lock);
+	np_unlock(&reg_lock);
 }
 
 void np_vmstat_unregister(struct np_vmstat_diffs *th)
 {
-	pthread_mutex_lock(&reg_lock);
+	np_lock(&reg_lock);
 	/* Folding under the lock: a snapshot sees these deltas either in the thread or in the
 	 * totals, never in both and never in neither. */
 	fold_all(th);
@@ -181,7 +182,7 @@ void np_vmstat_unregister(struct np_vmstat_diffs *th)
 		th->next = th->prev = NULL;
 		th->registered = false;
 	}
-	pthread_mutex_unlock(&reg_lock);
+	np_unlock(&reg_lock);
 }
 
 /* ---- Readers --------------------------------------------------------------------------------- */
@@ -219,25 +220,25 @@ long np_vmstat_read(int node, int item)
 long np_vmstat_snapshot(int node, int item)
 {
 	np_assert(node >= 0 && node < NP_MAX_NODES && item >= 0 && item < NUMA_PAGE_STAT_NITEMS);
-	pthread_mutex_lock(&reg_lock);
+	np_lock(&reg_lock);
 	long v = total(node, item);
 	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
 		v += __atomic_load_n(&th->d[node][item], __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&reg_lock);
+	np_unlock(&reg_lock);
 	return clamp(item, v);
 }
 
 void np_vmstat_snapshot_node(int node, long out[NUMA_PAGE_STAT_NITEMS], bool exact)
 {
 	if (exact)
-		pthread_mutex_lock(&reg_lock);
+		np_lock(&reg_lock);
 	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 		out[k] = total(node, k);
 	if (exact) {
 		for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
 			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 				out[k] += __atomic_load_n(&th->d[node][k], __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&reg_lock);
+		np_unlock(&reg_lock);
 	}
 	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 		out[k] = clamp(k, out[k]);
@@ -267,18 +268,18 @@ void np_vmstat_use_totals(struct np_vmstat_totals *dst)
 
 void np_vmstat_atfork_prepare(void)
 {
-	pthread_mutex_lock(&reg_lock);
+	np_lock(&reg_lock);
 }
 
 void np_vmstat_atfork_parent(void)
 {
-	pthread_mutex_unlock(&reg_lock);
+	np_unlock(&reg_lock);
 }
 
 void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 {
 	/* Only this thread exists now; the lock was held by it across fork. */
-	pthread_mutex_init(&reg_lock, NULL);
+	np_lock_init(&reg_lock, NP_LOCK_RANK_VMSTAT, 0, false);
 	struct np_vmstat_totals *s = cur_sink();
 	if (s != static_totals) {
 		/* The file's mapping is shared with the parent: take a private copy of its totals
@@ -315,7 +316,7 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 
 void np_vmstat_reset(void)
 {
-	pthread_mutex_lock(&reg_lock);
+	np_lock(&reg_lock);
 	struct np_vmstat_totals *s = cur_sink();
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
@@ -327,7 +328,7 @@ void np_vmstat_reset(void)
 		for (int i = 0; i < NP_MAX_NODES; i++)
 			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 				__atomic_store_n(&th->d[i][k], 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&reg_lock);
+	np_unlock(&reg_lock);
 }
 
 /* ---- Items and nodes ------------------------------------------------------------------------- */

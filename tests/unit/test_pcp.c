@@ -311,7 +311,7 @@ static int expected_first(int node)
 	const struct np_topo_node *nd = &np_topo_table.node[node];
 	if (nd->mem_allowed)
 		return node;
-	return np_pool_primary(node);
+	return np_node_primary(node);
 }
 
 static void fallback_of_every_fixture_node(void **state)

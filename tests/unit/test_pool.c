@@ -3,8 +3,7 @@
  * through the fake OS by OS node id, strict and preferred bind failures) and the per-node page
  * pools (batches of aligned runs, exact runs with alignment, growth and the node's limit,
  * coalescing and every invariant after each step of a randomized sequence with a fixed seed,
- * growing a run in place, purging, the contended-lock counter, and np_pool_pick's stealing among
- * equidistant pools on the 2990WX fixture). Each test loads a fixture into np_topo_table and
+ * growing a run in place, purging, and the contended-lock counter). Each test loads a fixture into np_topo_table and
  * re-initialises options, statistics and pools; teardown unmaps every chunk it left behind.
  */
 #include <setjmp.h>
@@ -253,9 +252,6 @@ static void init_marks_memory_nodes(void **state)
 	for (int n = 0; n < 8; n++)
 		assert_int_equal(np_pools[n].exists, n == 1 || n == 5);
 	assert_int_equal(np_pools[1].limit_pages, np_topo_table.node[1].mem_bytes >> NP_PAGE_SHIFT);
-	/* Every CPU is served by the pool nearest its node: 4 each. */
-	assert_int_equal(np_pools[1].cpus_served, 4);
-	assert_int_equal(np_pools[5].cpus_served, 4);
 	struct np_page *run;
 	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL), 0); /* memoryless: no pool */
 	assert_null(np_pool_get_run(3, 1, 1, NULL));
@@ -607,78 +603,18 @@ static void contended_lock_is_counted(void **state)
 	(void)state;
 	start("2node", NULL);
 	struct np_page *run = NULL;
-	pthread_mutex_lock(&np_pools[0].lock);
+	np_lock(&np_pools[0].lock);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, take_one, &run), 0);
 	struct timespec ts = {0, 50 * 1000 * 1000};
 	nanosleep(&ts, NULL);
 	assert_null(run); /* still waiting */
-	pthread_mutex_unlock(&np_pools[0].lock);
+	np_unlock(&np_pools[0].lock);
 	pthread_join(t, NULL);
 	assert_non_null(run);
 	assert_int_equal(STAT(0, pool_contended), 1);
 	np_pool_put_run(run, NULL);
 	assert_int_equal(STAT(0, pool_contended), 1); /* uncontended: not counted */
-}
-
-/* Fills pool `node` with `pages` free pages (maps what it needs). */
-static void fill(int node, size_t pages)
-{
-	struct np_page *r = np_pool_get_run(node, pages, 1, NULL);
-	assert_non_null(r);
-	np_pool_put_run(r, NULL);
-}
-
-static void pick_on_2990wx(void **state)
-{
-	(void)state;
-	start("2990wx", NULL);
-	/* Memoryless 1 and 3 are dealt the two equidistant memory nodes in turn. */
-	assert_int_equal(np_pool_primary(0), 0);
-	assert_int_equal(np_pool_primary(1), 0);
-	assert_int_equal(np_pool_primary(2), 2);
-	assert_int_equal(np_pool_primary(3), 2);
-	assert_int_equal(np_pools[0].cpus_served, 4);
-	assert_int_equal(np_pools[2].cpus_served, 4);
-	unsigned rotor = 0;
-	bool stolen = true;
-	/* Both empty: nobody is above average, stay home. */
-	assert_int_equal(np_pool_pick(1, &rotor, &stolen), 0);
-	assert_false(stolen);
-	/* Pool 2 full, pool 0 empty: node 1 steals from 2; node 3 is at home in 2. */
-	fill(2, NP_CHUNK_DATA_PAGES);
-	assert_int_equal(np_pool_pick(1, &rotor, &stolen), 2);
-	assert_true(stolen);
-	assert_int_equal(np_pool_pick(3, &rotor, &stolen), 2);
-	assert_false(stolen);
-	/* Memory nodes never steal: they are their own group. */
-	assert_int_equal(np_pool_pick(0, &rotor, &stolen), 0);
-	assert_false(stolen);
-	/* Pool 0 at or above the average: node 1 stays home. */
-	fill(0, NP_CHUNK_DATA_PAGES);
-	assert_int_equal(np_pool_pick(1, &rotor, &stolen), 0);
-	assert_false(stolen);
-	/* Pool 2 below average now: node 3 steals from 0. */
-	struct np_page *r = np_pool_get_run(2, 900, 1, NULL);
-	assert_int_equal(np_pool_pick(3, &rotor, &stolen), 0);
-	assert_true(stolen);
-	np_pool_put_run(r, NULL);
-}
-
-static void pick_on_r7425(void **state)
-{
-	(void)state;
-	start("r7425", NULL);
-	/* Each memoryless node has one nearest memory node: no choice, no stealing. */
-	const int want[8] = {1, 1, 1, 1, 5, 5, 5, 5};
-	fill(5, NP_CHUNK_DATA_PAGES);
-	for (int n = 0; n < 8; n++) {
-		unsigned rotor = 0;
-		bool stolen = true;
-		assert_int_equal(np_pool_primary(n), want[n]);
-		assert_int_equal(np_pool_pick(n, &rotor, &stolen), want[n]);
-		assert_false(stolen);
-	}
 }
 
 int main(void)
@@ -704,8 +640,6 @@ int main(void)
 		cmocka_unit_test_teardown(purge_past_watermark, teardown),
 		cmocka_unit_test_teardown(purge_off_keeps_nothing_dirty, teardown),
 		cmocka_unit_test_teardown(contended_lock_is_counted, teardown),
-		cmocka_unit_test_teardown(pick_on_2990wx, teardown),
-		cmocka_unit_test_teardown(pick_on_r7425, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "fake_os.h"
+#include "node/node.h"
 #include "options.h"
 #include "os.h"
 #include "pool/pool.h"
@@ -30,6 +31,7 @@ static inline void np_test_start_fixture(const char *fixture, va_list ap)
 	np_vmstat_reset();
 	np_fake_os_reset();
 	np_pool_init(&np_topo_table);
+	np_node_init(&np_topo_table);
 }
 
 /* Unmaps every normal chunk of every pool (tests leave whole pools behind). */

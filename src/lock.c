@@ -1,0 +1,34 @@
+/*
+ * lock.c — ranked mutexes (see lock.h).
+ */
+#include "lock.h"
+
+NP_TLS uint64_t np_lock_held[NP_LOCK_RANKS];
+
+void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	if (adaptive)
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&l->mutex, &a);
+	pthread_mutexattr_destroy(&a);
+	l->rank = (uint8_t)rank;
+	l->index = (uint8_t)index;
+	np_lock_note(l, false); /* a lock re-created in a fork child is not held */
+}
+
+void np_lock_order_broken(const struct np_lock *l)
+{
+	int r = NP_LOCK_RANKS - 1;
+	while (r > 0 && !np_lock_held[r])
+		r--;
+	np_fatal("lock order broken: taking rank %d index %d while holding rank %d (mask %llx)", l->rank,
+		 l->index, r, (unsigned long long)np_lock_held[r]);
+}
+
+void np_lock_forget_all(void)
+{
+	for (int r = 0; r < NP_LOCK_RANKS; r++)
+		np_lock_held[r] = 0;
+}

@@ -1,0 +1,104 @@
+/*
+ * lock.h — the library's mutexes, each with a rank: the lock order written as code. A thread
+ * may take a lock only when it holds none of a higher rank, nor one of the same rank at the
+ * same or a higher index (the per-node locks of one rank are taken in node order, as fork
+ * does). At debug_level >= 2 every acquisition checks that (jemalloc's witness is the model);
+ * other builds compile the check away. Held locks are one bit each in a thread-local mask per
+ * rank, so the check costs a few instructions and any release order is fine. Layer 0: nothing
+ * of the project below it but internal.h.
+ *
+ * The order, outermost first (fork_prepare in malloc/init.c takes them all in this order):
+ */
+#ifndef NP_LOCK_H
+#define NP_LOCK_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+enum np_lock_rank {
+	NP_LOCK_RANK_PLACE = 0,   /* malloc/place.c: thread placement choices */
+	NP_LOCK_RANK_VMSTAT = 1,  /* vmstat/vmstat.c: the registry of live threads' deltas */
+	NP_LOCK_RANK_THREADS = 2, /* malloc/thread.c: the live and recycled thread structs */
+	NP_LOCK_RANK_ORPHANS = 3, /* malloc/slab.c: one orphan list per node */
+	NP_LOCK_RANK_POOL = 4,    /* pool/pool.c: one page pool per node */
+	NP_LOCK_RANKS
+};
+
+struct np_lock {
+	pthread_mutex_t mutex;
+	uint8_t rank;  /* enum np_lock_rank */
+	uint8_t index; /* order within the rank (a node index), < 64 */
+};
+
+/* A lock with static storage: struct np_lock l = NP_LOCK_INITIALIZER(NP_LOCK_RANK_..., 0). */
+#define NP_LOCK_INITIALIZER(rank, index) {PTHREAD_MUTEX_INITIALIZER, (rank), (index)}
+
+/* adaptive: a waiter spins briefly before it sleeps (PTHREAD_MUTEX_ADAPTIVE_NP), for locks
+ * held for a few list operations. Also re-creates a lock in a fork child (the calling thread
+ * then no longer holds it). */
+void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive);
+
+/* The calling thread's held locks, by rank (bit = index). */
+extern NP_TLS uint64_t np_lock_held[NP_LOCK_RANKS];
+
+/* Checks that taking l keeps the order. */
+NP_COLD void np_lock_order_broken(const struct np_lock *l);
+
+NP_INLINE void np_lock_check(const struct np_lock *l)
+{
+	if (np_config_debug < 2)
+		return;
+	for (int r = l->rank + 1; r < NP_LOCK_RANKS; r++)
+		if (np_lock_held[r])
+			np_lock_order_broken(l);
+	if (np_lock_held[l->rank] >> l->index)
+		np_lock_order_broken(l);
+}
+
+NP_INLINE void np_lock_note(const struct np_lock *l, bool held)
+{
+	if (np_config_debug < 2)
+		return;
+	if (held)
+		np_lock_held[l->rank] |= 1ULL << l->index;
+	else
+		np_lock_held[l->rank] &= ~(1ULL << l->index);
+}
+
+NP_INLINE void np_lock(struct np_lock *l)
+{
+	np_lock_check(l);
+	pthread_mutex_lock(&l->mutex);
+	np_lock_note(l, true);
+}
+
+/* True when it took the lock without waiting. */
+NP_INLINE bool np_trylock(struct np_lock *l)
+{
+	np_lock_check(l);
+	if (pthread_mutex_trylock(&l->mutex) != 0)
+		return false;
+	np_lock_note(l, true);
+	return true;
+}
+
+NP_INLINE void np_unlock(struct np_lock *l)
+{
+	np_lock_note(l, false);
+	pthread_mutex_unlock(&l->mutex);
+}
+
+/* For functions named *_locked: the caller must hold l (checked at debug_level >= 2). */
+NP_INLINE void np_assert_locked(const struct np_lock *l)
+{
+	if (np_config_debug >= 2 && !((np_lock_held[l->rank] >> l->index) & 1))
+		np_fatal("lock: a _locked function called without its lock (rank %d, index %d)", l->rank, l->index);
+}
+
+/* In a fork child: only the forking thread survives, and every lock is re-created. */
+void np_lock_forget_all(void);
+
+#endif /* NP_LOCK_H */

@@ -1,0 +1,119 @@
+/*
+ * free.c — every free the fast path of alloc.h does not finish: a block of another thread's
+ * slab (a lock-free push on its remote list, and the claim of a full slab its owner let go),
+ * a block of our own that the fast path refused (it looks free: a double free is confirmed
+ * before it is reported; it lies past a large slab's first 64 KiB), page runs, chunks of their
+ * own, start-up memory, and what is none of those (reported, then abort). Pointers are decoded
+ * once (ptr.h) and the result passed down. No system call but in the pools' purges (errno is
+ * kept).
+ */
+#include "malloc/alloc.h"
+
+#include <errno.h>
+
+#include "log.h"
+#include "malloc/bootstrap.h"
+#include "malloc/large.h"
+#include "malloc/ptr.h"
+#include "malloc/ring.h"
+#include "pcp/pcp.h"
+
+/* A thread that only frees (a consumer) never folds the fast path's byte counts in a malloc
+ * slow path: it folds them every this many bytes. */
+#define REMOTE_FOLD_BYTES (64 * 1024)
+
+NP_COLD static void invalid(const char *what, uintptr_t a)
+{
+	np_fatal("free: %s %p", what, (void *)a);
+}
+
+void np_free_slab_slow(struct np_slab *s, uintptr_t a)
+{
+	struct np_thread *th = np_thread_for_free();
+	uint64_t i = np_slab_index(s, a);
+	if (i >= s->end)
+		invalid("invalid pointer (not the start of a block)", a);
+	if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == th && th) {
+		/* Looks free: confirm before reporting. */
+		if (np_slab_looks_free(s, a)) {
+			np_slab_collect(s);
+			if (np_slab_holds_free(s, a))
+				invalid("double free of", a);
+		}
+		np_slab_push_local(s, a, i);
+		np_tls.self->in_use[s->node] -= s->block;
+		if (--s->used == 0)
+			np_ring_emptied(s);
+		return;
+	}
+	/* Another thread's slab (or nobody's): a block that looks free may be on its owner's
+	 * lists already, freed by the owner or another thread. The owner may be changing them,
+	 * so the walk is the careful racy one (no link followed unchecked); found means free. */
+	if (np_slab_looks_free(s, a) && np_slab_holds_free_racy(s, a))
+		invalid("double free of", a);
+	if (NP_LIKELY(th != NULL)) {
+		th->in_use[s->node] -= s->block;
+		if (NP_UNLIKELY(th->in_use[s->node] < -(int64_t)REMOTE_FOLD_BYTES))
+			np_thread_fold_bytes(th);
+		if (!((th->pcp.near >> s->node) & 1))
+			np_vmstat_add(&th->st, s->node, NUMA_PAGE_STAT_remote_free, 1);
+	} else {
+		np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
+		if (np_pcp_is_remote(NULL, s->node))
+			np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_remote_free, 1);
+	}
+	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+	bool first;
+	bool claimed = np_slab_push_remote(s, a, &first);
+	/* The owner's next sweep has work now (thread structs are recycled, never unmapped: a
+	 * stale owner only costs that thread one sweep). */
+	if (first && owner != NULL && owner != NP_NO_OWNER && owner != th &&
+	    !__atomic_load_n(&owner->remote_pending, __ATOMIC_RELAXED))
+		__atomic_store_n(&owner->remote_pending, 1, __ATOMIC_RELAXED);
+	if (!claimed)
+		return;
+	/* This free claimed a full slab its owner had let go. The thread that let go of it takes
+	 * it back (its own free: its later frees of the slab's recent blocks are local). Anyone
+	 * else hands it to the node's orphans, for the next thread near it that runs out of blocks
+	 * of this class (xmalloc's consumer only frees: adopting made every slab's pages travel
+	 * from consumer to producer through the pools, 3x slower). A claimer that allocated the
+	 * class used to adopt it without needing it: in larson/2 it then never ran out, never let
+	 * a slab go, and its ring held 3-6 MB of free blocks per class while the other thread made
+	 * 300-500 new slabs (peak RSS 48-52 MB; 29-32 MB with orphans). */
+	struct np_thread *floater = __atomic_load_n(&s->floater, __ATOMIC_RELAXED);
+	if (th && floater == th && ((th->pcp.near >> s->node) & 1) && th->ring[s->cls])
+		np_ring_take_back(th, s);
+	else
+		np_slab_orphan(s);
+}
+
+void np_free_decoded(const struct np_ptr *d, void *p)
+{
+	int saved = errno;
+	switch (d->kind) {
+	case NP_PTR_SMALL:
+		np_free_slab_slow(d->slab, (uintptr_t)p);
+		break;
+	case NP_PTR_RUN:
+		np_large_free_run(d->page, np_thread_for_free());
+		break;
+	case NP_PTR_CHUNK:
+		np_large_free_chunk(d->chunk, np_thread_for_free(), true);
+		break;
+	case NP_PTR_BOOT:
+		np_bootstrap_free(p);
+		break;
+	case NP_PTR_BAD:
+		np_ptr_invalid("free", true, d, p);
+	}
+	errno = saved;
+}
+
+void np_free_slow(void *p)
+{
+	if (!p)
+		return;
+	struct np_ptr d;
+	np_ptr_decode(p, false, &d);
+	np_free_decoded(&d, p);
+}

@@ -1,0 +1,174 @@
+/*
+ * large.c — page runs and chunks of their own for malloc and the page API (see large.h). No
+ * lock of its own: the page cache is the thread's, the pools lock themselves.
+ */
+#include "malloc/large.h"
+
+#include "node/node.h"
+#include "options.h"
+#include "os.h"
+#include "pcp/pcp.h"
+#include "pool/pool.h"
+#include "topology/topology.h"
+
+#define SMALL_RUN_PAGES 16 /* runs up to this many pages go through the page cache */
+
+static unsigned order_of(size_t npages)
+{
+	return npages <= 1 ? 0 : 64u - (unsigned)__builtin_clzll(npages - 1);
+}
+
+/* One pool's try of a huge chunk, for np_node_walk: one its pool kept from an earlier free,
+ * else a fresh mapping bound to the node. */
+struct huge_try {
+	struct np_thread *th;
+	size_t size, align;
+	struct np_chunk *c;
+	bool clean;
+};
+
+static bool try_huge(int node, bool stolen, void *arg)
+{
+	struct huge_try *h = arg;
+	h->c = np_pool_get_huge(node, h->size, h->align, &h->th->st);
+	h->clean = h->c == NULL;
+	if (!h->c)
+		h->c = np_chunk_map_huge(node, h->size, h->align);
+	if (h->c && stolen)
+		np_vmstat_add(&h->th->st, node, NUMA_PAGE_STAT_pages_stolen,
+			      (long)(np_chunk_data_bytes(h->c) >> NP_PAGE_SHIFT));
+	return h->c != NULL;
+}
+
+void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, bool *clean)
+{
+	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
+	size_t align_pages = align >> NP_PAGE_SHIFT;
+	struct np_page *run = NULL;
+	if (npages <= SMALL_RUN_PAGES && align_pages <= SMALL_RUN_PAGES) {
+		unsigned order = order_of(npages > align_pages ? npages : align_pages);
+		run = np_pcp_get(&th->pcp, order, node);
+	} else if (npages <= NP_POOL_MAX_RUN && align_pages <= NP_CHUNK_PAGES / 4) {
+		run = np_pcp_get_run(&th->pcp, npages, align_pages, node);
+	}
+	if (run) {
+		*clean = run->clean;
+		return np_page_addr(run);
+	}
+	/* Huge, or no pool had a fitting run: a chunk of its own, along the node walk. At least
+	 * one byte: a chunk aligned to its own size or more has its data a whole alignment past
+	 * its start, and with no data the block would lie past the mapping's end. */
+	int intended = node >= 0 ? node : th->pcp.home;
+	struct huge_try h = {.th = th, .size = size ? size : 1, .align = align};
+	int from = np_node_walk(intended, intended == th->pcp.home ? NP_WALK_PICK : 0, &th->pcp.rotor, try_huge, &h);
+	if (from < 0)
+		return NULL;
+	*clean = h.clean;
+	np_pcp_count_alloc(&th->pcp, intended, from, (long)(np_chunk_data_bytes(h.c) >> NP_PAGE_SHIFT));
+	return (char *)h.c + h.c->data_offset;
+}
+
+/* Pages of an interleaved chunk's data on each of its nodes (dense index), by address: which
+ * nodes get the extra pages depends on where the data starts. */
+static void interleave_shares(const struct np_chunk *c, long share[NP_MAX_NODES])
+{
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		share[i] = 0;
+	const char *data = (const char *)c + c->data_offset;
+	size_t pages = np_chunk_data_bytes(c) >> NP_PAGE_SHIFT;
+	for (size_t k = 0; k < pages && k < c->nilv; k++) {
+		/* Page k, k + nilv, k + 2 nilv ... share a node: count them at once. */
+		long n = (long)((pages - k + c->nilv - 1) / c->nilv);
+		share[np_chunk_node_at(c, data + (k << NP_PAGE_SHIFT))] += n;
+	}
+}
+
+static void uncount(struct np_thread *th, int node, size_t usable)
+{
+	np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, -(long)usable);
+}
+
+void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep)
+{
+	if (c->user)
+		uncount(th, c->node, np_chunk_data_bytes(c));
+	long pages = (long)(np_chunk_data_bytes(c) >> NP_PAGE_SHIFT);
+	struct np_pcp *pcp = th ? &th->pcp : NULL;
+	if (c->kind == NP_CHUNK_INTERLEAVE) {
+		long share[NP_MAX_NODES];
+		interleave_shares(c, share);
+		for (int i = 0; i < c->nilv; i++)
+			np_pcp_count_free(pcp, c->ilv[i], share[c->ilv[i]]);
+	} else {
+		np_pcp_count_free(pcp, c->node, pages);
+	}
+	if (!keep || !np_pool_put_huge(c, pcp ? &th->st : NULL))
+		np_chunk_unmap_huge(c);
+}
+
+void np_large_free_run(struct np_page *pg, struct np_thread *th)
+{
+	if (pg->user) {
+		pg->user = 0;
+		uncount(th, np_page_node(pg), (size_t)pg->npages << NP_PAGE_SHIFT);
+	}
+	if (th && pg->order < NP_PCP_ORDERS) {
+		pg->clean = 0;
+		np_pcp_put(&th->pcp, pg);
+	} else {
+		np_pcp_put_run(th ? &th->pcp : NULL, pg);
+	}
+}
+
+/* NUMAPAGE_INTERLEAVE_ABOVE: big arrays the main thread allocates before any other thread has
+ * used the allocator are the shared data of HPC codes: spread them over the memory nodes. */
+bool np_large_interleave_wanted(const struct np_thread *th, size_t size)
+{
+	return np_opt.interleave_above > 0 && size >= (size_t)np_opt.interleave_above &&
+	       __atomic_load_n(&np_threads_seen, __ATOMIC_RELAXED) == 1 && th->tid == np_os_pid() &&
+	       np_topo_table.nmem_nodes > 1;
+}
+
+void *np_large_interleaved(struct np_thread *th, size_t size)
+{
+	struct np_chunk *c = np_chunk_map_huge(-1, size ? size : 1, NP_PAGE_SIZE);
+	if (!c)
+		return NULL;
+	long share[NP_MAX_NODES];
+	interleave_shares(c, share);
+	for (int i = 0; i < c->nilv; i++) {
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_interleave_hit, share[c->ilv[i]]);
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_pages_in_use, share[c->ilv[i]]);
+	}
+	return (char *)c + c->data_offset;
+}
+
+void np_large_count(struct np_thread *th, void *p, size_t requested)
+{
+	/* Large malloc blocks are marked, so that their free takes their bytes off malloc_in_use
+	 * (page-API memory is not malloc's). p is a run's start or a chunk's data. */
+	struct np_chunk *c = np_chunk_of(p);
+	size_t usable;
+	int node;
+	if (np_chunk_lookup(p) == c && c->kind == NP_CHUNK_NORMAL) {
+		struct np_page *pg = np_chunk_page(c, p);
+		pg->user = 1;
+		usable = (size_t)pg->npages << NP_PAGE_SHIFT;
+		node = c->node;
+	} else {
+		c = np_chunk_find(p);
+		c->user = 1;
+		usable = np_chunk_data_bytes(c);
+		node = np_chunk_node_at(c, p);
+	}
+	np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_requested, (long)requested);
+	np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_in_use, (long)usable);
+}
+
+void np_large_count_growth(struct np_thread *th, int node, size_t old, size_t new, bool user)
+{
+	if (th)
+		np_pcp_count_alloc(&th->pcp, node, node, (long)((new - old) >> NP_PAGE_SHIFT));
+	if (user)
+		np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, (long)(new - old));
+}

@@ -1,0 +1,41 @@
+/*
+ * large.h — malloc's and the page API's memory above the slab classes: page runs (powers of two
+ * up to 16 pages through the thread's page cache, exact runs from a node's pool up to a chunk's
+ * data) and chunks of their own (huge: bound to one node, kept by its pool for reuse when freed;
+ * interleaved: page by page over the allowed memory nodes). Counts pages in the numa_* and
+ * pages_in_use statistics and, for malloc's blocks (marked `user`), bytes in malloc_*.
+ */
+#ifndef NP_LARGE_H
+#define NP_LARGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "internal.h"
+#include "malloc/thread.h"
+#include "pool/chunk.h"
+
+/* The largest request served; above it, ENOMEM (the address space could not hold it). */
+#define NP_MAX_REQUEST ((size_t)1 << 46)
+
+/* Pages for size bytes aligned to align (a power of two >= the page size) intended for dense
+ * node `node` (-1: the thread's home node), or NULL. *clean: the memory reads as zeros. */
+void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, bool *clean);
+/* An interleaved chunk of at least size bytes, or NULL. */
+void *np_large_interleaved(struct np_thread *th, size_t size);
+/* NUMAPAGE_INTERLEAVE_ABOVE: whether a malloc of size bytes by th is to be interleaved. */
+bool np_large_interleave_wanted(const struct np_thread *th, size_t size);
+/* Marks the large block at p (a run or a chunk, just allocated) as malloc's and counts its
+ * bytes (requested: what the program asked for). */
+void np_large_count(struct np_thread *th, void *p, size_t requested);
+/* A large block of malloc's grew in place on dense node `node` from old to new usable bytes
+ * (page multiples): count the pages, and the bytes when it is malloc's (user). */
+void np_large_count_growth(struct np_thread *th, int node, size_t old, size_t new, bool user);
+/* Frees page run `run` (its head descriptor, state USED) of the calling thread (th may be
+ * NULL: a thread without state, or after its exit handler ran). */
+void np_large_free_run(struct np_page *run, struct np_thread *th);
+/* Frees huge or interleaved chunk c: its pages and, for malloc's, its bytes leave the
+ * statistics. keep: it may stay with its node's pool for reuse (else it is unmapped). */
+void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep);
+
+#endif /* NP_LARGE_H */

@@ -1,0 +1,122 @@
+/*
+ * page_api.c — the public calls that are not the malloc family: pages on a node
+ * (numa_page_alloc, _onnode, _interleaved; freed with numa_page_free), where memory is
+ * (numa_page_node_of), the calling thread's home node, the node count, and thread placement.
+ * Each makes sure the allocator is ready first (np_ensure_ready), and reports errors by errno.
+ */
+#include <errno.h>
+
+#include "malloc/alloc.h"
+#include "malloc/init.h"
+#include "malloc/large.h"
+#include "malloc/place.h"
+#include "malloc/ptr.h"
+#include "options.h"
+#include "os.h"
+#include "pcp/pcp.h"
+#include "topology/topology.h"
+
+static void *pages_for(size_t size, int node)
+{
+	if (!np_ensure_ready())
+		return np_enomem();
+	struct np_thread *th = np_thread_or_init();
+	if (!th || size > NP_MAX_REQUEST)
+		return np_enomem();
+	bool clean;
+	void *p = np_large_alloc(th, size, NP_PAGE_SIZE, node, &clean);
+	return p ? p : np_enomem();
+}
+
+void *numa_page_alloc(size_t size)
+{
+	return pages_for(size, -1);
+}
+
+void *numa_page_alloc_onnode(size_t size, int node)
+{
+	if (!np_ensure_ready())
+		return np_enomem();
+	int dense = np_topo_node_index(&np_topo_table, node);
+	if (dense < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return pages_for(size, dense);
+}
+
+void *numa_page_alloc_interleaved(size_t size)
+{
+	if (!np_ensure_ready())
+		return np_enomem();
+	struct np_thread *th = np_thread_or_init();
+	if (!th || size > NP_MAX_REQUEST)
+		return np_enomem();
+	void *p = np_large_interleaved(th, size);
+	return p ? p : np_enomem();
+}
+
+int numa_page_node_of(const void *p)
+{
+	struct np_ptr d;
+	np_ptr_decode(p, true, &d);
+	if (d.kind == NP_PTR_BAD || d.kind == NP_PTR_BOOT) {
+		errno = EINVAL;
+		return -1;
+	}
+	return np_topo_table.node[np_ptr_node(&d, p)].os_id;
+}
+
+int numa_page_set_home_node(int node)
+{
+	if (!np_ensure_ready())
+		return errno = EAGAIN, -1;
+	struct np_thread *th = np_thread_or_init();
+	if (!th)
+		return errno = ENOMEM, -1;
+	if (node == -1) {
+		th->pcp.home_fixed = false;
+		np_pcp_follow_cpu(&th->pcp);
+		return 0;
+	}
+	int dense = np_topo_node_index(&np_topo_table, node);
+	if (dense < 0)
+		return errno = EINVAL, -1;
+	np_pcp_set_home(&th->pcp, dense);
+	th->pcp.home_fixed = true;
+	return 0;
+}
+
+int numa_page_home_node(void)
+{
+	if (!np_ensure_ready())
+		return errno = EAGAIN, -1;
+	struct np_thread *th = np_thread_or_init();
+	int dense = th ? th->pcp.home : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	return np_topo_table.node[dense].os_id;
+}
+
+int numa_page_node_count(void)
+{
+	if (!np_ensure_ready())
+		return errno = EAGAIN, -1;
+	return np_topo_table.nnodes;
+}
+
+int numa_page_max_node(void)
+{
+	if (!np_ensure_ready())
+		return errno = EAGAIN, -1;
+	return np_topo_table.node[np_topo_table.nnodes - 1].os_id;
+}
+
+int numa_page_thread_place(int pol)
+{
+	if (pol < NP_PLACE_NONE || pol > NP_PLACE_FILL) {
+		errno = EINVAL;
+		return -1;
+	}
+	np_ensure_ready();
+	np_place_set_policy(pol);
+	return 0;
+}

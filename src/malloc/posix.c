@@ -1,0 +1,169 @@
+/*
+ * posix.c — the members of the malloc family that align or resize: aligned_alloc, memalign,
+ * posix_memalign (with their numa_page_* names and np_alloc_aligned behind them), realloc and
+ * reallocarray, malloc_usable_size. A pointer given to realloc or malloc_usable_size is
+ * decoded once (ptr.h); one that is not a live block of ours aborts with a message.
+ */
+#include "malloc/alloc.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "malloc/bootstrap.h"
+#include "malloc/large.h"
+#include "malloc/ptr.h"
+#include "malloc/ready.h"
+#include "malloc/ring.h"
+#include "pool/pool.h"
+
+void *np_alloc_aligned(size_t alignment, size_t size)
+{
+	if (alignment <= 16)
+		return np_malloc_fast(size);
+	struct np_thread *th = np_thread_or_init();
+	if (!th) {
+		if (np_is_ready())
+			return np_enomem();
+		void *p = np_bootstrap_alloc(size, alignment);
+		return p ? p : np_enomem();
+	}
+	if (size > NP_MAX_REQUEST || alignment > NP_MAX_REQUEST)
+		return np_enomem();
+	np_thread_fold_bytes(th);
+	if (size <= NP_SMALL_MAX && alignment <= NP_SMALL_MAX) {
+		/* Blocks of a class whose size is a multiple of the alignment are aligned, since
+		 * slabs start on a boundary of at least 64 KiB. */
+		unsigned c = np_size_class(size > alignment ? size : alignment);
+		while (np_class_size[c] % alignment)
+			c++;
+		struct np_slab *s = np_tls.cur[c];
+		void *p = s->free ? (void *)np_slab_pop(s) : np_ring_alloc(th, c);
+		if (!p)
+			return np_enomem();
+		int node = np_tls.cur[c]->node;
+		np_tls.self->in_use[node] += np_class_size[c];
+		np_tls.self->requested[node] += size;
+		return p;
+	}
+	bool clean;
+	void *p = np_large_alloc(th, size, alignment < NP_PAGE_SIZE ? NP_PAGE_SIZE : alignment, -1, &clean);
+	if (!p)
+		return np_enomem();
+	np_large_count(th, p, size);
+	return p;
+}
+
+void *numa_page_aligned_alloc(size_t alignment, size_t size)
+{
+	if (alignment == 0 || (alignment & (alignment - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return np_alloc_aligned(alignment, size);
+}
+
+void *numa_page_memalign(size_t alignment, size_t size)
+{
+	/* glibc rounds a non-power-of-two alignment up to the next power of two. */
+	if (alignment & (alignment - 1)) {
+		if (alignment > NP_MAX_REQUEST)
+			return np_enomem();
+		alignment = (size_t)1 << (64 - __builtin_clzll(alignment));
+	}
+	return np_alloc_aligned(alignment, size);
+}
+
+int numa_page_posix_memalign(void **out, size_t alignment, size_t size)
+{
+	if (alignment < sizeof(void *) || (alignment & (alignment - 1)))
+		return EINVAL;
+	int saved = errno;
+	void *p = np_alloc_aligned(alignment, size);
+	errno = saved;
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+void *np_realloc(void *p, size_t size)
+{
+	if (!p)
+		return np_malloc_fast(size);
+	if (size == 0) {
+		np_free_fast(p);
+		return NULL;
+	}
+	struct np_ptr d;
+	np_ptr_decode(p, false, &d);
+	if (d.kind == NP_PTR_BAD)
+		np_ptr_invalid("realloc", false, &d, p);
+	size_t old = np_ptr_usable(&d, p);
+	/* Start-up memory always moves into the allocator proper. */
+	if (size <= old && size >= old / 2 && d.kind != NP_PTR_BOOT)
+		return p;
+	if (size > old && size <= NP_MAX_REQUEST) {
+		/* A page run may grow in place into the free run behind it. */
+		struct np_thread *th = np_tls.self;
+		if (d.kind == NP_PTR_RUN && size <= (size_t)NP_POOL_MAX_RUN << NP_PAGE_SHIFT && th) {
+			size_t want = (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
+			if (np_pool_grow_run(d.page, want, &th->st)) {
+				np_large_count_growth(th, d.chunk->node, old, want << NP_PAGE_SHIFT, d.page->user);
+				return p;
+			}
+		}
+		/* A huge block grows by remapping: no copy, and its pages stay resident and bound. */
+		if (d.kind == NP_PTR_CHUNK && d.chunk->kind == NP_CHUNK_HUGE) {
+			struct np_chunk *nc = np_chunk_grow_huge(d.chunk, size);
+			if (nc) {
+				np_large_count_growth(np_thread_for_free(), nc->node, old, np_chunk_data_bytes(nc), nc->user);
+				return (char *)nc + nc->data_offset;
+			}
+		}
+	}
+	void *q = np_malloc_fast(size);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < size ? old : size);
+	if (size > old && d.kind == NP_PTR_CHUNK && d.chunk->kind == NP_CHUNK_HUGE) {
+		/* It could not be remapped. A buffer that outgrew its huge chunk rarely comes back
+		 * to that size: unmap the chunk rather than keep it for reuse (sqlite's 5 MiB block,
+		 * kept while it grew to 10 MiB, added 5 MB to its peak RSS). */
+		np_large_free_chunk(d.chunk, np_thread_for_free(), false);
+		return q;
+	}
+	if (d.kind == NP_PTR_SMALL)
+		np_free_fast(p); /* most often a block of our own: the fast path takes it */
+	else
+		np_free_decoded(&d, p);
+	return q;
+}
+
+void *numa_page_realloc(void *p, size_t size)
+{
+	return np_realloc(p, size);
+}
+
+void *numa_page_reallocarray(void *p, size_t nmemb, size_t size)
+{
+	size_t n;
+	if (__builtin_mul_overflow(nmemb, size, &n))
+		return np_enomem();
+	return np_realloc(p, n);
+}
+
+size_t np_usable_size(const void *p)
+{
+	if (!p)
+		return 0;
+	struct np_ptr d;
+	np_ptr_decode(p, false, &d);
+	if (d.kind == NP_PTR_BAD)
+		np_ptr_invalid("malloc_usable_size", false, &d, p);
+	return np_ptr_usable(&d, p);
+}
+
+size_t numa_page_usable_size(const void *p)
+{
+	return np_usable_size(p);
+}

@@ -1,0 +1,37 @@
+/*
+ * ring.h — a thread's slabs of each size class: a ring whose head is the current slab, the one
+ * the malloc fast path pops from (mirrored in np_tls.cur). This module moves slabs in and out
+ * of the rings: when the current slab is empty it finds a block in the others, in the orphans
+ * of nearby nodes, or in a new slab; it lets full slabs float beyond the first few; it gives
+ * back slabs that frees emptied (at once for the owner's frees, by a periodic sweep for other
+ * threads'); it takes back a floating slab that the owner's own free claimed; and at thread
+ * exit it hands every slab over. Everything runs on the owning thread, without a lock (the
+ * orphan lists have theirs, in slab.c). Invariants: see np_ring_check().
+ */
+#ifndef NP_RING_H
+#define NP_RING_H
+
+#include <stdbool.h>
+
+#include "internal.h"
+#include "malloc/slab.h"
+#include "malloc/thread.h"
+
+/* A block of class cls for thread th (the calling thread), after the fast path found the
+ * current slab empty; NULL when no memory is left. */
+void *np_ring_alloc(struct np_thread *th, unsigned cls);
+/* The owner's free made used 0: a slab that is not current gives its pages back. */
+NP_NOINLINE void np_ring_emptied(struct np_slab *s);
+/* Collects every slab of the rings and gives back the pages of those that other threads'
+ * frees emptied (all but each class's current slab). Returns slabs released. */
+unsigned np_ring_sweep(struct np_thread *th);
+/* A free by th claimed floating slab s, which th itself had let go: back into th's ring,
+ * behind the current slab, with the claiming free collected. */
+void np_ring_take_back(struct np_thread *th, struct np_slab *s);
+/* Thread exit: every slab collected; the empty ones give their pages back, the others become
+ * orphans of their node. The rings are empty afterwards. */
+void np_ring_abandon(struct np_thread *th);
+/* Walks th's rings (and its page cache); NULL when sound, else what is wrong. */
+const char *np_ring_check(const struct np_thread *th);
+
+#endif /* NP_RING_H */

@@ -1,0 +1,118 @@
+/*
+ * pool_purge.c — giving a pool's free memory back to the operating system (see pool.h): past
+ * the watermark, the oldest cached huge chunks are unmapped first, then dirty runs are purged
+ * (madvise), largest first; malloc_trim gives back everything free. The system calls are made
+ * with the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which
+ * holds the lock so that no allocation can take a run while its pages go.
+ */
+#include "pool/pool.h"
+
+#include "os.h"
+#include "pool/pool_locked.h"
+
+#define PURGE_BATCH 32
+
+/* Unmaps cached huge chunks, oldest first, while the pool holds more than keep_pages dirty
+ * pages. Returns their pages. */
+static size_t purge_cached(struct np_pool *p, size_t keep_pages, struct np_vmstat_diffs *st)
+{
+	size_t total = 0;
+	for (;;) {
+		struct np_chunk *huge[PURGE_BATCH];
+		np_pool_lock(p, st);
+		int n = np_pool_evict_cached_locked(p, keep_pages, huge, PURGE_BATCH);
+		np_pool_unlock(p);
+		if (n == 0)
+			break;
+		size_t pages = 0;
+		for (int i = 0; i < n; i++) {
+			pages += np_pool_huge_pages(huge[i]);
+			np_chunk_unmap_huge(huge[i]);
+		}
+		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
+		total += pages;
+	}
+	return total;
+}
+
+size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
+{
+	struct np_pool *p = &np_pools[node];
+	if (!p->exists)
+		return 0;
+	size_t total = purge_cached(p, keep_pages, st);
+	for (;;) {
+		struct np_page *runs[PURGE_BATCH];
+		int n = 0;
+		np_pool_lock(p, st);
+		/* Largest runs first: they are the coldest and cost one madvise each. */
+		for (int b = NP_POOL_BINS - 1; b >= 0 && n < PURGE_BATCH && p->dirty_pages > keep_pages; b--) {
+			struct np_page *pg = p->bins[b];
+			while (pg && n < PURGE_BATCH && p->dirty_pages > keep_pages) {
+				struct np_page *next = pg->next;
+				if (np_pool_run_dirty(pg)) {
+					np_pool_remove_free_locked(p, pg);
+					np_pool_mark_used(pg, pg->npages, NP_ORDER_NONE);
+					runs[n++] = pg;
+				}
+				pg = next;
+			}
+		}
+		np_pool_unlock(p);
+		if (n == 0)
+			break;
+		size_t pages = 0;
+		for (int i = 0; i < n; i++) {
+			np_os_purge(np_page_addr(runs[i]), (size_t)runs[i]->npages << NP_PAGE_SHIFT);
+			pages += runs[i]->npages;
+		}
+		np_pool_lock(p, st);
+		for (int i = 0; i < n; i++)
+			np_pool_put_locked(p, runs[i], true);
+		np_pool_unlock(p);
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
+		total += pages;
+		if (n < PURGE_BATCH)
+			break;
+	}
+	return total;
+}
+
+size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
+{
+	struct np_pool *p = &np_pools[node];
+	if (!p->exists)
+		return 0;
+	size_t total = purge_cached(p, 0, st);
+	/* Every free run, under the lock, as glibc's malloc_trim: the runs stay in their bins, so
+	 * no allocation may take one while its pages go. Runs the pool thinks clean are given back
+	 * too: with transparent huge pages set to "always" the kernel backs a whole 2 MiB of a
+	 * fresh chunk on its first touch, so never-used pages can be resident (the VM guests'
+	 * threads10k saw 8-10 MB stay after trim). madvise of pages that are not there costs
+	 * nothing. */
+	size_t pages = 0;
+	np_pool_lock(p, st);
+	for (struct np_chunk *c = p->chunks; c; c = c->next) {
+		size_t i = NP_CHUNK_HEADER_PAGES;
+		while (i < NP_CHUNK_PAGES) {
+			struct np_page *pg = &c->pages[i];
+			size_t n = pg->npages ? pg->npages : 1;
+			if (np_page_state(pg) == NP_PAGE_FREE) {
+				np_os_purge(np_page_addr(pg), n << NP_PAGE_SHIFT);
+				size_t d = np_pool_run_dirty(pg);
+				if (d)
+					total += n; /* known to have been resident */
+				p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
+				pg->clean = 1;
+				if (n > 1)
+					pg[n - 1].prev = NULL; /* dirty estimate 0 */
+				pages += n;
+			}
+			i += n;
+		}
+	}
+	np_pool_unlock(p);
+	np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
+	return total;
+}
+

@@ -1,0 +1,125 @@
+/*
+ * Unit tests of src/lock.h, the ranked locks: in debug builds (debug_level >= 2) taking locks
+ * in rank order, and per-node locks of one rank in node order, works; taking a lock of a lower
+ * rank, or of the same rank at a lower or equal index, while holding one aborts with "lock
+ * order broken"; a _locked function called without its lock aborts; re-creating a lock (fork
+ * child) forgets it was held. In other builds the checks compile away: the test then checks
+ * that the same misuse does not abort. Aborting cases run in child processes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lock.h"
+
+static struct np_lock place = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0);
+static struct np_lock threads = NP_LOCK_INITIALIZER(NP_LOCK_RANK_THREADS, 0);
+static struct np_lock pool[3];
+
+static int setup(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		np_lock_init(&pool[i], NP_LOCK_RANK_POOL, i, true);
+	return 0;
+}
+
+static bool aborts(void (*fn)(void))
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0)
+			dup2(devnull, 2);
+		fn();
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
+}
+
+static void in_order_is_fine(void **state)
+{
+	(void)state;
+	np_lock(&place);
+	np_lock(&threads);
+	for (int i = 0; i < 3; i++)
+		np_lock(&pool[i]);
+	np_assert_locked(&pool[1]);
+	for (int i = 2; i >= 0; i--)
+		np_unlock(&pool[i]);
+	np_unlock(&threads);
+	np_unlock(&place);
+	/* Released in any order, taken again. */
+	np_lock(&threads);
+	np_lock(&pool[0]);
+	np_unlock(&threads);
+	np_unlock(&pool[0]);
+	for (int r = 0; r < NP_LOCK_RANKS; r++)
+		assert_int_equal(np_lock_held[r], 0);
+}
+
+static void lower_rank_inside(void)
+{
+	np_lock(&pool[0]);
+	np_lock(&threads); /* a pool lock is innermost */
+}
+
+static void same_rank_backwards(void)
+{
+	np_lock(&pool[1]);
+	np_lock(&pool[0]);
+}
+
+static void same_lock_twice(void)
+{
+	np_lock(&pool[2]);
+	np_trylock(&pool[2]);
+}
+
+static void locked_without_lock(void)
+{
+	np_assert_locked(&pool[1]);
+}
+
+static void reinit_forgets(void)
+{
+	np_lock(&pool[2]);
+	np_lock_init(&pool[2], NP_LOCK_RANK_POOL, 2, true); /* as a fork child does */
+	np_lock(&pool[0]);                                  /* fine: nothing is held */
+	np_unlock(&pool[0]);
+	if (np_lock_held[NP_LOCK_RANK_POOL])
+		abort();
+}
+
+static void order_is_enforced(void **state)
+{
+	(void)state;
+	bool checked = np_config_debug >= 2;
+	assert_int_equal(aborts(lower_rank_inside), checked);
+	assert_int_equal(aborts(same_rank_backwards), checked);
+	assert_int_equal(aborts(locked_without_lock), checked);
+	if (checked)
+		assert_true(aborts(same_lock_twice));
+	assert_false(aborts(reinit_forgets));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(in_order_is_fine),
+		cmocka_unit_test(order_is_enforced),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
