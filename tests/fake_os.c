@@ -4,6 +4,7 @@
  */
 #include "fake_os.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -286,4 +287,21 @@ int np_os_pid_alive(int pid)
 	int rc = kill((pid_t)pid, 0) == 0 || errno == EPERM ? 1 : errno == ESRCH ? 0 : -errno;
 	errno = saved;
 	return rc;
+}
+
+/* The real directory: the live-view sweep is tested against real files in /dev/shm. */
+int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), void *ctx)
+{
+	int saved = errno;
+	DIR *d = opendir(path);
+	if (!d) {
+		int rc = -errno;
+		errno = saved;
+		return rc;
+	}
+	for (struct dirent *e; (e = readdir(d));)
+		fn(e->d_name, ctx);
+	closedir(d);
+	errno = saved;
+	return 0;
 }
