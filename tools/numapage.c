@@ -56,7 +56,7 @@ static const struct cmd *find(const char *name)
 
 static int help(int argc, char **argv)
 {
-	if (argc < 2) {
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		usage(stdout);
 		return 0;
 	}
