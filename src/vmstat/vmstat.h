@@ -220,7 +220,8 @@ void np_vmstat_shm_remove(void);
 void np_vmstat_shm_forget(void);
 /* Removes, without a word (NUMAPAGE_VERBOSE=1 names them), the files of this user's processes
  * that are gone: a process killed before its exit handler ran, or a forked child that left
- * with _exit. Returns how many were removed. Does not allocate. */
+ * with _exit. At start-up (not in forked children: see np_vmstat_output_atfork_child).
+ * Returns how many were removed. Does not allocate. */
 int np_vmstat_shm_sweep(void);
 /* Whether this process publishes, and the path (NULL when not). */
 const char *np_vmstat_shm_published(void);

@@ -7,7 +7,7 @@
  * The file is unlinked at exit; the mapping stays until the process ends, because other threads
  * may still be counting while atexit handlers run. A process killed before its exit handler,
  * or a forked child leaving with _exit, leaves its file behind: np_vmstat_shm_sweep removes
- * the caller's files of dead processes, quietly, when a process starts publishing.
+ * the caller's files of dead processes, quietly, when a process starts (exec, not fork).
  */
 #include "vmstat.h"
 

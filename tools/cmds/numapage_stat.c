@@ -378,7 +378,7 @@ static void heading(FILE *out, const char *what, const struct np_vmstat_table_op
 	int thr = 0;
 	for (int i = 0; i < nlive; i++)
 		thr = live[i].gone ? thr : NP_MAX(thr, live[i].max_thr);
-	fprintf(out, "%s [%s; shared totals: each may lag by %d pages per live thread]\n", what,
+	fprintf(out, "%s\n(%s; shared totals: each may lag by %d pages per live thread)\n", what,
 		o->raw ? "pages and bytes as counted" : "MiB", thr);
 }
 
@@ -458,18 +458,20 @@ static void print_tables(const struct np_vmstat_table_opts *o, bool per_process,
 			putchar('\n');
 		}
 	}
-	if (per_process && live_n > 1)
-		printf("%s of the %d processes\n", delta ? "Changes" : "Sum", live_n);
-	else if (per_process && delta)
+	if (per_process && live_n <= 1)
 		return; /* the one process's table was the sum */
-	if (!per_process || live_n > 1) {
-		if (!delta) {
-			who(title, sizeof title);
+	if (per_process) {
+		snprintf(title, sizeof title, "%s of the %d processes", delta ? "Changes" : "Sum", live_n);
+		if (delta)
+			puts(title);
+		else
 			heading(stdout, title, o);
-		}
-		if (np_tstats_print(stdout, &sum, &od) == 0)
-			puts(delta ? "no change" : "(every counter is zero)");
+	} else if (!delta) {
+		who(title, sizeof title);
+		heading(stdout, title, o);
 	}
+	if (np_tstats_print(stdout, &sum, &od) == 0)
+		puts(delta ? "no change" : "(every counter is zero)");
 }
 
 static double now_s(void)
@@ -539,8 +541,10 @@ int np_cmd_stat(int argc, char **argv)
 	scan();
 	for (int i = optind; i < argc; i++) {
 		int rc = all_digits(argv[i]) ? select_pid(argv[i]) : select_pattern(argv[i]);
-		if (rc == 2)
-			return usage_error("bad operand '%s'", argv[i]);
+		if (rc == 2) { /* what was wrong is said already */
+			np_usage_stat(stderr);
+			return 2;
+		}
 		if (rc)
 			return rc;
 	}
