@@ -22,6 +22,7 @@ import sys
 EXE, TARGET = sys.argv[1], sys.argv[2]
 UID = os.geteuid()
 SHM = '/dev/shm'
+TAG = 'stat-test-%d' % os.getpid()
 
 
 def shm_path(pid, uid=UID):
@@ -31,7 +32,9 @@ def shm_path(pid, uid=UID):
 def start(**env):
     e = dict(os.environ)
     e.update(env)
-    p = subprocess.Popen([TARGET], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=e)
+    # The tag (stat_target ignores its arguments) makes the command line ours alone: other
+    # test runs on this machine may have stat_targets of their own.
+    p = subprocess.Popen([TARGET, TAG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=e)
     words = p.stdout.readline().split()
     assert words and words[0] == 'ready', words
     assert int(words[1]) == p.pid
@@ -127,7 +130,7 @@ hit = {n['node']: n['numa_hit'] for n in j['nodes']}
 assert hit == {0: 1000, 3: 7}, j
 
 # A pattern finds it by its command line (and never the stat command itself).
-r = stat('-r', 'stat_targ[e]t')
+r = stat('-r', 'stat_targ[e]t %s' % TAG)
 (head, cols, rows), = tables(r.stdout)
 expect(rows, 'numa_hit', [1000, 7, 1007])
 r = stat('no-such-program-xyz', rc=1)
