@@ -50,7 +50,8 @@ def tables(text):
         lines = block.split('\n')
         t = {'nodes': [int(x) for x in re.findall(r'node(\d+)', lines[0])]}
         for line in lines[1:]:
-            m = re.match(r'^([a-z_]+)((?:\s+\d+)+)\s*$', line)
+            # `numapage run --raw` has a unit column after the name; NUMAPAGE_STATS=1 has none.
+            m = re.match(r'^([a-z_]+)(?:\s+(?:pages|bytes|count))?((?:\s+\d+)+)\s*$', line)
             if not m:
                 break
             t[m.group(1)] = [int(v) for v in m.group(2).split()]
@@ -70,7 +71,7 @@ def check_preload(run_sh, numapage, lib, churn):
     p = run([run_sh, churn], env=env)
     if p.stdout.count('asked malloc for %d bytes' % asked) != 2:
         fail('churn did not run twice', p.stdout)
-    heads = re.findall(r'^numapage: per-node statistics of (the job, 1 process\(es\)|process \d+) ',
+    heads = re.findall(r'^numapage: per-node statistics of (the job, 1 process|process \d+) ',
                        p.stderr, re.M)
     ts = tables(p.stderr)
     if len(heads) != 2 or len(ts) != 2 or not heads[0].startswith('the job'):

@@ -106,9 +106,10 @@ NUMA_PAGE_API int numa_page_trim(void);
 /* ---- Statistics ----------------------------------------------------------------------------- */
 
 /*
- * Every per-node counter, declared once. X(name, kind, description); kind is EVENT (a count
- * that only grows), GAUGE (a level that goes up and down), or BYTE_EVENT / BYTE_GAUGE for the
- * same counted in bytes rather than pages or occurrences. The meanings of the numa_* and
+ * Every per-node counter, declared once. X(name, kind, description); kind is EVENT (pages,
+ * a count that only grows), GAUGE (pages, a level that goes up and down), BYTE_EVENT /
+ * BYTE_GAUGE for the same in bytes, and COUNT_EVENT / COUNT_GAUGE for occurrences that are
+ * neither pages nor bytes (refills, binds, chunks, threads). The meanings of the numa_* and
  * *_node counters are those of Linux's numastat:
  *   numa_hit      served on the intended node
  *   numa_miss     served on this node although another node was intended
@@ -127,19 +128,19 @@ NUMA_PAGE_API int numa_page_trim(void);
 	X(pages_alloc, EVENT, "pages handed out by this node's pool") \
 	X(pages_free, EVENT, "pages returned to this node's pool") \
 	X(pages_in_use, GAUGE, "pages of this node in use by the program") \
-	X(pcp_refill, EVENT, "per-thread cache refills from this node's pool") \
-	X(pcp_drain, EVENT, "per-thread cache drains into this node's pool") \
+	X(pcp_refill, COUNT_EVENT, "per-thread cache refills from this node's pool") \
+	X(pcp_drain, COUNT_EVENT, "per-thread cache drains into this node's pool") \
 	X(pages_stolen, EVENT, "pages this node's pool took from a fuller pool") \
-	X(remote_free, EVENT, "objects or pages of this node freed by a thread of another node") \
-	X(pool_contended, EVENT, "acquisitions of this node's pool lock that had to wait") \
-	X(bind_fail, EVENT, "binds of this node's memory that the kernel refused") \
-	X(bind_skipped, EVENT, "binds skipped because the topology is a rehearsal") \
-	X(chunks_mapped, EVENT, "chunks mapped from the OS for this node") \
+	X(remote_free, COUNT_EVENT, "objects or pages of this node freed by a thread of another node") \
+	X(pool_contended, COUNT_EVENT, "acquisitions of this node's pool lock that had to wait") \
+	X(bind_fail, COUNT_EVENT, "binds of this node's memory that the kernel refused") \
+	X(bind_skipped, COUNT_EVENT, "binds skipped because the topology is a rehearsal") \
+	X(chunks_mapped, COUNT_EVENT, "chunks mapped from the OS for this node") \
 	X(pages_purged, EVENT, "free pages of this node given back to the OS") \
 	X(freelist_corrupt, EVENT, "free lists of this node's slabs found overwritten after a free and cut") \
 	X(malloc_requested, BYTE_EVENT, "bytes requested through malloc on this node") \
 	X(malloc_in_use, BYTE_GAUGE, "bytes of malloc objects of this node in use") \
-	X(threads, GAUGE, "threads homed on this node")
+	X(threads, COUNT_GAUGE, "threads homed on this node")
 
 enum numa_page_stat_item {
 #define NUMA_PAGE_STAT_ENUM_(name, kind, desc) NUMA_PAGE_STAT_##name,
@@ -174,6 +175,39 @@ NUMA_PAGE_API const char *numa_page_stat_desc(int item);
  * -1 when writing fails. */
 NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format);
 
+
+/* Zeroes every event counter of every node (numa_hit, pcp_refill, malloc_requested, ...: the
+ * counts that only grow), for a program that measures one phase of its run. Levels (gauges:
+ * pages_in_use, malloc_in_use, threads) are kept: they describe memory still held. Counts that
+ * other threads make while the reset runs, or had not yet folded into the shared totals (at
+ * most the fold threshold per thread and counter), may survive it. Takes the statistics lock;
+ * the live view of `numapage stat` is reset too. Returns 0. */
+NUMA_PAGE_API int numa_page_stats_reset(void);
+
+/* ---- Options -------------------------------------------------------------------------------- */
+
+/*
+ * The NUMAPAGE_* options (numapage(7)), read and changed while the program runs. name is the
+ * option's name with or without its prefix, in any case ("bind", "BIND", "NUMAPAGE_BIND").
+ * Values are text, as in the environment: a number (with k, m or g), an enum name, a string.
+ *
+ * numa_page_option_get writes the value in force into buf (NUL-terminated, cut to size - 1
+ * characters; buf may be NULL when size is 0) and returns the length of the whole value, as
+ * snprintf does: a result >= size means it was cut. -1 with errno = ENOENT for an unknown name,
+ * EINVAL for a NULL name (or a NULL buf with size > 0).
+ *
+ * numa_page_option_set parses value with the same rules as the environment and puts it in
+ * force at once, for every thread: 0, or -1 with errno = ENOENT (unknown name), EINVAL (value
+ * not valid for the option, or NULL; the value in force is kept), EPERM (the option is fixed
+ * once the library has started: topology, stat_threshold, purge_mb, place and shm; placement
+ * changes with numa_page_thread_place), EBUSY (another thread is setting a string option at
+ * the same moment). What changes at run time: verbose; stats (the report written at exit);
+ * bind (for memory mapped from the system afterwards); pcp_high and pcp_batch (for threads
+ * that start afterwards); interleave_above (for later mallocs of the main thread, while it is
+ * still the only thread that has allocated).
+ */
+NUMA_PAGE_API int numa_page_option_get(const char *name, char *buf, size_t size);
+NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value);
 
 /* ---- Thread placement ----------------------------------------------------------------------- */
 

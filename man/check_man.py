@@ -10,8 +10,8 @@ check_man.py coverage HEADER NUMAPAGE TOOLS_DIR MESON_BUILD PAGE1 PAGE3 PAGE7
         public macro, enum and struct name is there; MESON_BUILD installs a man3 link for
         every function (`man numa_page_alloc`), and for nothing else.
     numapage(7): every option that `NUMAPAGE options` lists is an item of ENVIRONMENT that says
-        "Default: <its default>", and every counter of NUMA_PAGE_STAT_ITEMS is an item of
-        STATISTICS.
+        "Default: <its default>" (and NUMAPAGE_CONF is one too), and every counter of
+        NUMA_PAGE_STAT_ITEMS is an item of STATISTICS.
     numapage(1): every subcommand has its section, and every option that `NUMAPAGE --help` and
         `NUMAPAGE CMD --help` show is documented; every environment variable that the
         command's sources (TOOLS_DIR) read is in its ENVIRONMENT section.
@@ -135,8 +135,11 @@ def coverage(header, numapage, tools, meson_build, page1, page3, page7):
     s7 = sections(text7)
     env_items = items(s7.get('ENVIRONMENT', ''))
     p = subprocess.run([numapage, 'options'], capture_output=True, text=True, timeout=60)
-    opts = re.findall(r'^(NUMAPAGE_\w+)\s+default (.*?)\s{2,}\S', p.stdout, re.M)
-    if p.returncode != 0 or not opts or len(opts) != len(p.stdout.strip().split('\n')):
+    # NUMAPAGE_BIND=preferred  (default preferred; numa_page_option_set can change it)
+    opts = re.findall(r'^(NUMAPAGE_\w+)=.*?  \((?:set by \S+; )?default (.*?)'
+                      r'(?:; numa_page_option_set can change it)?\)$', p.stdout, re.M)
+    if p.returncode != 0 or not opts or \
+            len(opts) != len(re.findall(r'^NUMAPAGE_', p.stdout, re.M)):
         sys.exit('FAILED: cannot read `numapage options`:\n' + p.stdout + p.stderr)
     for name, deflt in opts:
         if name not in env_items:
@@ -144,13 +147,16 @@ def coverage(header, numapage, tools, meson_build, page1, page3, page7):
         elif 'Default: %s' % deflt not in env_items[name]:
             error('numapage.7: %s does not say "Default: %s": %s' % (name, deflt, env_items[name]))
     documented = {k for k in env_items if k.startswith('NUMAPAGE_')}
-    for extra in sorted(documented - {n for n, _ in opts}):
+    # NUMAPAGE_CONF is the string of all of them, not an option of its own.
+    for extra in sorted(documented - {n for n, _ in opts} - {'NUMAPAGE_CONF'}):
         error('numapage.7: %s is documented but `numapage options` does not list it' % extra)
+    if 'NUMAPAGE_CONF' not in env_items:
+        error('numapage.7: NUMAPAGE_CONF is not an item of ENVIRONMENT')
     stat_items = items(s7.get('STATISTICS', ''))
     for name, kind in stats:
         if name not in stat_items or not stat_items[name]:
             error('numapage.7: counter %s is not an item of STATISTICS' % name)
-        elif kind in ('GAUGE', 'BYTE_GAUGE') and not stat_items[name].startswith('(a level'):
+        elif kind in ('GAUGE', 'BYTE_GAUGE', 'COUNT_GAUGE') and not stat_items[name].startswith('(a level'):
             error('numapage.7: %s is a gauge; its item should start "(a level"' % name)
     for extra in sorted(set(stat_items) - {n for n, _ in stats}):
         error('numapage.7: STATISTICS has an item %s that is not a counter' % extra)

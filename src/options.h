@@ -1,8 +1,13 @@
 /*
- * options.h — every run-time option, in one table (options.c), read once from NUMAPAGE_<NAME>
- * environment variables at initialisation with secure_getenv (which does not allocate). Bad
- * values warn once and keep the default. Nothing changes after initialisation: hot paths read
- * the cached fields of np_opt directly.
+ * options.h — every run-time option, in one table (options.c). At initialisation the options
+ * are read from the environment: first the one configuration string NUMAPAGE_CONF
+ * ("bind=strict,place=spread,stats=1", as jemalloc's MALLOC_CONF), then each NUMAPAGE_<NAME>
+ * variable, which wins over the string. Both go through the same table and parser; nothing
+ * allocates. Bad values warn once and keep what was in force; NUMAPAGE_* names that are not
+ * options warn once (with the closest real name). A secure-execution process (AT_SECURE:
+ * set-user-ID, capabilities) reads none of them. Hot paths read the fields of np_opt directly;
+ * the few options marked `runtime` may be changed later with numa_page_option_set (one atomic
+ * store each), every other one is fixed once the library has started.
  */
 #ifndef NP_OPTIONS_H
 #define NP_OPTIONS_H
@@ -30,21 +35,45 @@ struct np_options {
 
 extern struct np_options np_opt;
 
+/* Where an option's value in force came from. */
+enum np_option_source {
+	NP_OPTION_DEFAULT = 0,
+	NP_OPTION_CONF = 1, /* the NUMAPAGE_CONF string */
+	NP_OPTION_ENV = 2,  /* its own NUMAPAGE_<NAME> variable */
+	NP_OPTION_SET = 3,  /* numa_page_option_set, while running */
+};
+
 /* One row of the option table, for documentation and `numapage options`. */
 struct np_option_doc {
 	const char *name;   /* without the NUMAPAGE_ prefix */
 	const char *deflt;  /* default, as text */
 	const char *doc;
+	bool runtime;       /* numa_page_option_set may change it while the program runs */
 };
 
-/* Reads the environment into np_opt. Idempotent; does not allocate. */
+/* Reads the process's environment into np_opt (np_options_load(environ, AT_SECURE)).
+ * Idempotent; does not allocate. */
 void np_options_init(void);
-/* Test hook: parses one option value as if read from the environment (returns 0, or -1 when the
- * value was rejected and the default kept). */
+/* Restores every default, then reads env (a NULL-terminated "NAME=value" array, as environ):
+ * NUMAPAGE_CONF, then the NUMAPAGE_<NAME> variables; warns about bad values and unknown
+ * NUMAPAGE_* names; with NUMAPAGE_VERBOSE=1 lists every option, its value and its source.
+ * secure: read nothing (defaults only, silently). Does not allocate. */
+void np_options_load(char *const *env, bool secure);
+/* Test hook: parses one option value as if read from its NUMAPAGE_<NAME> variable (returns 0,
+ * or -1 when the value was rejected and the previous one kept). */
 int np_options_set(const char *name, const char *value);
 /* Restores every default. */
 void np_options_reset(void);
-/* The table, for documentation: NULL-terminated. */
+/* The table, for documentation: NULL-terminated, in the order of the index used below. */
 const struct np_option_doc *np_options_table(void);
+/* Index of an option: "bind", "BIND" and "NUMAPAGE_BIND" all name it. -1 if none does. */
+int np_options_find(const char *name);
+/* The value in force of option i as text (as it would be written in the environment: a
+ * number, an enum name, a string, "" for an unset string) into buf, always NUL-terminated when
+ * size > 0; returns the length of the whole value (as snprintf). */
+size_t np_options_value(int i, char *buf, size_t size);
+/* enum np_option_source of option i, and its name ("default", "NUMAPAGE_CONF", ...). */
+int np_options_source(int i);
+const char *np_options_source_name(int source);
 
 #endif /* NP_OPTIONS_H */

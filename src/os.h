@@ -112,6 +112,10 @@ uint64_t np_os_memory_bytes(void);
 /* The calling process's id and effective user id. */
 int np_os_pid(void);
 unsigned np_os_euid(void);
+/* Calls fn(name, ctx) for every entry of the directory path ("." and ".." included), read
+ * with getdents64 into a buffer on the stack: no allocation (opendir would call malloc).
+ * 0 or -errno (for opening or reading the directory). */
+int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), void *ctx);
 /* Whether process pid exists: 1 (also when it belongs to another user: kill(pid, 0) says
  * EPERM), 0 when kill(pid, 0) says ESRCH, or -errno. */
 int np_os_pid_alive(int pid);

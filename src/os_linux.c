@@ -453,3 +453,31 @@ uint64_t np_os_memory_bytes(void)
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
 }
+
+struct np_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), void *ctx)
+{
+	SAVE_ERRNO;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		RETURN_ERRNO(-1);
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+		for (long off = 0; off < n;) {
+			struct np_dirent64 *d = (struct np_dirent64 *)(buf + off);
+			fn(d->d_name, ctx);
+			off += d->d_reclen;
+		}
+	int rc = n < 0 ? -errno : 0;
+	close(fd);
+	errno = saved_errno_;
+	return rc;
+}

@@ -4,6 +4,7 @@
  */
 #include "fake_os.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -355,3 +356,20 @@ void np_os_yield(void) { sched_yield(); }
 int np_os_cpu_count(void) { return (int)sysconf(_SC_NPROCESSORS_CONF); }
 
 uint64_t np_os_memory_bytes(void) { return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE); }
+
+/* The real directory: the live-view sweep is tested against real files in /dev/shm. */
+int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), void *ctx)
+{
+	int saved = errno;
+	DIR *d = opendir(path);
+	if (!d) {
+		int rc = -errno;
+		errno = saved;
+		return rc;
+	}
+	for (struct dirent *e; (e = readdir(d));)
+		fn(e->d_name, ctx);
+	closedir(d);
+	errno = saved;
+	return 0;
+}

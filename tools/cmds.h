@@ -1,11 +1,21 @@
-/* cmds.h (tools) — the subcommands of the numapage command, one file each. */
+/* cmds.h (tools) — the subcommands of the numapage command, one file each (tools/cmds/), and
+ * their usage texts, which `numapage help CMD`, `numapage CMD --help` and the usage errors
+ * share. */
 #ifndef NP_TOOL_H
 #define NP_TOOL_H
 
-/* Each returns the process exit status; argv[0] is the subcommand's name. */
+#include <stdio.h>
+
+/* Each returns the process exit status; argv[0] is the subcommand's name. Options are parsed
+ * with getopt_long; every usage error names what was wrong, then shows the usage (status 2). */
 int np_cmd_topology(int argc, char **argv);
 int np_cmd_run(int argc, char **argv);
 int np_cmd_stat(int argc, char **argv);
 int np_cmd_options(int argc, char **argv);
+
+void np_usage_topology(FILE *out);
+void np_usage_run(FILE *out);
+void np_usage_stat(FILE *out);
+void np_usage_options(FILE *out);
 
 #endif

@@ -1,12 +1,15 @@
 /*
  * numapage — the command-line companion of libnumapage.
  *   numapage topology [--json] [--topology FILE|synthetic:STR]
- *   numapage run [--stats] [--topology FILE] [--place POLICY] -- COMMAND [ARGS]
- *   numapage stat PID [-i SECONDS]
- *   numapage options
+ *   numapage run [--stats] [--per-process] [--json FILE|-] ... [--] COMMAND [ARGS]
+ *   numapage stat [-c] [-z] [-r] [-P] [--json] [-i SECONDS] [-n COUNT] PID|PATTERN...
+ *   numapage options [--json] [PID]
+ *   numapage help [COMMAND]
+ *   numapage --version | --help
  */
 #include "numapage.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,37 +18,88 @@
 struct cmd {
 	const char *name;
 	int (*fn)(int, char **);
-	const char *usage;
+	void (*usage)(FILE *);
+	const char *what;
 };
 
 static const struct cmd cmds[] = {
-	{"options", np_cmd_options, "options"},
-	{"run", np_cmd_run, "run [--stats] [--json FILE] [--topology FILE] [--place POLICY] -- COMMAND [ARGS]"},
-	{"stat", np_cmd_stat, "stat PID [-i SECONDS] [-n COUNT]"},
-	{"topology", np_cmd_topology, "topology [--json] [--topology FILE|synthetic:STR]"},
+	{"topology", np_cmd_topology, np_usage_topology, "the NUMA topology libnumapage uses"},
+	{"run", np_cmd_run, np_usage_run, "run a program with libnumapage, and its statistics"},
+	{"stat", np_cmd_stat, np_usage_stat, "per-node counters of running processes"},
+	{"options", np_cmd_options, np_usage_options, "the NUMAPAGE_* options in force"},
+	{"help", NULL, NULL, "this text, or a command's usage"},
 };
+#define NCMDS (sizeof cmds / sizeof cmds[0])
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: numapage COMMAND [ARGS]\ncommands:\n");
-	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-		fprintf(out, "  numapage %s\n", cmds[i].usage);
+	fprintf(out, "usage: numapage COMMAND [ARGS]\n"
+		     "       numapage help [COMMAND]\n"
+		     "       numapage --version | --help\n"
+		     "commands:\n");
+	for (size_t i = 0; i < NCMDS; i++)
+		fprintf(out, "  numapage %-9s %s\n", cmds[i].name, cmds[i].what);
+	fprintf(out, "options:\n"
+		     "  -h, --help     this text\n"
+		     "  -V, --version  the version of numapage and of the library it was built with\n"
+		     "`numapage help COMMAND` or `numapage COMMAND --help` shows a command's options;\n"
+		     "man numapage (1), man 7 numapage for the NUMAPAGE_* options.\n");
+}
+
+static const struct cmd *find(const char *name)
+{
+	for (size_t i = 0; i < NCMDS; i++)
+		if (strcmp(name, cmds[i].name) == 0)
+			return &cmds[i];
+	return NULL;
+}
+
+static int help(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	const struct cmd *c = find(argv[1]);
+	if (!c || !c->usage) {
+		fprintf(stderr, "numapage help: unknown command '%s'\n", argv[1]);
+		usage(stderr);
+		return 2;
+	}
+	c->usage(stdout);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	static const struct option opts[] = {
+		{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
+	};
+	int c;
+	opterr = 0;
+	/* '+': options stop at the command; everything after it is the command's. */
+	while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("numapage %s\n", numa_page_version()); return 0;
+		default:
+			fprintf(stderr, "numapage: unknown option %s\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
 	}
-	if (strcmp(argv[1], "--version") == 0) {
-		printf("numapage %s\n", numa_page_version());
-		return 0;
+	if (optind >= argc) {
+		fprintf(stderr, "numapage: no command given\n");
+		usage(stderr);
+		return 2;
 	}
-	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-		if (strcmp(argv[1], cmds[i].name) == 0)
-			return cmds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "numapage: unknown command '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
+	const struct cmd *cmd = find(argv[optind]);
+	if (!cmd) {
+		fprintf(stderr, "numapage: unknown command '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	argc -= optind;
+	argv += optind;
+	return cmd->fn ? cmd->fn(argc, argv) : help(argc, argv);
 }

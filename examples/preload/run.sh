@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh [PROGRAM [ARGS...]] — runs an unmodified program under libnumapage, twice:
 #
-#   1. with the numapage command: `numapage run --stats -- PROGRAM`. It preloads the library
+#   1. with the numapage command: `numapage run --stats --raw -- PROGRAM`. It preloads the library
 #      into PROGRAM and everything PROGRAM starts, and prints the job's per-node table on stderr
 #      when it is over (the sums over all of the job's processes).
 #   2. with the dynamic loader alone: `LD_PRELOAD=libnumapage.so.0 NUMAPAGE_STATS=1 PROGRAM`.
@@ -23,8 +23,8 @@ if [ -z "$lib" ]; then
 	lib=${libdir:+$libdir/}libnumapage.so.0
 fi
 
-echo "== 1. numapage run --stats -- $*"
-"$numapage" run --stats -- "$@"
+echo "== 1. numapage run --stats --raw -- $*"
+"$numapage" run --stats --raw -- "$@"
 
 echo
 echo "== 2. LD_PRELOAD=$lib NUMAPAGE_STATS=1 $*"

@@ -105,6 +105,7 @@ void np_vmstat_init(const struct np_topo *t)
 			np_vmstat_thr[i][k] = NP_VMSTAT_KIND_IS_BYTES(item_kind[k]) ? (int32_t)bthr : thr;
 	}
 	__atomic_store_n(&nnodes, n, __ATOMIC_RELEASE);
+	np_vmstat_verbose_nodes(t);
 }
 
 int np_vmstat_threshold(int node)
@@ -276,15 +277,28 @@ void np_vmstat_atfork_parent(void)
 	np_unlock(&reg_lock);
 }
 
+/* Zeroes every event (gauges keep their level) in the totals t and in the diffs th. */
+static void zero_events(struct np_vmstat_totals *t, int n, struct np_vmstat_diffs *th)
+{
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+			if (!NP_VMSTAT_KIND_IS_GAUGE(item_kind[k])) {
+				if (t)
+					atomic_store_explicit(&t[i].v[k], 0, memory_order_relaxed);
+				if (th)
+					__atomic_store_n(&th->d[i][k], 0, __ATOMIC_RELAXED);
+			}
+}
+
 void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 {
 	/* Only this thread exists now; the lock was held by it across fork. */
 	np_lock_init(&reg_lock, NP_LOCK_RANK_VMSTAT, 0, false);
+	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
 	struct np_vmstat_totals *s = cur_sink();
 	if (s != static_totals) {
 		/* The file's mapping is shared with the parent: take a private copy of its totals
-		 * and stop writing there (the child does not publish; see np_vmstat_start_output). */
-		int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
+		 * and stop writing there before anything below counts. */
 		for (int i = 0; i < n; i++)
 			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 				atomic_fetch_add_explicit(&static_totals[i].v[k],
@@ -293,8 +307,13 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 		__atomic_store_n(&sink, static_totals, __ATOMIC_RELEASE);
 		np_vmstat_shm_forget();
 	}
-	/* The other threads' states were copied into the child but their threads were not: fold
-	 * their deltas (they are still counts of this process's history) and drop them. */
+	/* What the surviving thread counted outside its diffs (malloc's byte counters) joins
+	 * them now, so that its events are dropped below with the rest and not folded later. */
+	if (np_vmstat_read_hook)
+		np_vmstat_read_hook();
+	/* The other threads' states were copied into the child but their threads were not: their
+	 * gauge deltas are levels of memory the child holds, so they fold; their events, like the
+	 * survivor's, are the parent's history (the parent still counts them) and are dropped. */
 	struct np_vmstat_diffs *th = reg_head, *next;
 	bool keep = false;
 	for (; th; th = next) {
@@ -303,6 +322,7 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 			keep = true;
 			continue;
 		}
+		zero_events(NULL, NP_MAX_NODES, th);
 		fold_all(th);
 		th->next = th->prev = NULL;
 		th->registered = false;
@@ -312,6 +332,36 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 		survivor->next = survivor->prev = NULL;
 		reg_head = survivor;
 	}
+	/* The child's own counting starts here, as a new process's does (Linux's per-process
+	 * fault counters restart at fork too). */
+	if (survivor)
+		zero_events(NULL, NP_MAX_NODES, survivor);
+	zero_events(static_totals, NP_MAX_NODES, NULL);
+	np_vmstat_output_atfork_child();
+}
+
+/* numa_page_stats_reset: events only (see numapage.h); under reg_lock so a thread that exits
+ * meanwhile folds either before (and is zeroed) or after (and is kept, being newer). */
+void np_vmstat_reset_events(void)
+{
+	np_lock(&reg_lock);
+	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
+	struct np_vmstat_totals *s = cur_sink();
+	zero_events(static_totals, NP_MAX_NODES, NULL);
+	if (s != static_totals)
+		zero_events(s, n, NULL);
+	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
+		zero_events(NULL, NP_MAX_NODES, th);
+	np_unlock(&reg_lock);
+}
+
+NUMA_PAGE_API int numa_page_stats_reset(void)
+{
+	/* The caller's own unfolded byte counters first, so they are reset with the rest. */
+	if (np_vmstat_read_hook)
+		np_vmstat_read_hook();
+	np_vmstat_reset_events();
+	return 0;
 }
 
 void np_vmstat_reset(void)

@@ -19,15 +19,20 @@
 #include "internal.h"
 #include "topology/topology.h"
 
-/* The kinds of NUMA_PAGE_STAT_ITEMS. BYTE_* fold at threshold * page size. */
+/* The kinds of NUMA_PAGE_STAT_ITEMS: bit 0 gauge, bit 1 bytes, bit 2 a count of occurrences
+ * (neither pages nor bytes: shown as a number, never converted to MiB). BYTE_* fold at
+ * threshold * page size. The values are part of the live file's layout. */
 enum np_vmstat_kind {
 	NP_VMSTAT_KIND_EVENT = 0,
 	NP_VMSTAT_KIND_GAUGE = 1,
 	NP_VMSTAT_KIND_BYTE_EVENT = 2,
 	NP_VMSTAT_KIND_BYTE_GAUGE = 3,
+	NP_VMSTAT_KIND_COUNT_EVENT = 4,
+	NP_VMSTAT_KIND_COUNT_GAUGE = 5,
 };
 #define NP_VMSTAT_KIND_IS_GAUGE(k) (((k) & 1) != 0)
 #define NP_VMSTAT_KIND_IS_BYTES(k) (((k) & 2) != 0)
+#define NP_VMSTAT_KIND_IS_COUNT(k) (((k) & 4) != 0)
 
 /* Per-thread deltas; the allocator embeds one in each thread's state (memory zero-filled). */
 struct np_vmstat_diffs {
@@ -102,8 +107,11 @@ int np_vmstat_threshold_for(int cpus, uint64_t node_mem_bytes);
 int np_vmstat_threshold(int node);
 
 /* Fork: prepare takes reg_lock (before any pool lock); parent releases it; the child
- * re-initialises it, folds the deltas of every thread that did not survive the fork, leaves
- * only survivor (may be NULL) registered, and stops sharing the parent's live-view file. */
+ * re-initialises it, stops sharing the parent's live-view file, leaves only survivor (may be
+ * NULL) registered, and starts counting as a process of its own: its events restart at zero
+ * (those made before the fork are the parent's, so sums over a job count each once), its
+ * gauges keep the levels of the memory it inherited; then it publishes its own live file and
+ * will write its own exit report (np_vmstat_output_atfork_child). */
 void np_vmstat_atfork_prepare(void);
 void np_vmstat_atfork_parent(void);
 void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor);
@@ -112,8 +120,19 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor);
  * report (atexit); if np_opt.shm, creates the live-view file and moves the totals into it. */
 void np_vmstat_start_output(void);
 /* The atexit handler: table on stderr ("1") or JSON into <path> ("json:<path>"); removes the
- * live-view file. Only the process that started output reports (not forked children). */
+ * live-view file. Each process reports for itself: the one that started output and every
+ * child it forks (a child whose path has no %p writes <path>.<pid>). */
 void np_vmstat_exit_report(void);
+/* In a forked child (from np_vmstat_atfork_child, single-threaded, no allocation): the child
+ * reports at its own exit and, when its parent published, publishes its own live file. */
+void np_vmstat_output_atfork_child(void);
+/* With NUMAPAGE_VERBOSE=1: one line per node of t (memory, CPUs, fallback order, fold
+ * threshold). From np_vmstat_init. */
+void np_vmstat_verbose_nodes(const struct np_topo *t);
+
+/* numa_page_stats_reset: zeroes every event total and every registered thread's event diffs;
+ * gauges are kept. Takes reg_lock. */
+void np_vmstat_reset_events(void);
 
 /* ---- Items, nodes ---------------------------------------------------------------------- */
 
@@ -127,13 +146,33 @@ int np_vmstat_node_index(int os_id);
 
 /* ---- Output (vmstat_print.c) ----------------------------------------------------------- */
 
-/* Prints a numastat-like table: one row per item, one column per node ("node<os id>") and a
- * Total column. values[n * nitems + i]. Used by numa_page_stats_print and `numapage stat`. */
+/* Prints a numastat-like table of raw counts: one row per item, one column per node
+ * ("node<os id>") and a Total column. values[n * nitems + i]. The format of
+ * numa_page_stats_print and NUMAPAGE_STATS=1. */
 void np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
 			   const char *const *names, const long *values);
 /* The JSON object {"nodes":[{"node":<os id>,"<item>":<value>,...},...]} followed by '\n'. */
 void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
 			  const char *const *names, const long *values);
+/* Just the member "nodes":[...] of that object, for callers that add members of their own. */
+void np_vmstat_print_json_nodes(FILE *out, int nnodes, const int *os_ids, int nitems,
+				const char *const *names, const long *values);
+
+/* How the numapage command shows a table (numastat's options). */
+struct np_vmstat_table_opts {
+	bool raw;            /* pages and bytes as counted; else MiB (2 decimals) */
+	bool compact;        /* numastat -c: columns as narrow as their cells, MiB rounded to whole */
+	bool hide_zero_rows; /* numastat -z: rows that are zero everywhere are left out */
+	bool hide_zero_cols; /* numastat -z: node columns that are zero everywhere are left out */
+	int width;           /* fold into blocks of node columns no wider than this; 0: never */
+	size_t page_size;    /* of the pages counted */
+};
+/* The table with a unit column ("MiB", "pages", "bytes", "count": count rows are never
+ * converted) after the names; kinds[i] is item i's enum np_vmstat_kind. Returns the number of
+ * rows printed (0: every row was zero and hidden; nothing is printed then). */
+int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, int nnodes,
+			       const int *os_ids, int nitems, const char *const *names,
+			       const uint8_t *kinds, const long *values);
 
 /* ---- Live view: the shared-memory file (vmstat_shm.c) ------------------------------------ */
 
@@ -179,6 +218,11 @@ struct np_vmstat_totals *np_vmstat_shm_create(void);
 void np_vmstat_shm_remove(void);
 /* In a forked child: forgets the parent's file (unmapped, not unlinked). */
 void np_vmstat_shm_forget(void);
+/* Removes, without a word (NUMAPAGE_VERBOSE=1 names them), the files of this user's processes
+ * that are gone: a process killed before its exit handler ran, or a forked child that left
+ * with _exit. At start-up (not in forked children: see np_vmstat_output_atfork_child).
+ * Returns how many were removed. Does not allocate. */
+int np_vmstat_shm_sweep(void);
 /* Whether this process publishes, and the path (NULL when not). */
 const char *np_vmstat_shm_published(void);
 

@@ -43,10 +43,10 @@ void np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
 	}
 }
 
-void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
-			  const char *const *names, const long *values)
+void np_vmstat_print_json_nodes(FILE *out, int nnodes, const int *os_ids, int nitems,
+				const char *const *names, const long *values)
 {
-	fputs("{\"nodes\":[", out);
+	fputs("\"nodes\":[", out);
 	for (int i = 0; i < nnodes; i++) {
 		fprintf(out, "%s{\"node\":%d", i ? "," : "", os_ids[i]);
 		for (int k = 0; k < nitems; k++) {
@@ -56,7 +56,123 @@ void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
 		}
 		fputc('}', out);
 	}
-	fputs("]}\n", out);
+	fputc(']', out);
+}
+
+void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
+			  const char *const *names, const long *values)
+{
+	fputc('{', out);
+	np_vmstat_print_json_nodes(out, nnodes, os_ids, nitems, names, values);
+	fputs("}\n", out);
+}
+
+/* ---- The numapage command's table (numastat's -c, -z, MiB, folding) ------------------------- */
+
+#define MiB (1024.0 * 1024.0)
+
+static const char *unit_of(const struct np_vmstat_table_opts *o, int kind)
+{
+	if (NP_VMSTAT_KIND_IS_COUNT(kind))
+		return "count";
+	if (!o->raw)
+		return "MiB";
+	return NP_VMSTAT_KIND_IS_BYTES(kind) ? "bytes" : "pages";
+}
+
+static void cell(char *buf, size_t size, const struct np_vmstat_table_opts *o, int kind, long v)
+{
+	if (o->raw || NP_VMSTAT_KIND_IS_COUNT(kind)) {
+		snprintf(buf, size, "%ld", v);
+		return;
+	}
+	double mib = NP_VMSTAT_KIND_IS_BYTES(kind) ? (double)v / MiB : (double)v * (double)o->page_size / MiB;
+	snprintf(buf, size, o->compact ? "%.0f" : "%.2f", mib);
+}
+
+int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, int nnodes,
+			       const int *os_ids, int nitems, const char *const *names,
+			       const uint8_t *kinds, const long *values)
+{
+	/* Columns: the nodes that are shown, then Total (index nnodes). */
+	int cols[NP_MAX_NODES + 1], ncols = 0;
+	for (int i = 0; i < nnodes; i++) {
+		bool zero = true;
+		for (int k = 0; k < nitems && zero; k++)
+			zero = values[(size_t)i * (size_t)nitems + (size_t)k] == 0;
+		if (!(zero && o->hide_zero_cols))
+			cols[ncols++] = i;
+	}
+	cols[ncols++] = nnodes;
+	int rows[256], nrows = 0;
+	for (int k = 0; k < nitems && nrows < 256; k++) {
+		bool zero = true;
+		for (int i = 0; i < nnodes && zero; i++)
+			zero = values[(size_t)i * (size_t)nitems + (size_t)k] == 0;
+		if (!(zero && o->hide_zero_rows))
+			rows[nrows++] = k;
+	}
+	if (nrows == 0)
+		return 0;
+	/* Widths: numastat's fixed columns, or (compact) each as wide as its widest cell. */
+	int label_w = 0, unit_w = 5, w[NP_MAX_NODES + 1];
+	char buf[64];
+	for (int r = 0; r < nrows; r++)
+		label_w = NP_MAX(label_w, (int)strlen(names[rows[r]]));
+	for (int c = 0; c < ncols; c++) {
+		int i = cols[c];
+		if (i == nnodes)
+			snprintf(buf, sizeof buf, "Total");
+		else
+			snprintf(buf, sizeof buf, "node%d", os_ids[i]);
+		w[c] = o->compact ? (int)strlen(buf) : NP_MAX((int)strlen(buf), VALUE_WIDTH);
+		for (int r = 0; r < nrows; r++) {
+			int k = rows[r];
+			long v = 0;
+			if (i == nnodes)
+				for (int j = 0; j < nnodes; j++)
+					v += values[(size_t)j * (size_t)nitems + (size_t)k];
+			else
+				v = values[(size_t)i * (size_t)nitems + (size_t)k];
+			cell(buf, sizeof buf, o, kinds[k], v);
+			w[c] = NP_MAX(w[c], (int)strlen(buf));
+		}
+	}
+	/* Folding: as many columns per block as fit the width (at least one). */
+	for (int first = 0; first < ncols;) {
+		int last = first, used = label_w + 1 + unit_w + 1 + w[first];
+		while (last + 1 < ncols && (o->width <= 0 || used + 1 + w[last + 1] <= o->width))
+			used += 1 + w[++last];
+		if (first > 0)
+			fputc('\n', out);
+		fprintf(out, "%-*s %-*s", label_w, "", unit_w, "");
+		for (int c = first; c <= last; c++) {
+			if (cols[c] == nnodes)
+				snprintf(buf, sizeof buf, "Total");
+			else
+				snprintf(buf, sizeof buf, "node%d", os_ids[cols[c]]);
+			fprintf(out, " %*s", w[c], buf);
+		}
+		fputc('\n', out);
+		for (int r = 0; r < nrows; r++) {
+			int k = rows[r];
+			fprintf(out, "%-*s %-*s", label_w, names[k], unit_w, unit_of(o, kinds[k]));
+			for (int c = first; c <= last; c++) {
+				int i = cols[c];
+				long v = 0;
+				if (i == nnodes)
+					for (int j = 0; j < nnodes; j++)
+						v += values[(size_t)j * (size_t)nitems + (size_t)k];
+				else
+					v = values[(size_t)i * (size_t)nitems + (size_t)k];
+				cell(buf, sizeof buf, o, kinds[k], v);
+				fprintf(out, " %*s", w[c], buf);
+			}
+			fputc('\n', out);
+		}
+		first = last + 1;
+	}
+	return nrows;
 }
 
 NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format)
@@ -92,7 +208,8 @@ NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format)
 enum report { REPORT_NONE, REPORT_TABLE, REPORT_JSON };
 
 static bool started;
-static int report_pid;
+static int report_pid;  /* the process that reports: this one, also after fork */
+static int parent_pid;  /* in a forked child: the process it was forked from; else 0 */
 
 static enum report report_kind(const char *s, bool warn)
 {
@@ -112,6 +229,13 @@ static void at_exit(void)
 	np_vmstat_exit_report();
 }
 
+static void publish(void)
+{
+	struct np_vmstat_totals *t = np_vmstat_shm_create();
+	if (t)
+		np_vmstat_use_totals(t);
+}
+
 void np_vmstat_start_output(void)
 {
 	if (started)
@@ -119,26 +243,93 @@ void np_vmstat_start_output(void)
 	started = true;
 	report_pid = np_os_pid();
 	if (np_opt.shm) {
-		struct np_vmstat_totals *t = np_vmstat_shm_create();
-		if (t)
-			np_vmstat_use_totals(t);
+		/* Before adding our own: the files of our processes that died without cleaning up. */
+		np_vmstat_shm_sweep();
+		publish();
 	}
-	if (report_kind(np_opt.stats, true) != REPORT_NONE || np_vmstat_shm_published()) {
-		if (atexit(at_exit) != 0) {
-			/* Without the handler the file would outlive us: do not publish. */
+	enum report kind = report_kind(np_opt.stats, true);
+	if (kind == REPORT_TABLE)
+		np_verbose("statistics: a table on standard error at exit");
+	else if (kind == REPORT_JSON)
+		np_verbose("statistics: JSON written to %s at exit", np_opt.stats + 5);
+	/* Always: the report can be asked for later (numa_page_option_set("stats", ...)), and the
+	 * live file must go at exit. */
+	if (atexit(at_exit) != 0) {
+		/* Without the handler the file would outlive us: do not publish. */
+		if (kind != REPORT_NONE || np_vmstat_shm_published())
 			np_warn("cannot register the statistics exit handler; no report at exit");
-			np_vmstat_shm_remove();
+		np_vmstat_shm_remove();
+	}
+}
+
+void np_vmstat_output_atfork_child(void)
+{
+	if (!started)
+		return;
+	parent_pid = report_pid;
+	report_pid = np_os_pid();
+	/* The parent published (the file was forgotten by np_vmstat_atfork_child): so does the
+	 * child, under its own pid, so `numapage stat` sees forked servers and daemons. No sweep
+	 * here: it doubled the cost of a fork (fork + _exit: 221 us without a file, 288 us with
+	 * one, 399 us sweeping too, loaded 2-core machine); the next process that starts, or
+	 * `numapage stat`, removes what children that left with _exit leave behind. */
+	if (np_opt.shm)
+		publish();
+	np_verbose("forked from process %d: counting as process %d", parent_pid, report_pid);
+}
+
+/* NUMAPAGE_STATS=json:<path>: "%p" becomes the pid, so every process of a job started with one
+ * setting (numapage run --stats) writes its own file; a forked child of a path without "%p"
+ * writes <path>.<pid> rather than over its parent's report. */
+static void report_path(const char *spec, char *path, size_t size)
+{
+	size_t n = 0;
+	bool had_pid = false;
+	for (const char *c = spec; *c && n + 24 < size; c++) {
+		if (c[0] == '%' && c[1] == 'p') {
+			n += np_format(path + n, size - n, "%d", np_os_pid());
+			had_pid = true;
+			c++;
+		} else {
+			path[n++] = *c;
 		}
 	}
+	path[n] = '\0';
+	if (!had_pid && parent_pid)
+		np_format(path + n, size - n, ".%d", np_os_pid());
+}
+
+static int write_json_report(FILE *f)
+{
+	if (np_vmstat_read_hook)
+		np_vmstat_read_hook();
+	const char *names[NUMA_PAGE_STAT_NITEMS];
+	long values[NP_MAX_NODES * NUMA_PAGE_STAT_NITEMS];
+	int os_ids[NP_MAX_NODES];
+	int n = np_vmstat_nnodes();
+	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+		names[k] = numa_page_stat_name(k);
+	for (int i = 0; i < n; i++) {
+		os_ids[i] = np_vmstat_os_id(i);
+		np_vmstat_snapshot_node(i, &values[i * NUMA_PAGE_STAT_NITEMS], true);
+	}
+	/* Who wrote it, for `numapage run --per-process`: pid, command, and the process it was
+	 * forked from (0: it was started by exec). */
+	fprintf(f, "{\"pid\":%d,\"parent\":%d,\"command\":", np_os_pid(), parent_pid);
+	np_json_string(f, program_invocation_short_name);
+	fputc(',', f);
+	np_vmstat_print_json_nodes(f, n, os_ids, NUMA_PAGE_STAT_NITEMS, names, values);
+	fputs("}\n", f);
+	return ferror(f) ? -1 : 0;
 }
 
 void np_vmstat_exit_report(void)
 {
-	/* A forked child inherits the handler; the report belongs to the process that started
-	 * output (a child can call numa_page_stats_print itself). */
+	/* Only the process that started output, or a child it forked (whose fork hook made it
+	 * the reporter); never a process that merely inherited the handler some other way. */
 	if (report_pid && report_pid != np_os_pid())
 		return;
-	const char *s = np_opt.stats;
+	const char *s = __atomic_load_n(&np_opt.stats, __ATOMIC_ACQUIRE);
 	switch (report_kind(s, false)) {
 	case REPORT_TABLE:
 		fprintf(stderr, "numapage: per-node statistics of process %d (pages; malloc_* in bytes)\n",
@@ -146,25 +337,14 @@ void np_vmstat_exit_report(void)
 		numa_page_stats_print(stderr, NUMA_PAGE_STATS_TABLE);
 		break;
 	case REPORT_JSON: {
-		/* "%p" in the path becomes the process id, so every process of a job started
-		 * with one setting (numapage run --stats) writes its own file. */
 		char path[4096];
-		size_t n = 0;
-		for (const char *c = s + 5; *c && n + 24 < sizeof path; c++) {
-			if (c[0] == '%' && c[1] == 'p') {
-				n += np_format(path + n, sizeof path - n, "%d", np_os_pid());
-				c++;
-			} else {
-				path[n++] = *c;
-			}
-		}
-		path[n] = '\0';
+		report_path(s + 5, path, sizeof path);
 		FILE *f = fopen(path, "w");
 		if (!f) {
 			np_warn("NUMAPAGE_STATS: cannot write %s (errno %d)", path, errno);
 			break;
 		}
-		int rc = numa_page_stats_print(f, NUMA_PAGE_STATS_JSON);
+		int rc = write_json_report(f);
 		if (fclose(f) != 0 || rc != 0)
 			np_warn("NUMAPAGE_STATS: writing %s failed", path);
 		break;
@@ -173,4 +353,22 @@ void np_vmstat_exit_report(void)
 		break;
 	}
 	np_vmstat_shm_remove();
+}
+
+void np_vmstat_verbose_nodes(const struct np_topo *t)
+{
+	if (!np_opt.verbose)
+		return;
+	for (int i = 0; i < t->nnodes && i < NP_MAX_NODES; i++) {
+		const struct np_topo_node *nd = &t->node[i];
+		char line[400];
+		size_t n = np_format(line, sizeof line, "node %d: %lu MiB, %d CPU(s), fallback", nd->os_id,
+				     (unsigned long)(nd->mem_bytes >> 20), nd->ncpus);
+		for (int k = 0; k < nd->nfallback && n + 24 < sizeof line; k++)
+			n += np_format(line + n, sizeof line - n, " %d (%d)", t->node[nd->fallback[k]].os_id,
+				       nd->fallback_dist[k]);
+		if (nd->nfallback == 0)
+			n += np_format(line + n, sizeof line - n, " none");
+		np_verbose("%s; statistics fold at %d", line, np_vmstat_threshold(i));
+	}
 }

@@ -5,7 +5,9 @@
  * Layout: struct np_vmstat_shm_header in vmstat.h. State here is written once at start-up (or
  * in a forked child, single-threaded) and read at exit; no lock.
  * The file is unlinked at exit; the mapping stays until the process ends, because other threads
- * may still be counting while atexit handlers run.
+ * may still be counting while atexit handlers run. A process killed before its exit handler,
+ * or a forked child leaving with _exit, leaves its file behind: np_vmstat_shm_sweep removes
+ * the caller's files of dead processes, quietly, when a process starts (exec, not fork).
  */
 #include "vmstat.h"
 
@@ -119,4 +121,56 @@ void np_vmstat_shm_forget(void)
 const char *np_vmstat_shm_published(void)
 {
 	return map && path[0] ? path : NULL;
+}
+
+/* ---- Leftovers ------------------------------------------------------------------------------ */
+
+/* The decimal number at s up to end (or NUL), or -1. */
+static long number(const char *s, char end, const char **after)
+{
+	long v = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9' && v < 0x7fffffff; p++)
+		v = v * 10 + (*p - '0');
+	if (p == s || *p != end)
+		return -1;
+	*after = p;
+	return v;
+}
+
+struct sweep {
+	unsigned uid;
+	int self, removed;
+};
+
+static void sweep_one(const char *name, void *ctx)
+{
+	struct sweep *sw = ctx;
+	size_t plen = sizeof NP_VMSTAT_SHM_PREFIX - 1;
+	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0)
+		return;
+	const char *p;
+	long uid = number(name + plen, '.', &p);
+	if (uid < 0 || (unsigned long)uid != sw->uid)
+		return; /* another user's: theirs to clean (root's sweep does not judge them) */
+	long pid = number(p + 1, '\0', &p);
+	if (pid <= 0 || pid == sw->self)
+		return;
+	/* Only a pid that no process has is judged: a live one may be a process that has not
+	 * mapped its file yet. (`numapage stat` also catches a pid taken by a newcomer.) */
+	if (np_os_pid_alive((int)pid) != 0)
+		return;
+	char path_buf[128];
+	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, (int)pid);
+	if (np_os_unlink(path_buf) == 0) {
+		sw->removed++;
+		np_verbose("removed %s, left by process %ld that is gone", path_buf, pid);
+	}
+}
+
+int np_vmstat_shm_sweep(void)
+{
+	struct sweep sw = {np_os_euid(), np_os_pid(), 0};
+	np_os_list_dir(NP_VMSTAT_SHM_DIR, sweep_one, &sw);
+	return sw.removed;
 }

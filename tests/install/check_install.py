@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Installs this build into a temporary DESTDIR stage and uses it as another project would.
 
-check_install.py BUILD_DIR CONSUMER_C CC [CXX]
+check_install.py BUILD_DIR CONSUMER_C CC [CXX] [CMAKE]
 
 1. `meson install --destdir STAGE` from BUILD_DIR (no rebuild: meson test built it already).
 2. Every file the issue names is in the stage: libnumapage.so.<version> with its soname and
@@ -14,7 +14,11 @@ check_install.py BUILD_DIR CONSUMER_C CC [CXX]
    LD_LIBRARY_PATH into the stage and must report that its mallocs went through libnumapage, and
    the shared ones that the library they loaded is the staged one.
 4. The staged `numapage run --stats` runs the consumer and prints the per-node table.
-Nothing is read from the source tree but consumer.c itself.
+5. With cmake: cmake_consumer/ (a CMake project, find_package(numapage CONFIG)) is configured
+   with CMAKE_PREFIX_PATH = the staged prefix, built with the shared and the static targets,
+   and run (its library must be the staged one); then configured against the build tree
+   (numapage_DIR = BUILD_DIR/cmake), where it must load the build tree's library.
+Nothing is read from the source tree but consumer.c and cmake_consumer/ themselves.
 """
 import glob
 import json
@@ -28,6 +32,7 @@ import tempfile
 
 build, consumer, cc = sys.argv[1], sys.argv[2], sys.argv[3]
 cxx = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
+cmake = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None
 
 
 def run(cmd, env=None, check=True):
@@ -59,6 +64,8 @@ try:
         'header': os.path.join(prefix, opts['includedir'], 'numapage.h'),
         'pkg-config file': os.path.join(libdir, 'pkgconfig', 'numapage.pc'),
         'command': os.path.join(prefix, opts['bindir'], 'numapage'),
+        'CMake package': os.path.join(libdir, 'cmake', 'numapage', 'numapageConfig.cmake'),
+        'CMake package version': os.path.join(libdir, 'cmake', 'numapage', 'numapageConfigVersion.cmake'),
     }
     for sec in '137':
         want['man page numapage.' + sec] = os.path.join(prefix, opts['mandir'], 'man' + sec,
@@ -120,11 +127,40 @@ try:
     # The staged command preloads the staged library (found through LD_LIBRARY_PATH, since the
     # stage is not at the prefix compiled into the command) and sums the job's statistics.
     shared_exe = os.path.join(tmp, 'consumer-shared-C')
-    p = run([want['command'], 'run', '--stats', '--', shared_exe], env=runenv)
-    m = re.search(r'^malloc_requested\s+(?:\d+\s+)*?(\d+)\s*$', p.stderr, re.M)
-    if 'process(es)' not in p.stderr or not m or int(m.group(1)) < 1000000:
+    p = run([want['command'], 'run', '--stats', '--raw', '--', shared_exe], env=runenv)
+    m = re.search(r'^malloc_requested\s+bytes\s+(?:\d+\s+)*?(\d+)\s*$', p.stderr, re.M)
+    if 'statistics of the job, 1 process' not in p.stderr or not m or int(m.group(1)) < 1000000:
         sys.exit('FAILED: numapage run --stats from the stage:\n' + p.stderr)
     print('numapage run --stats: malloc_requested total %s' % m.group(1))
+
+    # A CMake project: find_package(numapage CONFIG) from the staged prefix, then the build tree.
+    if not cmake:
+        print('SKIP CMake consumer: no cmake (.ci/deps installs it)')
+    else:
+        src = os.path.join(os.path.dirname(os.path.abspath(consumer)), 'cmake_consumer')
+        for where, define, want_lib in (
+                ('staged prefix', '-DCMAKE_PREFIX_PATH=' + prefix, want['shared library']),
+                ('build tree', '-Dnumapage_DIR=' + os.path.join(os.path.abspath(build), 'cmake'),
+                 os.path.join(os.path.abspath(build), 'src', 'libnumapage.so.' + version))):
+            bdir = os.path.join(tmp, 'cmake-' + where.replace(' ', '-'))
+            cenv = dict(os.environ, CC=shlex.split(cc)[0])
+            run([cmake, '-S', src, '-B', bdir, define, '-DCMAKE_BUILD_TYPE=Release'], env=cenv)
+            run([cmake, '--build', bdir], env=cenv)
+            renv = dict(runenv)
+            if where == 'build tree':
+                renv.pop('LD_LIBRARY_PATH', None)  # the imported target's path is absolute
+            out = run([os.path.join(bdir, 'consumer')], env=renv).stdout
+            lib = re.search(r'^library (.*)$', out, re.M).group(1)
+            if os.path.realpath(lib) != os.path.realpath(want_lib) or not out.rstrip().endswith('ok'):
+                sys.exit('FAILED: CMake consumer (%s) loaded %s, wanted %s:\n%s' % (where, lib, want_lib, out))
+            print('CMake consumer (%s): %s' % (where, lib))
+            static_exe = os.path.join(bdir, 'consumer_static')
+            if not os.path.exists(static_exe):
+                sys.exit('FAILED: CMake consumer (%s): no numapage::numapage_static target' % where)
+            out = run([static_exe], env=renv).stdout
+            if 'libnumapage' in run(['ldd', static_exe]).stdout or not out.rstrip().endswith('ok'):
+                sys.exit('FAILED: CMake static consumer (%s):\n%s' % (where, out))
+            print('CMake static consumer (%s): ok' % where)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 print('ok')

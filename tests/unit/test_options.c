@@ -1,10 +1,15 @@
-/* Unit tests of src/options.c: defaults, parsing, rejection of bad values. */
+/* Unit tests of src/options.c: defaults, parsing, rejection of bad values, NUMAPAGE_CONF and
+ * its precedence, unknown names, secure execution, values and sources for `numapage options`,
+ * and string values that outlive the environment they came from. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "options.h"
 
@@ -65,6 +70,118 @@ static void table_is_documented(void **state)
 	assert_true(n >= 10);
 }
 
+/* Runs np_options_load on env with stderr captured into out (the warnings). */
+static void load_capturing(char *const *env, bool secure, char *out, size_t size)
+{
+	char path[] = "/tmp/np_options_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	int saved = dup(2);
+	dup2(fd, 2);
+	np_options_load(env, secure);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t n = pread(fd, out, size - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(path);
+}
+
+static const char *value(const char *name)
+{
+	static char buf[256];
+	np_options_value(np_options_find(name), buf, sizeof buf);
+	return buf;
+}
+
+static void conf_string_and_precedence(void **state)
+{
+	(void)state;
+	char *env[] = {"HOME=/root", "NUMAPAGE_PCP_BATCH=8",
+		       "NUMAPAGE_CONF=bind=strict,place=spread,stats=json:/tmp/r.%p.json,PCP_BATCH=16,"
+		       "NUMAPAGE_PURGE_MB=32,topology=synthetic:pack:2 [numa(memory=1073741824)] pu:2",
+		       NULL};
+	char err[2048];
+	load_capturing(env, false, err, sizeof err);
+	assert_string_equal(err, "");
+	assert_int_equal(np_opt.bind, NP_BIND_STRICT);
+	assert_int_equal(np_opt.place, NP_PLACE_SPREAD);
+	assert_string_equal(np_opt.stats, "json:/tmp/r.%p.json");
+	assert_int_equal(np_opt.purge_mb, 32); /* keys with the prefix, in any case */
+	assert_string_equal(np_opt.topology, "synthetic:pack:2 [numa(memory=1073741824)] pu:2");
+	/* Its own variable wins over the string, wherever each stands in the environment. */
+	assert_int_equal(np_opt.pcp_batch, 8);
+	assert_int_equal(np_options_source(np_options_find("pcp_batch")), NP_OPTION_ENV);
+	assert_int_equal(np_options_source(np_options_find("bind")), NP_OPTION_CONF);
+	assert_int_equal(np_options_source(np_options_find("shm")), NP_OPTION_DEFAULT);
+	assert_string_equal(value("bind"), "strict");
+	assert_string_equal(value("NUMAPAGE_PLACE"), "spread");
+	assert_string_equal(value("shm"), "1");
+	assert_string_equal(np_options_source_name(NP_OPTION_CONF), "NUMAPAGE_CONF");
+}
+
+static void unknown_names_warn_once_with_a_suggestion(void **state)
+{
+	(void)state;
+	char *env[] = {"NUMAPAGE_STAS=1", "NUMAPAGE_LIB=/x.so", "NUMAPAGE_CONF=plac=spread,bind,verbose=2",
+		       "NUMAPAGE_ZZZZZZZZ=1", "NUMAPAGE_BIND=sometimes", NULL};
+	char err[4096];
+	load_capturing(env, false, err, sizeof err);
+	assert_non_null(strstr(err, "NUMAPAGE_STAS is not a libnumapage option (did you mean NUMAPAGE_STATS?)"));
+	assert_non_null(strstr(err, "NUMAPAGE_CONF: 'plac' is not a libnumapage option (did you mean PLACE?)"));
+	assert_non_null(strstr(err, "NUMAPAGE_CONF: 'bind' is not name=value"));
+	assert_non_null(strstr(err, "NUMAPAGE_CONF: VERBOSE=2 is not valid (0 or 1); keeping 0"));
+	assert_non_null(strstr(err, "NUMAPAGE_BIND=sometimes is not valid (preferred, strict or none); keeping preferred"));
+	/* Far from every option: no suggestion. NUMAPAGE_LIB is the command's: no warning. */
+	assert_non_null(strstr(err, "NUMAPAGE_ZZZZZZZZ is not a libnumapage option; ignored"));
+	assert_null(strstr(err, "NUMAPAGE_LIB"));
+	const char *p = strstr(err, "NUMAPAGE_STAS");
+	assert_null(strstr(p + 1, "NUMAPAGE_STAS"));
+	assert_int_equal(np_opt.place, NP_PLACE_NONE);
+}
+
+static void secure_execution_reads_nothing(void **state)
+{
+	(void)state;
+	char *env[] = {"NUMAPAGE_BIND=none", "NUMAPAGE_CONF=stats=1,verbose=1", "NUMAPAGE_STAS=1", NULL};
+	char err[1024];
+	load_capturing(env, true, err, sizeof err);
+	assert_string_equal(err, "");
+	assert_int_equal(np_opt.bind, NP_BIND_PREFERRED);
+	assert_null(np_opt.stats);
+	assert_int_equal(np_opt.verbose, 0);
+}
+
+static void strings_are_copied(void **state)
+{
+	(void)state;
+	/* Programs rewrite their environment (redis' setproctitle): the value must survive. */
+	char var[] = "NUMAPAGE_STATS=json:/tmp/x.json";
+	char *env[] = {var, NULL};
+	np_options_load(env, false);
+	memset(var, 'X', sizeof var - 1);
+	assert_string_equal(np_opt.stats, "json:/tmp/x.json");
+}
+
+static void verbose_lists_every_option(void **state)
+{
+	(void)state;
+	char *env[] = {"NUMAPAGE_VERBOSE=1", "NUMAPAGE_CONF=bind=strict", NULL};
+	char err[4096];
+	load_capturing(env, false, err, sizeof err);
+	int n = 0;
+	for (const char *p = err; (p = strstr(p, "numapage: option ")); p++)
+		n++;
+	int rows = 0;
+	for (const struct np_option_doc *d = np_options_table(); d->name; d++)
+		rows++;
+	assert_int_equal(n, rows);
+	assert_non_null(strstr(err, "numapage: option BIND = strict (NUMAPAGE_CONF)\n"));
+	assert_non_null(strstr(err, "numapage: option VERBOSE = 1 (NUMAPAGE_VERBOSE)\n"));
+	assert_non_null(strstr(err, "numapage: option PURGE_MB = 64 (default)\n"));
+	np_opt.verbose = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -72,6 +189,11 @@ int main(void)
 		cmocka_unit_test_setup(parses_values, reset),
 		cmocka_unit_test_setup(rejects_bad_values_and_keeps_default, reset),
 		cmocka_unit_test_setup(table_is_documented, reset),
+		cmocka_unit_test_setup(conf_string_and_precedence, reset),
+		cmocka_unit_test_setup(unknown_names_warn_once_with_a_suggestion, reset),
+		cmocka_unit_test_setup(secure_execution_reads_nothing, reset),
+		cmocka_unit_test_setup(strings_are_copied, reset),
+		cmocka_unit_test_setup(verbose_lists_every_option, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,11 +5,15 @@ usage: test_stat_cmd.py NUMAPAGE_EXE STAT_TARGET_EXE
 
 stat_target (tests/unit/stat_target.c) publishes its counters and counts known events:
 node 0: numa_hit 1000, local_node 1000, numa_foreign 3, malloc_requested 123456;
-node 3: numa_hit 7, numa_miss 3, pages_in_use 5. Checks the table, refreshing, the error
-cases (no process, no libnumapage, another user, bad arguments), stale-file cleaning and
-removal of the file at exit.
+node 3: numa_hit 7, numa_miss 3, pages_in_use 5. Checks the table (raw, MiB, -z, -c,
+folding, --json), patterns, several processes and -P, following a wrapper, -i deltas, the
+error cases (no process, no libnumapage, another user, bad arguments: each message says what
+was wrong), quiet stale-file cleaning (by stat and by the library at start-up) and removal of
+the file at exit.
 """
+import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -18,6 +22,7 @@ import sys
 EXE, TARGET = sys.argv[1], sys.argv[2]
 UID = os.geteuid()
 SHM = '/dev/shm'
+TAG = 'stat-test-%d' % os.getpid()
 
 
 def shm_path(pid, uid=UID):
@@ -27,7 +32,9 @@ def shm_path(pid, uid=UID):
 def start(**env):
     e = dict(os.environ)
     e.update(env)
-    p = subprocess.Popen([TARGET], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=e)
+    # The tag (stat_target ignores its arguments) makes the command line ours alone: other
+    # test runs on this machine may have stat_targets of their own.
+    p = subprocess.Popen([TARGET, TAG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=e)
     words = p.stdout.readline().split()
     assert words and words[0] == 'ready', words
     assert int(words[1]) == p.pid
@@ -48,18 +55,21 @@ def stat(*args, rc=0, prefix=()):
 
 
 def tables(out):
-    """Each table as (header columns, {counter: [values...]})."""
+    """Each table as (heading, header columns, {counter: [values...]}), from -r output."""
     result = []
     for block in out.strip().split('\n\n'):
-        lines = block.split('\n')
-        assert lines[0].startswith('Per-node statistics of process'), lines[0]
-        cols = lines[1].split()
+        lines = [l for l in block.split('\n') if not l.startswith('(')]  # the note under a heading
+        head = lines.pop(0)
+        if lines and lines[0] == 'no change':
+            result.append((head, [], {}))
+            continue
+        cols = lines[0].split()
         rows = {}
-        for line in lines[2:]:
+        for line in lines[1:]:
             w = line.split()
-            assert len(w) == len(cols) + 1, line
-            rows[w[0]] = [int(x) for x in w[1:]]
-        result.append((cols, rows))
+            assert len(w) == len(cols) + 2, line
+            rows[w[0]] = [int(x) for x in w[2:]]
+        result.append((head, cols, rows))
     return result
 
 
@@ -72,10 +82,10 @@ t = start(NUMAPAGE_SHM='1')
 path = shm_path(t.pid)
 st = os.stat(path)
 assert st.st_mode & 0o777 == 0o600 and st.st_uid == UID, oct(st.st_mode)
-r = stat(t.pid)
-(cols, rows), = tables(r.stdout)
+r = stat('-r', t.pid)
+(head, cols, rows), = tables(r.stdout)
 assert cols == ['node0', 'node3', 'Total'], cols
-assert 'stat_target' in r.stdout.split('\n')[0], r.stdout
+assert head.startswith('Per-node statistics of process %d (stat_target)' % t.pid), head
 expect(rows, 'numa_hit', [1000, 7, 1007])
 expect(rows, 'local_node', [1000, 0, 1000])
 expect(rows, 'numa_miss', [0, 3, 3])
@@ -86,9 +96,75 @@ for name, v in rows.items():
     if name not in ('numa_hit', 'local_node', 'numa_miss', 'numa_foreign', 'pages_in_use', 'malloc_requested'):
         assert v == [0, 0, 0], (name, v)
 assert len(rows) >= 21, len(rows)
+units = {line.split()[0]: line.split()[1] for line in r.stdout.split('\n')[3:] if line.strip()}
+assert units['numa_hit'] == 'pages' and units['malloc_requested'] == 'bytes' and units['threads'] == 'count', units
 
-# ---- refreshing: -i / -n, and new counts show up ----------------------------------------------------
-s = subprocess.Popen([EXE, 'stat', str(t.pid), '-i', '0.5', '-n', '4'], stdout=subprocess.PIPE, text=True)
+# MiB by default (page and byte counters; counts stay counts), -z hides zero rows, -c narrows.
+page = os.sysconf('SC_PAGE_SIZE')
+r = stat(t.pid)
+line = next(l for l in r.stdout.split('\n') if l.startswith('numa_hit '))
+assert line.split()[1:] == ['MiB', '%.2f' % (1000 * page / 2**20), '%.2f' % (7 * page / 2**20),
+                            '%.2f' % (1007 * page / 2**20)], line
+assert r.stdout.split('\n')[1].startswith('(MiB;'), r.stdout
+line = next(l for l in r.stdout.split('\n') if l.startswith('malloc_requested '))
+assert line.split()[2] == '%.2f' % (123456 / 2**20), line
+r = stat('-z', '-r', t.pid)
+(head, cols, rows), = tables(r.stdout)
+assert sorted(rows) == sorted(['numa_hit', 'local_node', 'numa_miss', 'numa_foreign', 'pages_in_use',
+                               'malloc_requested']), rows
+wide = max(len(l) for l in stat('-r', t.pid).stdout.split('\n')[2:])
+narrow = max(len(l) for l in stat('-c', '-r', t.pid).stdout.split('\n')[2:])
+assert narrow < wide, (narrow, wide)
+# Folding: at 40 columns the two nodes and the Total go in blocks of their own.
+r = stat('-r', '-w', '40', t.pid)
+assert max(len(l) for l in r.stdout.split('\n')[2:]) <= 40, r.stdout
+blocks = r.stdout.strip().split('\n\n')
+assert len(blocks) == 3 and [next(l for l in b.split('\n') if l.startswith(' ')).split() for b in blocks] == [['node0'], ['node3'], ['Total']], r.stdout
+r = subprocess.run([EXE, 'stat', '-r', str(t.pid)], capture_output=True, text=True, env=dict(os.environ, COLUMNS='40'))
+assert max(len(l) for l in r.stdout.split('\n')[2:]) <= 40, r.stdout
+
+# --json: one object with the process and its nodes, raw counts.
+j = json.loads(stat('--json', t.pid).stdout)
+assert [p['pid'] for p in j['processes']] == [t.pid], j
+hit = {n['node']: n['numa_hit'] for n in j['nodes']}
+assert hit == {0: 1000, 3: 7}, j
+
+# A pattern finds it by its command line (and never the stat command itself).
+r = stat('-r', 'stat_targ[e]t %s' % TAG)
+(head, cols, rows), = tables(r.stdout)
+expect(rows, 'numa_hit', [1000, 7, 1007])
+r = stat('no-such-program-xyz', rc=1)
+assert "no process using libnumapage has a command line matching 'no-such-program-xyz'" in r.stderr, r.stderr
+
+# Two processes: the sum, and each with -P.
+t2 = start()
+r = stat('-r', t.pid, t2.pid)
+(head, cols, rows), = tables(r.stdout)
+assert head.startswith('Per-node statistics of 2 processes: %d (stat_target), %d (stat_target)' % (t.pid, t2.pid)), head
+expect(rows, 'numa_hit', [2000, 14, 2014])
+r = stat('-r', '-P', t.pid, t2.pid)
+tabs = tables(r.stdout)
+assert len(tabs) == 3 and tabs[0][0].startswith('Process %d' % t.pid) and tabs[2][0].startswith('Sum of the 2'), r.stdout
+expect(tabs[1][2], 'numa_hit', [1000, 7, 1007])
+expect(tabs[2][2], 'numa_hit', [2000, 14, 2014])
+j = json.loads(stat('--json', t.pid, t2.pid).stdout)
+assert len(j['processes']) == 2 and {n['node']: n['numa_hit'] for n in j['nodes']} == {0: 2000, 3: 14}, j
+stop(t2)
+
+# A wrapper: a process that does not publish stands for the ones it started.
+wrapper = subprocess.Popen(['sh', '-c', '"$0"; :', TARGET], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+words = wrapper.stdout.readline().split()
+assert words and words[0] == 'ready', words
+r = stat('-r', wrapper.pid)
+(head, cols, rows), = tables(r.stdout)
+assert head.startswith('Per-node statistics of process %s (stat_target)' % words[1]), head
+assert 'does not use libnumapage; showing the 1 process it started' in r.stderr, r.stderr
+wrapper.stdin.write('exit\n')
+wrapper.stdin.flush()
+assert wrapper.wait(timeout=10) == 0
+
+# ---- refreshing: -i / -n print the totals, then the changes of each interval --------------------
+s = subprocess.Popen([EXE, 'stat', '-r', str(t.pid), '-i', '0.5', '-n', '4'], stdout=subprocess.PIPE, text=True)
 first = []
 while True:
     line = s.stdout.readline()
@@ -103,8 +179,12 @@ out = ''.join(first) + s.stdout.read()
 assert s.wait(timeout=10) == 0
 tabs = tables(out)
 assert len(tabs) == 4, out
-expect(tabs[0][1], 'numa_hit', [1000, 7, 1007])
-expect(tabs[3][1], 'numa_hit', [1050, 7, 1057])
+expect(tabs[0][2], 'numa_hit', [1000, 7, 1007])
+changes = [tab for tab in tabs[1:] if tab[2]]
+assert all(re.match(r'^\d\d:\d\d:\d\d  \+\d+\.\d s: changes since the previous sample$', tab[0]) for tab in tabs[1:]), tabs
+# The 50 events show up once, in the interval they were made in, and nothing else changed.
+assert len(changes) == 1 and changes[0][2] == {'numa_hit': [50, 0, 50]}, tabs
+assert sum(1 for tab in tabs[1:] if not tab[2]) == 2, tabs
 
 # ---- another user -----------------------------------------------------------------------------------
 if UID == 0 and shutil.which('setpriv'):
@@ -149,22 +229,30 @@ r = stat(t.pid, rc=1)
 assert 'does not use libnumapage' in r.stderr and 'NUMAPAGE_SHM=0' in r.stderr, r.stderr
 stop(t)
 
-# ---- a killed process leaves its file; the next stat removes it ------------------------------------------
-t = start()
-path = shm_path(t.pid)
-assert os.path.exists(path)
-t.kill()
-t.wait()
-assert os.path.exists(path)
-r = stat(t.pid, rc=1)
-assert 'no process' in r.stderr and 'removed ' + path in r.stderr, r.stderr
-assert not os.path.exists(path)
+# ---- killed processes leave their files; the next stat removes them without a word ----------------
+killed = []
+for _ in range(3):
+    k = start()
+    k.kill()
+    k.wait()
+    assert os.path.exists(shm_path(k.pid))
+    killed.append(k.pid)
+r = stat(killed[0], rc=1)
+assert 'no process %d' % killed[0] in r.stderr and 'removed' not in r.stderr, r.stderr
+assert not any(os.path.exists(shm_path(p)) for p in killed), killed
+# A process that starts publishing removes them too (the library's start-up sweep).
+k = start()
+k.kill()
+k.wait()
+t2 = start()
+assert not os.path.exists(shm_path(k.pid))
+stop(t2)
 
 # ---- a process that exits while watched ---------------------------------------------------------------
 t = start()
-s = subprocess.Popen([EXE, 'stat', str(t.pid), '-i', '0.2'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+s = subprocess.Popen([EXE, 'stat', '-r', str(t.pid), '-i', '0.2'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 seen = []
-while sum(line.startswith('Per-node') for line in seen) < 2:
+while sum(line.startswith('Per-node') or ' s: changes since' in line for line in seen) < 2:
     line = s.stdout.readline()
     assert line, 'stat ended early'
     seen.append(line)
@@ -175,10 +263,15 @@ err = s.stderr.read()
 s.wait(timeout=10)
 assert s.returncode == 0 and 'has exited' in err and len(tables(out)) >= 2, (out, err)
 
-# ---- arguments ------------------------------------------------------------------------------------------
-stat(rc=2)
-stat('abc', rc=2)
-stat(1, '-i', '0', rc=2)
-stat(1, '-n', '0', rc=2)
-stat(1, 2, rc=2)
+# ---- arguments: each error says what was wrong ------------------------------------------------------
+for args, want in (((), 'no process given'), ((1, '-i', '0'), "-i takes a number of seconds"),
+                   ((1, '-n', '0'), "-n takes a count of at least 1, not '0'"),
+                   ((1, '-n'), '-n needs an argument'), (('--bogus', 1), 'unknown option --bogus'),
+                   (('-w', '5', 1), '-w takes a number of columns'), (('([',), 'nor a valid pattern'), (('0',), "'0' is not a process id")):
+    r = stat(*args, rc=2)
+    assert want in r.stderr and 'usage: numapage stat' in r.stderr, (args, r.stderr)
+r = stat('abc', rc=1)
+assert "matching 'abc'" in r.stderr, r.stderr
+r = stat('--help')
+assert r.stdout.startswith('usage: numapage stat'), r.stdout
 print('ok')

@@ -2,8 +2,9 @@
 """
 tests/vm/vmrun.py — boots one emulated multi-node machine under QEMU and runs the vm tier in it.
 
-Owns: the kernel cache (tests/vm/cache: the Debian kernel .deb, its /boot, the PVH vmlinux cut
-out of the bzImage), the initramfs (written here as a newc cpio), the QEMU command line of every
+Owns: the kernel cache (the Debian kernel .deb, its /boot, the PVH vmlinux cut out of the
+bzImage; it lives in the build directory, <build>/vm-cache, not in the source tree: see
+cache_dir for how to share one download between builds), the initramfs (written here as a newc cpio), the QEMU command line of every
 topology, the serial protocol (ttyS0 kernel console, ttyS1 guest stdout, ttyS2 guest stderr,
 ttyS3 status: "booted", then "status N"), boot-stall retries and timeouts (QEMU killed by PID),
 and the host-side checks of what the guest reported (sysfs, lstopo XML against the fixture,
@@ -862,12 +863,30 @@ def count_guest_lines(res, lines):
 
 # ---- Main ------------------------------------------------------------------------------------
 
+def cache_dir(args):
+    """Where the guest kernel is kept (about 140 MB, fetched once): --cache; else $NP_VM_CACHE
+    (one download shared by several build directories or clones); else the build's vm_cache
+    option (meson setup -Dvm_cache=DIR); else <build>/vm-cache. Never the source tree."""
+    if args.cache:
+        return os.path.abspath(args.cache)
+    if os.environ.get('NP_VM_CACHE'):
+        return os.path.abspath(os.environ['NP_VM_CACHE'])
+    try:
+        with open(os.path.join(args.build_root, 'meson-info', 'intro-buildoptions.json')) as f:
+            opt = {o['name']: o['value'] for o in json.load(f)}
+        if opt.get('vm_cache'):
+            return os.path.abspath(opt['vm_cache'])
+    except (OSError, ValueError):
+        pass
+    return os.path.join(os.path.abspath(args.build_root), 'vm-cache')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--topology', required=True, choices=sorted(TOPOLOGIES))
     ap.add_argument('--build-root', required=True)
     ap.add_argument('--outdir', required=True, help='logs and the initramfs go here')
-    ap.add_argument('--cache', default=os.path.join(HERE, 'cache'))
+    ap.add_argument('--cache', default=None, help='the kernel cache (default: see cache_dir)')
     ap.add_argument('--fixtures', default=os.path.join(HERE, '..', 'topologies'))
     ap.add_argument('--numapage', required=True, help='the numapage tool')
     ap.add_argument('--lib', required=True, help='libnumapage.so')
@@ -898,7 +917,8 @@ def main():
     args.qemu = shutil.which(args.qemu)
     if not args.qemu:
         prerequisite_missing('qemu-system-x86_64 (qemu-system-x86)')
-    args.cache = os.path.abspath(args.cache)
+    args.cache = cache_dir(args)
+    log('kernel cache: ' + args.cache)
     args.outdir = os.path.abspath(os.path.join(args.outdir, args.topology))
     os.makedirs(args.outdir, exist_ok=True)
 

@@ -1,13 +1,133 @@
-/* numapage options — lists every NUMAPAGE_* environment variable with its default. */
+/*
+ * numapage options [--json] [PID] — every NUMAPAGE_* option with the value in force and where
+ * it came from (the default, NUMAPAGE_CONF, or its own variable), its default and meaning.
+ * Without PID, for a program started from here (this environment, through the library's own
+ * table and parser); with PID, for that running process, from its environment as it was
+ * started (/proc/PID/environ): values it changed later with numa_page_option_set are not seen.
+ * Warnings about bad values and unknown NUMAPAGE_* names are the library's own.
+ */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../cmds.h"
+#include "json.h"
 #include "options.h"
+
+void np_usage_options(FILE *out)
+{
+	fputs("usage: numapage options [--json] [PID]\n"
+	      "  every NUMAPAGE_* option: the value a program started here gets (or process PID got)\n"
+	      "  and where it comes from, its default and meaning\n"
+	      "      --json   one JSON object\n"
+	      "  -h, --help   this text\n",
+	      out);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("numapage options: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	np_usage_options(stderr);
+	return 2;
+}
+
+/* /proc/PID/environ as a NULL-terminated array (strings inside one static buffer). */
+static char **environ_of(long pid)
+{
+	static char buf[1 << 20];
+	static char *vars[8192];
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	size_t k = 0;
+	for (size_t i = 0; i < n && k + 1 < sizeof vars / sizeof vars[0]; i += strlen(buf + i) + 1)
+		if (buf[i])
+			vars[k++] = buf + i;
+	vars[k] = NULL;
+	return vars;
+}
+
+static void source_text(int i, const char *name, char *buf, size_t size)
+{
+	int src = np_options_source(i);
+	if (src == NP_OPTION_ENV)
+		snprintf(buf, size, "set by NUMAPAGE_%s; ", name);
+	else if (src == NP_OPTION_CONF)
+		snprintf(buf, size, "set by NUMAPAGE_CONF; ");
+	else
+		buf[0] = '\0';
+}
 
 int np_cmd_options(int argc, char **argv)
 {
-	(void)argc, (void)argv;
-	for (const struct np_option_doc *d = np_options_table(); d->name; d++)
-		printf("NUMAPAGE_%-18s default %-26s %s\n", d->name, d->deflt, d->doc);
-	return 0;
+	enum { OPT_JSON = 1000 };
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, OPT_JSON}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+	};
+	bool json = false;
+	int c;
+	optind = 0; /* 0: glibc starts a fresh scan (the dispatcher scanned with "+" before) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON: json = true; break;
+		case 'h': np_usage_options(stdout); return 0;
+		default:
+			if (optopt)
+				return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
+			return usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (argc - optind > 1)
+		return usage_error("one process id at most, not '%s' too", argv[optind + 1]);
+	extern char **environ;
+	char **env = environ;
+	if (optind < argc) {
+		char *end;
+		long pid = strtol(argv[optind], &end, 10);
+		if (end == argv[optind] || *end || pid <= 0 || pid > 0x7fffffff)
+			return usage_error("'%s' is not a process id", argv[optind]);
+		env = environ_of(pid);
+		if (!env) {
+			fprintf(stderr, "numapage options: cannot read the environment of process %ld: %s\n", pid,
+				strerror(errno));
+			return 1;
+		}
+	}
+	/* The library's own loader and table: what is printed is what the library would do. */
+	np_options_load(env, false);
+	const struct np_option_doc *t = np_options_table();
+	if (json)
+		fputs("{\"options\":[", stdout);
+	for (int i = 0; t[i].name; i++) {
+		char value[4096], src[64];
+		np_options_value(i, value, sizeof value);
+		if (json) {
+			printf("%s{\"name\":\"NUMAPAGE_%s\",\"value\":", i ? "," : "", t[i].name);
+			np_json_string(stdout, value);
+			printf(",\"source\":\"%s\",\"default\":",
+			       np_options_source(i) == NP_OPTION_ENV ? "environment"
+								   : np_options_source_name(np_options_source(i)));
+			np_json_string(stdout, t[i].deflt);
+			printf(",\"runtime\":%s,\"doc\":", t[i].runtime ? "true" : "false");
+			np_json_string(stdout, t[i].doc);
+			putchar('}');
+			continue;
+		}
+		source_text(i, t[i].name, src, sizeof src);
+		printf("NUMAPAGE_%s=%s  (%sdefault %s%s)\n    %s\n", t[i].name, value, src, t[i].deflt,
+		       t[i].runtime ? "; numa_page_option_set can change it" : "", t[i].doc);
+	}
+	if (json)
+		puts("]}");
+	return fflush(stdout) == 0 ? 0 : 1;
 }

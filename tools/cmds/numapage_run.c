@@ -1,47 +1,75 @@
 /*
  * numapage run — runs a program with libnumapage preloaded and the given options set.
  *
- *   numapage run [--stats] [--json FILE] [--topology FILE|synthetic:STR] [--place POLICY]
- *                [--verbose] [--lib PATH] -- COMMAND [ARGS...]
+ *   numapage run [--stats] [--per-process] [--json FILE|-] [-c] [-z] [-r] [-w COLUMNS]
+ *                [--topology FILE|synthetic:STR] [--place POLICY] [--verbose] [--lib PATH]
+ *                [--] COMMAND [ARGS...]
  *
- * With --stats every process of the job (the command and whatever it executes) writes its
- * per-node statistics as JSON into a private temporary directory when it exits; when the
- * command has finished, the sums over all processes are printed as a numastat-like table on
- * stderr (and written as JSON to FILE with --json). The exit status is the command's.
+ * Before anything runs, the library is loaded once in a throw-away child (dlopen), so a
+ * library that cannot be loaded stops here with the loader's reason and status 125, instead
+ * of ld.so's "object ... ignored" and a job that silently runs without it.
+ * With --stats every process of the job (the command, what it executes, and every process
+ * forked on the way, daemons included) writes its per-node statistics as JSON into a private
+ * temporary directory when it exits. numapage run becomes the job's child subreaper
+ * (PR_SET_CHILD_SUBREAPER), so a daemon that leaves its parent is still the job's, and it
+ * waits until every process of the job has exited; then it prints the sums (and, with
+ * --per-process, each process) as a numastat-like table on stderr, and JSON to FILE (- is
+ * standard output). The exit status is the command's: 128 + N when signal N killed it, 127
+ * when it does not exist, 126 when it cannot be executed, 125 when libnumapage could not be
+ * loaded (nothing was run) or, with --stats, no process of the job loaded it.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../cmds.h"
+#include "../lib/procs.h"
+#include "../lib/tstats.h"
+#include "json.h"
 #include "numapage.h"
 
-#define MAX_NODES 1024
+#define EXIT_NOT_LOADED 125
+#define MAX_PROCS 4096
 
-struct totals {
-	int nnodes;
-	int node[MAX_NODES];
-	unsigned long long v[MAX_NODES][NUMA_PAGE_STAT_NITEMS];
-	int nprocs;
-};
-
-static void usage(FILE *out)
+void np_usage_run(FILE *out)
 {
-	fprintf(out, "usage: numapage run [--stats] [--json FILE] [--topology FILE|synthetic:STR]\n"
-		     "                    [--place none|spread|fill] [--verbose] [--lib PATH] -- COMMAND [ARGS...]\n");
+	fputs("usage: numapage run [--stats] [--per-process] [--json FILE|-] [-c] [-z] [-r] [-w COLUMNS]\n"
+	      "                    [--topology FILE|synthetic:STR] [--place none|spread|fill]\n"
+	      "                    [--verbose] [--lib PATH] [--] COMMAND [ARGS...]\n"
+	      "  -s, --stats        when the job is over, its per-node statistics on stderr (the\n"
+	      "                     sums over every process; waits for daemons the job started)\n"
+	      "  -P, --per-process  also one table per process\n"
+	      "  -j, --json FILE    also the statistics as JSON into FILE (- for stdout); implies -s\n"
+	      "  -c, --compact      narrow columns, whole MiB\n"
+	      "  -z, --hide-zero    leave out rows and node columns that are zero everywhere\n"
+	      "  -r, --raw          pages and bytes as counted instead of MiB\n"
+	      "  -w, --width N      fold the table at N columns (default: the terminal's)\n"
+	      "  -t, --topology     rehearse another machine (NUMAPAGE_TOPOLOGY)\n"
+	      "  -p, --place        thread placement (NUMAPAGE_PLACE)\n"
+	      "  -v, --verbose      the library says what it decides (NUMAPAGE_VERBOSE=1)\n"
+	      "  -l, --lib PATH     the library to preload\n"
+	      "  -h, --help         this text\n",
+	      out);
 }
 
-static int file_exists(const char *p)
+static int usage_error(const char *fmt, const char *arg)
 {
-	return access(p, R_OK) == 0;
+	fputs("numapage run: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	np_usage_run(stderr);
+	return 2;
 }
 
 /* The library to preload: --lib, $NUMAPAGE_LIB, the build tree's when this tool runs from it,
@@ -63,199 +91,270 @@ static const char *find_lib(const char *given)
 			*slash = '\0';
 			/* build tree: <build>/tools/numapage -> <build>/src/libnumapage.so */
 			snprintf(path, sizeof path, "%s/../src/libnumapage.so", exe);
-			if (strcmp(exe, NP_BUILD_TOOLDIR) == 0 && file_exists(path))
+			if (strcmp(exe, NP_BUILD_TOOLDIR) == 0 && access(path, R_OK) == 0)
 				return path;
 		}
 	}
 	snprintf(path, sizeof path, "%s/libnumapage.so.0", NP_LIBDIR);
-	if (file_exists(path))
+	if (access(path, R_OK) == 0)
 		return path;
 	return "libnumapage.so.0"; /* let the dynamic loader search */
 }
 
-static int node_slot(struct totals *t, int node)
+/*
+ * Loads so in a throw-away child, as the loader would preload it: the same search path and the
+ * library's constructor run, so a missing file, a wrong architecture or a missing dependency
+ * shows up with dlerror's words. The child says nothing (stderr closed), publishes nothing
+ * and leaves with _exit. Returns 0, or -1 with the reason in why.
+ */
+static int probe(const char *so, char *why, size_t size)
 {
-	for (int i = 0; i < t->nnodes; i++)
-		if (t->node[i] == node)
-			return i;
-	if (t->nnodes == MAX_NODES)
+	int fds[2];
+	if (pipe(fds) != 0) {
+		snprintf(why, size, "pipe: %s", strerror(errno));
 		return -1;
-	/* keep the columns sorted by node id */
-	int i = t->nnodes++;
-	while (i > 0 && t->node[i - 1] > node) {
-		t->node[i] = t->node[i - 1];
-		memcpy(t->v[i], t->v[i - 1], sizeof t->v[i]);
-		i--;
 	}
-	t->node[i] = node;
-	memset(t->v[i], 0, sizeof t->v[i]);
-	return i;
-}
-
-static int item_index(const char *name, size_t len)
-{
-	for (int i = 0; i < NUMA_PAGE_STAT_NITEMS; i++) {
-		const char *n = numa_page_stat_name(i);
-		if (n && strlen(n) == len && strncmp(n, name, len) == 0)
-			return i;
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(why, size, "fork: %s", strerror(errno));
+		return -1;
 	}
+	if (pid == 0) {
+		close(fds[0]);
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0)
+			dup2(null, 2);
+		setenv("NUMAPAGE_SHM", "0", 1);
+		setenv("NUMAPAGE_VERBOSE", "0", 1);
+		unsetenv("NUMAPAGE_STATS");
+		void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+		const char *msg = !h ? dlerror() : !dlsym(h, "numa_page_version") ? "it is not libnumapage" : "";
+		if (msg && *msg && write(fds[1], msg, strlen(msg)) < 0)
+			_exit(2);
+		_exit(h && !*msg ? 0 : 1);
+	}
+	close(fds[1]);
+	size_t n = 0;
+	ssize_t r;
+	while (n + 1 < size && ((r = read(fds[0], why + n, size - 1 - n)) > 0 || (r < 0 && errno == EINTR)))
+		if (r > 0)
+			n += (size_t)r;
+	why[n] = '\0';
+	close(fds[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (!why[0])
+		snprintf(why, size, "the loading process %s %d", WIFSIGNALED(status) ? "was killed by signal" : "exited",
+			 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 	return -1;
 }
 
-/* Adds one process's JSON report ({"nodes":[{"node":N,"item":V,...},...]}) into t. The format
- * is the library's own: flat objects of integer members inside the "nodes" array. */
-static int add_report(struct totals *t, const char *text)
+/* ---- The job's reports ----------------------------------------------------------------------- */
+
+struct job {
+	struct np_tstats total;
+	struct np_treport *procs; /* MAX_PROCS */
+	int nprocs, bad;
+};
+
+static int by_pid(const void *a, const void *b)
 {
-	const char *p = strstr(text, "\"nodes\"");
-	if (!p)
-		return -1;
-	while ((p = strchr(p, '{')) != NULL) {
-		const char *end = strchr(p, '}');
-		if (!end)
-			return -1;
-		long long vals[NUMA_PAGE_STAT_NITEMS];
-		int have[NUMA_PAGE_STAT_NITEMS] = {0};
-		int node = -1;
-		for (const char *k = p; k < end && (k = strchr(k, '"')) != NULL && k < end;) {
-			const char *kend = strchr(k + 1, '"');
-			if (!kend || kend > end)
-				return -1;
-			const char *colon = strchr(kend, ':');
-			if (!colon || colon > end)
-				return -1;
-			char *num_end;
-			long long v = strtoll(colon + 1, &num_end, 10);
-			if (num_end == colon + 1) { /* not a number: skip the member */
-				k = kend + 1;
-				const char *q = strchr(kend + 1, '"');
-				if (q && q < end)
-					k = strchr(q + 1, '"') ? strchr(q + 1, '"') + 1 : end;
-				continue;
-			}
-			size_t len = (size_t)(kend - k - 1);
-			if (len == 4 && strncmp(k + 1, "node", 4) == 0) {
-				node = (int)v;
-			} else {
-				int i = item_index(k + 1, len);
-				if (i >= 0) {
-					vals[i] = v;
-					have[i] = 1;
-				}
-			}
-			k = num_end;
-		}
-		if (node >= 0) {
-			int s = node_slot(t, node);
-			if (s < 0)
-				return -1;
-			for (int i = 0; i < NUMA_PAGE_STAT_NITEMS; i++)
-				if (have[i])
-					t->v[s][i] += (unsigned long long)vals[i];
-		}
-		p = end + 1;
-	}
-	return 0;
+	const struct np_treport *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-static void collect(struct totals *t, const char *dir)
+static void collect(struct job *j, const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
+	static char buf[1 << 20];
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
 		if (e->d_name[0] == '.')
 			continue;
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		FILE *f = fopen(path, "r");
 		if (f) {
-			static char buf[1 << 20];
 			size_t n = fread(buf, 1, sizeof buf - 1, f);
 			buf[n] = '\0';
 			fclose(f);
-			if (add_report(t, buf) == 0)
-				t->nprocs++;
+			struct np_treport r;
+			if (np_tstats_parse_report(buf, &r) != 0) {
+				j->bad++;
+			} else {
+				if (!r.pid)
+					r.pid = atoi(e->d_name); /* older reports: the file is <pid>.json */
+				np_tstats_add(&j->total, &r.stats);
+				if (j->nprocs < MAX_PROCS)
+					j->procs[j->nprocs] = r;
+				j->nprocs++;
+			}
 		}
 		unlink(path);
 	}
 	closedir(d);
 	rmdir(dir);
+	qsort(j->procs, (size_t)(j->nprocs < MAX_PROCS ? j->nprocs : MAX_PROCS), sizeof *j->procs, by_pid);
 }
 
-static void print_table(const struct totals *t, FILE *out)
+static void describe(const struct np_treport *r, char *buf, size_t size)
 {
-	fprintf(out, "numapage: per-node statistics of the job, %d process(es) (pages; malloc_* in bytes)\n",
-		t->nprocs);
-	fprintf(out, "%-20s", "");
-	for (int i = 0; i < t->nnodes; i++) {
-		char h[32];
-		snprintf(h, sizeof h, "node%d", t->node[i]);
-		fprintf(out, " %15s", h);
-	}
-	fprintf(out, " %15s\n", "Total");
-	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
-		unsigned long long sum = 0;
-		fprintf(out, "%-20s", numa_page_stat_name(k));
-		for (int i = 0; i < t->nnodes; i++) {
-			fprintf(out, " %15llu", t->v[i][k]);
-			sum += t->v[i][k];
+	int n = snprintf(buf, size, "process %d (%s)", r->pid, r->command[0] ? r->command : "?");
+	if (r->parent && n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ", forked from %d", r->parent);
+}
+
+static void print_tables(const struct job *j, const struct np_vmstat_table_opts *o, bool per_process)
+{
+	const char *unit = o->raw ? "pages and bytes as counted" : "MiB";
+	if (per_process)
+		for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++) {
+			char who[160];
+			describe(&j->procs[i], who, sizeof who);
+			fprintf(stderr, "numapage: per-node statistics of %s (%s)\n", who, unit);
+			if (np_tstats_print(stderr, &j->procs[i].stats, o) == 0)
+				fputs("(every counter is zero)\n", stderr);
+			fputc('\n', stderr);
 		}
-		fprintf(out, " %15llu\n", sum);
-	}
+	fprintf(stderr, "numapage: per-node statistics of the job, %d process%s (%s)\n", j->nprocs,
+		j->nprocs == 1 ? "" : "es", unit);
+	if (np_tstats_print(stderr, &j->total, o) == 0)
+		fputs("(every counter is zero)\n", stderr);
 }
 
-static int write_json(const struct totals *t, const char *path)
+static int write_json(const struct job *j, const char *path)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "{\"processes\":%d,\"nodes\":[", t->nprocs);
-	for (int i = 0; i < t->nnodes; i++) {
-		fprintf(f, "%s{\"node\":%d", i ? "," : "", t->node[i]);
-		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
-			fprintf(f, ",\"%s\":%llu", numa_page_stat_name(k), t->v[i][k]);
-		fprintf(f, "}");
+	fprintf(f, "{\"processes\":%d,", j->nprocs);
+	np_tstats_json_nodes(f, &j->total);
+	fputs(",\"per_process\":[", f);
+	for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++) {
+		const struct np_treport *r = &j->procs[i];
+		fprintf(f, "%s{\"pid\":%d,\"parent\":%d,\"command\":", i ? "," : "", r->pid, r->parent);
+		np_json_string(f, r->command);
+		fputc(',', f);
+		np_tstats_json_nodes(f, &r->stats);
+		fputc('}', f);
 	}
-	fprintf(f, "]}\n");
+	fputs("]}\n", f);
+	if (f == stdout)
+		return fflush(f) == 0 && !ferror(f) ? 0 : -1;
 	return fclose(f);
+}
+
+/* ---- Running ---------------------------------------------------------------------------------- */
+
+/* Waits for the command, then (as the job's subreaper) for every other process of the job.
+ * Returns the command's wait status. */
+static int wait_job(pid_t cmd, bool all)
+{
+	int status = 0, s;
+	bool cmd_done = false, said = false;
+	for (;;) {
+		pid_t p = waitpid(cmd_done ? -1 : cmd, &s, 0);
+		if (p < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: the whole job is over */
+		}
+		if (p == cmd) {
+			status = s;
+			cmd_done = true;
+			if (!all)
+				break;
+		}
+		if (cmd_done && all && !said) {
+			/* Say once why we have not returned yet: the command left processes behind
+			 * (a daemon, a background job). */
+			int kids[64];
+			int n = np_proc_descendants(getpid(), kids, 64);
+			if (n > 0) {
+				char comm[64];
+				np_proc_comm(kids[0], comm, sizeof comm);
+				fprintf(stderr, "numapage run: the command has exited; waiting for the %d process%s it "
+						"left running (%d %s%s) to end the job\n",
+					n, n == 1 ? "" : "es", kids[0], comm, n > 1 ? ", ..." : "");
+				said = true;
+			}
+		}
+	}
+	return status;
 }
 
 int np_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"stats", no_argument, NULL, 's'},   {"json", required_argument, NULL, 'j'},
-		{"topology", required_argument, NULL, 't'}, {"place", required_argument, NULL, 'p'},
-		{"verbose", no_argument, NULL, 'v'}, {"lib", required_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},    {NULL, 0, NULL, 0},
+		{"stats", no_argument, NULL, 's'},       {"per-process", no_argument, NULL, 'P'},
+		{"json", required_argument, NULL, 'j'},  {"compact", no_argument, NULL, 'c'},
+		{"hide-zero", no_argument, NULL, 'z'},   {"raw", no_argument, NULL, 'r'},
+		{"width", required_argument, NULL, 'w'}, {"topology", required_argument, NULL, 't'},
+		{"place", required_argument, NULL, 'p'}, {"verbose", no_argument, NULL, 'v'},
+		{"lib", required_argument, NULL, 'l'},   {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	int stats = 0, c;
+	bool stats = false, per_process = false;
 	const char *json = NULL, *lib = NULL;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+sj:t:p:vl:h", opts, NULL)) != -1) {
+	struct np_vmstat_table_opts topts;
+	np_tstats_opts_init(&topts, 2);
+	int c;
+	optind = 0; /* 0: glibc starts a fresh scan (the dispatcher scanned with "+" before) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:sPj:czrw:t:p:vl:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': stats = 1; break;
-		case 'j': json = optarg; stats = 1; break;
+		case 's': stats = true; break;
+		case 'P': per_process = stats = true; break;
+		case 'j':
+			/* "--json --" or "--json --stats" would otherwise create a file of that name. */
+			if (optarg[0] == '-' && optarg[1])
+				return usage_error("--json needs a file name (or - for standard output), not '%s'",
+						   optarg);
+			json = optarg;
+			stats = true;
+			break;
+		case 'c': topts.compact = true; break;
+		case 'z': topts.hide_zero_rows = topts.hide_zero_cols = true; break;
+		case 'r': topts.raw = true; break;
+		case 'w': {
+			char *end;
+			long w = strtol(optarg, &end, 10);
+			if (end == optarg || *end || w < 20 || w > 100000)
+				return usage_error("--width takes a number of columns (20 or more), not '%s'", optarg);
+			topts.width = (int)w;
+			break;
+		}
 		case 't': setenv("NUMAPAGE_TOPOLOGY", optarg, 1); break;
 		case 'p':
-			if (strcmp(optarg, "none") && strcmp(optarg, "spread") && strcmp(optarg, "fill")) {
-				fprintf(stderr, "numapage run: --place takes none, spread or fill, not '%s'\n", optarg);
-				return 2;
-			}
+			if (strcmp(optarg, "none") && strcmp(optarg, "spread") && strcmp(optarg, "fill"))
+				return usage_error("--place takes none, spread or fill, not '%s'", optarg);
 			setenv("NUMAPAGE_PLACE", optarg, 1);
 			break;
 		case 'v': setenv("NUMAPAGE_VERBOSE", "1", 1); break;
 		case 'l': lib = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h': np_usage_run(stdout); return 0;
+		case ':': return usage_error("%s needs an argument", argv[optind - 1]);
+		default:
+			if (optopt)
+				return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
+			return usage_error("unknown option %s", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "numapage run: no command given\n");
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return usage_error("no command given%s", "");
+
 	const char *so = find_lib(lib);
+	char why[1024];
+	if (probe(so, why, sizeof why) != 0) {
+		fprintf(stderr, "numapage run: cannot load libnumapage (%s): %s\n"
+				"numapage run: %s was not run; see --lib, NUMAPAGE_LIB and LD_LIBRARY_PATH\n",
+			so, why, argv[optind]);
+		return EXIT_NOT_LOADED;
+	}
 	const char *old = getenv("LD_PRELOAD");
 	char *preload = malloc(strlen(so) + (old ? strlen(old) : 0) + 2);
 	if (!preload)
@@ -273,37 +372,70 @@ int np_cmd_run(int argc, char **argv)
 		char spec[sizeof dir + 16];
 		snprintf(spec, sizeof spec, "json:%s/%%p.json", dir);
 		setenv("NUMAPAGE_STATS", spec, 1);
+		/* Orphans of the job (a daemon whose parent exited) become our children, so the
+		 * job ends when its last process does. */
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	}
+	/* The child tells us through this pipe (closed on a successful exec) why exec failed. */
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) != 0) {
+		perror("numapage run: pipe");
+		return 1;
+	}
+	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("numapage run: fork");
 		return 1;
 	}
 	if (pid == 0) {
+		close(ep[0]);
 		execvp(argv[optind], argv + optind);
-		fprintf(stderr, "numapage run: cannot run %s: %s\n", argv[optind], strerror(errno));
-		_exit(127);
+		int e = errno;
+		if (write(ep[1], &e, sizeof e) < 0)
+			_exit(127);
+		_exit(e == ENOENT ? 127 : 126);
 	}
+	close(ep[1]);
+	int exec_errno = 0;
+	ssize_t got;
+	while ((got = read(ep[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
 	/* The job gets the terminal's signals; we only wait for it. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR) {
-			perror("numapage run: waitpid");
-			return 1;
-		}
-	if (stats) {
-		static struct totals t;
-		collect(&t, dir);
-		if (t.nprocs == 0)
-			fprintf(stderr, "numapage run: no process reported statistics (is %s loadable?)\n", so);
-		else
-			print_table(&t, stderr);
-		if (json && write_json(&t, json) != 0)
-			fprintf(stderr, "numapage run: cannot write %s\n", json);
+	int status = wait_job(pid, stats);
+	if (got == (ssize_t)sizeof exec_errno) {
+		fprintf(stderr, "numapage run: cannot run %s: %s\n", argv[optind], strerror(exec_errno));
+		if (stats)
+			rmdir(dir);
+		return exec_errno == ENOENT ? 127 : 126;
 	}
+	int rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+		fprintf(stderr, "numapage run: %s was killed by signal %d (%s)%s\n", argv[optind], WTERMSIG(status),
+			strsignal(WTERMSIG(status)), stats ? "; its statistics are lost" : "");
+	if (!stats)
+		return rc;
+
+	static struct job j;
+	static struct np_treport procs[MAX_PROCS];
+	j.procs = procs;
+	collect(&j, dir);
+	if (j.bad)
+		fprintf(stderr, "numapage run: %d report%s of the job could not be read\n", j.bad, j.bad == 1 ? "" : "s");
+	if (j.nprocs == 0 && !WIFSIGNALED(status)) {
+		fprintf(stderr, "numapage run: no process of the job ran with libnumapage (%s): a static or "
+				"set-user-ID program, or one that clears LD_PRELOAD?\n", so);
+		return EXIT_NOT_LOADED;
+	}
+	if (j.nprocs > 0)
+		print_tables(&j, &topts, per_process);
+	if (json && write_json(&j, json) != 0) {
+		fprintf(stderr, "numapage run: cannot write %s: %s\n", json, strerror(errno));
+		if (rc == 0)
+			rc = 1;
+	}
+	return rc;
 }

@@ -1,14 +1,22 @@
 /*
- * numapage stat PID [-i SECONDS] [-n COUNT] — a running process's per-node counters, like
- * `numastat -p`: maps the process's live-view file /dev/shm/numapage.<uid>.<pid> read-only
- * (layout: struct np_vmstat_shm_header in src/vmstat/vmstat.h) and prints one row per counter,
- * one column per node, every SECONDS. Names and kinds come from the file, so a tool of another
- * version reads them right. Before looking, it removes the caller's stale files: those of
- * processes that are gone, or whose pid now belongs to a process that does not map them.
+ * numapage stat [-c] [-z] [-r] [-w N] [-P] [--json] [-i SECONDS] [-n COUNT] PID|PATTERN...
+ * Running processes' per-node counters, like `numastat -p`: maps each process's live-view
+ * file /dev/shm/numapage.<uid>.<pid> read-only (layout: struct np_vmstat_shm_header in
+ * src/vmstat/vmstat.h) and prints their sum (and, with -P, each one) as one row per counter,
+ * one column per node; names and kinds come from the file, so a tool of another version reads
+ * them right. An operand of digits is a process id: a process that does not publish but has
+ * descendants that do (a `numapage run` wrapper, a shell script) stands for them. Any other
+ * operand is an extended regular expression matched against command lines, as numastat's.
+ * With -i, the first table shows the totals, and each later one, stamped with the time, the
+ * changes of the interval. Before looking, it removes the caller's stale files without a word:
+ * those of processes that are gone, or whose pid now belongs to a process that does not map
+ * them.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,68 +27,50 @@
 #include <unistd.h>
 
 #include "../cmds.h"
+#include "../lib/procs.h"
+#include "../lib/tstats.h"
+#include "json.h"
 #include "vmstat/vmstat.h"
 
 #define MAX_ITEMS 256
+#define MAX_LIVE 1024
+#define MAX_FILES 8192
 
-static int usage(void)
+void np_usage_stat(FILE *out)
 {
-	fprintf(stderr, "usage: numapage stat PID [-i SECONDS] [-n COUNT]\n"
-			"  per-node counters of a running process that uses libnumapage;\n"
-			"  -i refreshes every SECONDS (until the process exits, or COUNT times)\n");
+	fputs("usage: numapage stat [-c] [-z] [-r] [-w COLUMNS] [-P] [--json] [-i SECONDS] [-n COUNT]\n"
+	      "                     PID|PATTERN...\n"
+	      "  per-node counters of running processes that use libnumapage, summed; a PATTERN\n"
+	      "  (not all digits) selects every such process whose command line it matches\n"
+	      "  -c, --compact      narrow columns, whole MiB\n"
+	      "  -z, --hide-zero    leave out rows and node columns that are zero everywhere\n"
+	      "  -r, --raw          pages and bytes as counted instead of MiB\n"
+	      "  -w, --width N      fold the table at N columns (default: the terminal's)\n"
+	      "  -P, --per-process  one table per process before the sum\n"
+	      "      --json         one JSON object per sample (raw counts)\n"
+	      "  -i, --interval S   sample every S seconds: totals first, then what changed\n"
+	      "  -n, --count N      stop after N samples (default 1, or until the processes exit with -i)\n"
+	      "  -h, --help         this text\n",
+	      out);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("numapage stat: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	np_usage_stat(stderr);
 	return 2;
 }
 
-static bool parse_int(const char *s, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end || errno)
-		return false;
-	*out = v;
-	return true;
-}
+/* ---- The files in /dev/shm --------------------------------------------------------------- */
 
-static bool process_alive(int pid)
-{
-	return kill(pid, 0) == 0 || errno == EPERM;
-}
-
-/* Whether process pid maps path: 1 yes, 0 no, -1 cannot tell (its maps are unreadable). */
-static int maps_file(int pid, const char *path)
-{
-	char maps[64], line[4096];
-	snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
-	FILE *f = fopen(maps, "r");
-	if (!f)
-		return -1;
-	int found = 0;
-	size_t len = strlen(path);
-	while (!found && fgets(line, sizeof line, f)) {
-		char *p = strstr(line, path);
-		found = p && (p[len] == '\n' || p[len] == '\0' || p[len] == ' ');
-	}
-	fclose(f);
-	return found;
-}
-
-/* A complete header (magic set) of a process that is alive but does not map the file means its
- * pid was reused after the publisher died without cleaning up. */
-static bool stale(int pid, const char *path)
-{
-	if (!process_alive(pid))
-		return true;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	struct np_vmstat_shm_header h;
-	ssize_t n = read(fd, &h, sizeof h);
-	close(fd);
-	if (n != (ssize_t)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC)
-		return false; /* being created right now, or not ours to judge */
-	return maps_file(pid, path) == 0;
-}
+struct file {
+	unsigned uid;
+	int pid;
+};
+static struct file files[MAX_FILES];
+static int nfiles;
 
 static bool parse_name(const char *name, unsigned *uid, int *pid)
 {
@@ -91,15 +81,33 @@ static bool parse_name(const char *name, unsigned *uid, int *pid)
 	return sscanf(name + plen, "%u.%d%c", uid, pid, &tail) == 2 && *pid > 0;
 }
 
-/* Removes the caller's stale files; finds the file of target (any owner) into path. */
-static bool scan(int target, char *path, size_t size, unsigned *owner)
+/* A complete header (magic set) of a process that is alive but does not map the file means its
+ * pid was reused after the publisher died without cleaning up. */
+static bool stale(int pid, const char *path)
+{
+	if (!np_proc_alive(pid))
+		return true;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct np_vmstat_shm_header h;
+	ssize_t n = read(fd, &h, sizeof h);
+	close(fd);
+	if (n != (ssize_t)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC)
+		return false; /* being created right now, or not ours to judge */
+	return np_proc_maps_file(pid, path) == 0;
+}
+
+/* Lists the files, removing the caller's stale ones quietly: a leftover is housekeeping, not
+ * news (the library removes them too when a process starts). */
+static void scan(void)
 {
 	unsigned me = geteuid();
-	bool found = false;
+	nfiles = 0;
 	DIR *d = opendir(NP_VMSTAT_SHM_DIR);
 	if (!d)
-		return false;
-	for (struct dirent *e; (e = readdir(d));) {
+		return;
+	for (struct dirent *e; (e = readdir(d)) && nfiles < MAX_FILES;) {
 		unsigned uid;
 		int pid;
 		if (!parse_name(e->d_name, &uid, &pid))
@@ -107,66 +115,42 @@ static bool scan(int target, char *path, size_t size, unsigned *owner)
 		char p[512];
 		snprintf(p, sizeof p, "%s/%s", NP_VMSTAT_SHM_DIR, e->d_name);
 		if (uid == me && stale(pid, p)) {
-			if (unlink(p) == 0)
-				fprintf(stderr, "numapage stat: removed %s, left by process %d that is gone\n", p, pid);
+			unlink(p);
 			continue;
 		}
-		/* Our own file wins over a same-pid name of another uid. */
-		if (pid == target && (!found || uid == me)) {
-			snprintf(path, size, "%s", p);
-			*owner = uid;
-			found = true;
-		}
+		files[nfiles++] = (struct file){uid, pid};
 	}
 	closedir(d);
-	return found;
 }
 
-static unsigned proc_uid(int pid)
+/* The owner of pid's file (ours first), or -1 when it publishes none. */
+static long file_of(int pid)
 {
-	char p[64];
-	struct stat st;
-	snprintf(p, sizeof p, "/proc/%d", pid);
-	return stat(p, &st) == 0 ? (unsigned)st.st_uid : (unsigned)-1;
+	long owner = -1;
+	for (int i = 0; i < nfiles; i++)
+		if (files[i].pid == pid && (owner < 0 || files[i].uid == geteuid()))
+			owner = files[i].uid;
+	return owner;
 }
 
-static void proc_name(int pid, char *buf, size_t size)
-{
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/comm", pid);
-	FILE *f = fopen(p, "r");
-	buf[0] = '\0';
-	if (f) {
-		if (fgets(buf, (int)size, f))
-			buf[strcspn(buf, "\n")] = '\0';
-		fclose(f);
-	}
-}
+/* ---- One process's live file ------------------------------------------------------------------ */
 
-static int other_user(int pid, unsigned uid)
-{
-	if (uid != (unsigned)-1)
-		fprintf(stderr, "numapage stat: process %d belongs to another user (uid %u); "
-				"only its user or root can read its statistics\n", pid, uid);
-	else
-		fprintf(stderr, "numapage stat: process %d belongs to another user; "
-				"only its user or root can read its statistics\n", pid);
-	return 1;
-}
+struct live {
+	int pid;
+	char comm[64];
+	char path[128];
+	const void *map;
+	size_t size;
+	int nnodes, nitems, max_thr;
+	int item_of[MAX_ITEMS]; /* the file's item -> this build's, or -1 */
+	uint8_t kind[MAX_ITEMS];
+	int os_id[NP_MAX_NODES];
+	struct np_tstats now, before;
+	bool gone;
+};
 
-static int not_ours(int pid)
-{
-	fprintf(stderr, "numapage stat: process %d does not use libnumapage (no %s/%s%u.%d; "
-			"or it runs with NUMAPAGE_SHM=0)\n",
-		pid, NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, (unsigned)geteuid(), pid);
-	return 1;
-}
-
-static int no_process(int pid)
-{
-	fprintf(stderr, "numapage stat: no process %d\n", pid);
-	return 1;
-}
+static struct live live[MAX_LIVE];
+static int nlive;
 
 static bool header_sane(const struct np_vmstat_shm_header *h, size_t size, int pid)
 {
@@ -185,133 +169,418 @@ static void pause_for(double seconds)
 		;
 }
 
-int np_cmd_stat(int argc, char **argv)
+static int other_user(int pid, unsigned uid)
 {
-	long pid = 0, count = 0;
-	double interval = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			usage();
-			return 0;
-		} else if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
-			char *end;
-			interval = strtod(argv[++i], &end);
-			if (end == argv[i] || *end || !(interval > 0) || interval > 86400)
-				return usage();
-		} else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
-			if (!parse_int(argv[++i], &count) || count < 1)
-				return usage();
-		} else if (!pid && parse_int(argv[i], &pid) && pid > 0 && pid <= 0x7fffffff) {
-			continue;
-		} else {
-			return usage();
-		}
-	}
-	if (!pid)
-		return usage();
-	if (!count)
-		count = interval > 0 ? 0 : 1; /* 0: until the process exits */
+	if (uid != (unsigned)-1)
+		fprintf(stderr, "numapage stat: process %d belongs to another user (uid %u); "
+				"only its user or root can read its statistics\n", pid, uid);
+	else
+		fprintf(stderr, "numapage stat: process %d belongs to another user; "
+				"only its user or root can read its statistics\n", pid);
+	return 1;
+}
 
-	unsigned me = geteuid(), owner = 0;
-	char path[512];
-	if (!scan((int)pid, path, sizeof path, &owner)) {
-		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-			return no_process((int)pid);
-		unsigned uid = proc_uid((int)pid);
-		if (me != 0 && uid != me)
-			return other_user((int)pid, uid);
-		return not_ours((int)pid);
+static int not_ours(int pid)
+{
+	char comm[64];
+	np_proc_comm(pid, comm, sizeof comm);
+	fprintf(stderr, "numapage stat: process %d (%s) does not use libnumapage (no %s/%s%u.%d; "
+			"or it runs with NUMAPAGE_SHM=0)\n",
+		pid, comm[0] ? comm : "?", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, (unsigned)geteuid(), pid);
+	return 1;
+}
+
+/* Maps pid's file into a new entry of live[]. 0, or 1 after saying why not. */
+static int open_live(int pid, unsigned owner)
+{
+	unsigned me = geteuid();
+	for (int i = 0; i < nlive; i++)
+		if (live[i].pid == pid)
+			return 0; /* named twice */
+	if (nlive == MAX_LIVE) {
+		fprintf(stderr, "numapage stat: more than %d processes\n", MAX_LIVE);
+		return 1;
 	}
 	if (me != 0 && owner != me)
-		return other_user((int)pid, owner);
-
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		return other_user(pid, owner);
+	struct live *l = &live[nlive];
+	memset(l, 0, sizeof *l);
+	l->pid = pid;
+	snprintf(l->path, sizeof l->path, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, owner, pid);
+	int fd = open(l->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EACCES || errno == EPERM)
-			return other_user((int)pid, owner);
-		if (errno == ENOENT)
-			return process_alive((int)pid) ? not_ours((int)pid) : no_process((int)pid);
-		fprintf(stderr, "numapage stat: cannot open %s: %s\n", path, strerror(errno));
+			return other_user(pid, owner);
+		if (errno == ENOENT) {
+			if (np_proc_alive(pid))
+				return not_ours(pid);
+			fprintf(stderr, "numapage stat: no process %d\n", pid);
+			return 1;
+		}
+		fprintf(stderr, "numapage stat: cannot open %s: %s\n", l->path, strerror(errno));
 		return 1;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0 || (me != 0 && st.st_uid != me)) {
 		close(fd);
-		return other_user((int)pid, (unsigned)st.st_uid);
+		return other_user(pid, (unsigned)st.st_uid);
 	}
-	size_t size = (size_t)st.st_size;
-	if (size < sizeof(struct np_vmstat_shm_header)) {
+	l->size = (size_t)st.st_size;
+	if (l->size < sizeof(struct np_vmstat_shm_header)) {
 		close(fd);
-		fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", path);
+		fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", l->path);
 		return 1;
 	}
-	const void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	l->map = mmap(NULL, l->size, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
-	if (map == MAP_FAILED) {
-		fprintf(stderr, "numapage stat: cannot map %s: %s\n", path, strerror(errno));
+	if (l->map == MAP_FAILED) {
+		fprintf(stderr, "numapage stat: cannot map %s: %s\n", l->path, strerror(errno));
 		return 1;
 	}
-	const struct np_vmstat_shm_header *h = map;
+	const struct np_vmstat_shm_header *h = l->map;
 	/* The publisher stores magic last; a process starting right now may not have yet. */
 	for (int tries = 0; __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != NP_VMSTAT_SHM_MAGIC; tries++) {
 		if (tries == 100) {
-			fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", path);
+			fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", l->path);
 			return 1;
 		}
 		pause_for(0.01);
 	}
-	if (!header_sane(h, size, (int)pid)) {
-		fprintf(stderr, "numapage stat: %s has an unknown layout (version %u)\n", path, h->version);
+	if (!header_sane(h, l->size, pid)) {
+		fprintf(stderr, "numapage stat: %s has an unknown layout (version %u)\n", l->path, h->version);
 		return 1;
 	}
-	if (maps_file((int)pid, path) == 0) {
-		unlink(path);
-		fprintf(stderr, "numapage stat: removed %s, left by an earlier process %ld\n", path, pid);
-		return not_ours((int)pid);
+	l->nnodes = h->nnodes;
+	l->nitems = h->nitems;
+	const struct np_vmstat_shm_name *names = (const void *)((const char *)l->map + h->names_off);
+	for (int k = 0; k < l->nitems; k++) {
+		char name[NP_VMSTAT_SHM_NAME_LEN];
+		memcpy(name, names[k].name, sizeof names[k].name);
+		name[sizeof names[k].name] = '\0';
+		l->item_of[k] = np_tstats_item(name, strlen(name));
+		l->kind[k] = names[k].kind;
 	}
+	for (int i = 0; i < l->nnodes; i++) {
+		l->os_id[i] = h->os_id[i];
+		l->max_thr = h->threshold[i] > l->max_thr ? h->threshold[i] : l->max_thr;
+	}
+	np_proc_comm(pid, l->comm, sizeof l->comm);
+	nlive++;
+	return 0;
+}
 
-	int nnodes = h->nnodes, nitems = h->nitems, max_thr = 0;
-	int os_ids[NP_MAX_NODES];
-	static char name_buf[MAX_ITEMS][NP_VMSTAT_SHM_NAME_LEN];
-	const char *names[MAX_ITEMS];
-	uint8_t kinds[MAX_ITEMS];
-	const struct np_vmstat_shm_name *fnames = (const void *)((const char *)map + h->names_off);
-	for (int k = 0; k < nitems; k++) {
-		memcpy(name_buf[k], fnames[k].name, sizeof fnames[k].name);
-		name_buf[k][sizeof fnames[k].name] = '\0';
-		names[k] = name_buf[k];
-		kinds[k] = fnames[k].kind;
-	}
-	for (int i = 0; i < nnodes; i++) {
-		os_ids[i] = h->os_id[i];
-		max_thr = h->threshold[i] > max_thr ? h->threshold[i] : max_thr;
-	}
-	char comm[64];
-	proc_name((int)pid, comm, sizeof comm);
-	static long values[NP_MAX_NODES * MAX_ITEMS];
-
-	for (long done = 0;;) {
-		for (int i = 0; i < nnodes; i++) {
-			const int64_t *t = (const void *)((const char *)map + h->totals_off + (size_t)i * h->node_stride);
-			for (int k = 0; k < nitems; k++) {
-				long v = (long)__atomic_load_n(&t[k], __ATOMIC_RELAXED);
-				/* Gauges read below zero while deltas are pending: clamp, as the library. */
-				values[i * nitems + k] = NP_VMSTAT_KIND_IS_GAUGE(kinds[k]) && v < 0 ? 0 : v;
-			}
+static void sample(struct live *l)
+{
+	const struct np_vmstat_shm_header *h = l->map;
+	l->before = l->now;
+	np_tstats_clear(&l->now);
+	for (int i = 0; i < l->nnodes; i++) {
+		long *d = np_tstats_node(&l->now, l->os_id[i]);
+		const int64_t *t = (const void *)((const char *)l->map + h->totals_off + (size_t)i * h->node_stride);
+		for (int k = 0; k < l->nitems; k++) {
+			if (l->item_of[k] < 0)
+				continue;
+			long v = (long)__atomic_load_n(&t[k], __ATOMIC_RELAXED);
+			/* Gauges read below zero while deltas are pending: clamp, as the library. */
+			d[l->item_of[k]] = NP_VMSTAT_KIND_IS_GAUGE(l->kind[k]) && v < 0 ? 0 : v;
 		}
-		printf("Per-node statistics of process %ld (%s) [pages; malloc_* in bytes; shared totals: "
-		       "each may lag by %d per live thread, x page size for bytes]\n",
-		       pid, comm[0] ? comm : "?", max_thr);
-		np_vmstat_print_table(stdout, nnodes, os_ids, nitems, names, values);
+	}
+}
+
+/* ---- Choosing the processes ------------------------------------------------------------------- */
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+static int select_pid(const char *arg)
+{
+	long pid = strtol(arg, NULL, 10);
+	if (pid <= 0 || pid > 0x7fffffff || strlen(arg) > 10) {
+		fprintf(stderr, "numapage stat: '%s' is not a process id\n", arg);
+		return 2;
+	}
+	long owner = file_of((int)pid);
+	if (owner >= 0)
+		return open_live((int)pid, (unsigned)owner);
+	if (!np_proc_alive((int)pid)) {
+		fprintf(stderr, "numapage stat: no process %ld\n", pid);
+		return 1;
+	}
+	unsigned uid = np_proc_uid((int)pid), me = geteuid();
+	if (me != 0 && uid != me)
+		return other_user((int)pid, uid);
+	/* A wrapper (numapage run, a shell script): the processes it started that publish. */
+	static int kids[MAX_LIVE];
+	int n = np_proc_descendants((int)pid, kids, MAX_LIVE), found = 0;
+	for (int i = 0; i < n; i++) {
+		long o = file_of(kids[i]);
+		if (o >= 0 && (me == 0 || (unsigned)o == me)) {
+			if (open_live(kids[i], (unsigned)o) != 0)
+				return 1;
+			found++;
+		}
+	}
+	if (!found)
+		return not_ours((int)pid);
+	char comm[64];
+	np_proc_comm((int)pid, comm, sizeof comm);
+	fprintf(stderr, "numapage stat: process %ld (%s) does not use libnumapage; showing the %d process%s "
+			"it started that do\n", pid, comm[0] ? comm : "?", found, found == 1 ? "" : "es");
+	return 0;
+}
+
+static int select_pattern(const char *arg)
+{
+	regex_t re;
+	int e = regcomp(&re, arg, REG_EXTENDED | REG_NOSUB);
+	if (e) {
+		char msg[128];
+		regerror(e, &re, msg, sizeof msg);
+		fprintf(stderr, "numapage stat: '%s' is neither a process id nor a valid pattern: %s\n", arg, msg);
+		return 2;
+	}
+	unsigned me = geteuid();
+	int found = 0;
+	for (int i = 0; i < nfiles; i++) {
+		if (files[i].pid == getpid() || (me != 0 && files[i].uid != me))
+			continue;
+		char cmd[4096];
+		np_proc_cmdline(files[i].pid, cmd, sizeof cmd);
+		if (!cmd[0])
+			np_proc_comm(files[i].pid, cmd, sizeof cmd);
+		if (cmd[0] && regexec(&re, cmd, 0, NULL, 0) == 0) {
+			if (open_live(files[i].pid, files[i].uid) != 0) {
+				regfree(&re);
+				return 1;
+			}
+			found++;
+		}
+	}
+	regfree(&re);
+	if (!found) {
+		fprintf(stderr, "numapage stat: no process using libnumapage has a command line matching '%s'\n", arg);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- Output ----------------------------------------------------------------------------------- */
+
+static void heading(FILE *out, const char *what, const struct np_vmstat_table_opts *o)
+{
+	int thr = 0;
+	for (int i = 0; i < nlive; i++)
+		thr = live[i].gone ? thr : NP_MAX(thr, live[i].max_thr);
+	fprintf(out, "%s\n(%s; shared totals: each may lag by %d pages per live thread)\n", what,
+		o->raw ? "pages and bytes as counted" : "MiB", thr);
+}
+
+static void who(char *buf, size_t size)
+{
+	int alive = 0;
+	for (int i = 0; i < nlive; i++)
+		alive += !live[i].gone;
+	size_t n = (size_t)snprintf(buf, size, "Per-node statistics of %s", alive == 1 ? "process" : "");
+	if (alive != 1)
+		n += (size_t)snprintf(buf + n, size - n, "%d processes:", alive);
+	for (int i = 0, k = 0; i < nlive && n < size; i++) {
+		if (live[i].gone)
+			continue;
+		if (k++ == 8) {
+			n += (size_t)snprintf(buf + n, size - n, ", ...");
+			break;
+		}
+		n += (size_t)snprintf(buf + n, size - n, "%s %d (%s)", k > 1 ? "," : "", live[i].pid,
+				      live[i].comm[0] ? live[i].comm : "?");
+	}
+}
+
+static void print_json(double t)
+{
+	struct np_tstats sum;
+	np_tstats_clear(&sum);
+	printf("{\"time\":%.3f,\"processes\":[", t);
+	for (int i = 0, k = 0; i < nlive; i++) {
+		if (live[i].gone)
+			continue;
+		np_tstats_add(&sum, &live[i].now);
+		printf("%s{\"pid\":%d,\"command\":", k++ ? "," : "", live[i].pid);
+		np_json_string(stdout, live[i].comm);
+		printf(",\"lag_per_thread\":%d,", live[i].max_thr);
+		np_tstats_json_nodes(stdout, &live[i].now);
+		putchar('}');
+	}
+	fputs("],", stdout);
+	np_tstats_json_nodes(stdout, &sum);
+	puts("}");
+}
+
+static void print_tables(const struct np_vmstat_table_opts *o, bool per_process, bool delta, double t, double dt)
+{
+	struct np_tstats sum, d;
+	np_tstats_clear(&sum);
+	char title[1024];
+	struct np_vmstat_table_opts od = *o;
+	if (delta) {
+		/* Each interval shows what changed: rows that did not are left out. */
+		od.hide_zero_rows = true;
+		char stamp[32];
+		time_t secs = (time_t)t;
+		strftime(stamp, sizeof stamp, "%H:%M:%S", localtime(&secs));
+		printf("%s  +%.1f s: changes since the previous sample\n", stamp, dt);
+	}
+	int live_n = 0;
+	for (int i = 0; i < nlive; i++) {
+		if (live[i].gone)
+			continue;
+		live_n++;
+		const struct np_tstats *v = &live[i].now;
+		if (delta) {
+			np_tstats_delta(&d, &live[i].now, &live[i].before);
+			v = &d;
+		}
+		np_tstats_add(&sum, v);
+		if (per_process) {
+			snprintf(title, sizeof title, "Process %d (%s)", live[i].pid, live[i].comm[0] ? live[i].comm : "?");
+			if (delta)
+				puts(title);
+			else
+				heading(stdout, title, o);
+			if (np_tstats_print(stdout, v, &od) == 0)
+				puts(delta ? "no change" : "(every counter is zero)");
+			putchar('\n');
+		}
+	}
+	if (per_process && live_n <= 1)
+		return; /* the one process's table was the sum */
+	if (per_process) {
+		snprintf(title, sizeof title, "%s of the %d processes", delta ? "Changes" : "Sum", live_n);
+		if (delta)
+			puts(title);
+		else
+			heading(stdout, title, o);
+	} else if (!delta) {
+		who(title, sizeof title);
+		heading(stdout, title, o);
+	}
+	if (np_tstats_print(stdout, &sum, &od) == 0)
+		puts(delta ? "no change" : "(every counter is zero)");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int np_cmd_stat(int argc, char **argv)
+{
+	enum { OPT_JSON = 1000 };
+	static const struct option opts[] = {
+		{"compact", no_argument, NULL, 'c'},     {"hide-zero", no_argument, NULL, 'z'},
+		{"raw", no_argument, NULL, 'r'},         {"width", required_argument, NULL, 'w'},
+		{"per-process", no_argument, NULL, 'P'}, {"json", no_argument, NULL, OPT_JSON},
+		{"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+	};
+	struct np_vmstat_table_opts topts;
+	np_tstats_opts_init(&topts, 1);
+	bool per_process = false, json = false;
+	long count = 0;
+	double interval = 0;
+	int c;
+	optind = 0; /* 0: glibc starts a fresh scan (the dispatcher scanned with "+" before) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":czrw:Pi:n:h", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'c': topts.compact = true; break;
+		case 'z': topts.hide_zero_rows = topts.hide_zero_cols = true; break;
+		case 'r': topts.raw = true; break;
+		case 'w': {
+			long w = strtol(optarg, &end, 10);
+			if (end == optarg || *end || w < 20 || w > 100000)
+				return usage_error("-w takes a number of columns (20 or more), not '%s'", optarg);
+			topts.width = (int)w;
+			break;
+		}
+		case 'P': per_process = true; break;
+		case OPT_JSON: json = true; break;
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (end == optarg || *end || !(interval > 0) || interval > 86400)
+				return usage_error("-i takes a number of seconds above 0 and at most 86400, not '%s'", optarg);
+			break;
+		case 'n':
+			errno = 0;
+			count = strtol(optarg, &end, 10);
+			if (end == optarg || *end || errno || count < 1)
+				return usage_error("-n takes a count of at least 1, not '%s'", optarg);
+			break;
+		case 'h': np_usage_stat(stdout); return 0;
+		case ':': return usage_error("%s needs an argument", argv[optind - 1]);
+		default:
+			if (optopt)
+				return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
+			return usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_error("no process given (a process id or a pattern)%s", "");
+	if (!count)
+		count = interval > 0 ? 0 : 1; /* 0: until the processes exit */
+
+	scan();
+	for (int i = optind; i < argc; i++) {
+		int rc = all_digits(argv[i]) ? select_pid(argv[i]) : select_pattern(argv[i]);
+		if (rc == 2) { /* what was wrong is said already */
+			np_usage_stat(stderr);
+			return 2;
+		}
+		if (rc)
+			return rc;
+	}
+
+	double last = now_s();
+	for (long done = 0;;) {
+		for (int i = 0; i < nlive; i++)
+			if (!live[i].gone)
+				sample(&live[i]);
+		double t = now_s();
+		if (json)
+			print_json(t);
+		else
+			print_tables(&topts, per_process, done > 0, t, t - last);
+		last = t;
 		fflush(stdout);
 		if (count && ++done >= count)
 			break;
+		if (!count)
+			done++;
 		pause_for(interval);
-		if (!process_alive((int)pid) || access(path, F_OK) != 0) {
-			fprintf(stderr, "numapage stat: process %ld has exited\n", pid);
-			break;
+		int alive = 0;
+		for (int i = 0; i < nlive; i++) {
+			if (live[i].gone)
+				continue;
+			if (!np_proc_alive(live[i].pid) || access(live[i].path, F_OK) != 0) {
+				fprintf(stderr, "numapage stat: process %d has exited\n", live[i].pid);
+				live[i].gone = true;
+			} else {
+				alive++;
+			}
 		}
-		printf("\n");
+		if (!alive)
+			break;
+		if (!json)
+			putchar('\n');
 	}
 	return 0;
 }

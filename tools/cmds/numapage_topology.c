@@ -7,6 +7,7 @@
  * Exit status: 0, 1 when loading failed and the one-node fallback is shown, 2 on usage errors,
  * 3 when the table breaks an invariant (a bug).
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,35 +15,53 @@
 #include "../cmds.h"
 #include "topology/topology.h"
 
-static void usage(FILE *out)
+void np_usage_topology(FILE *out)
 {
 	fputs("usage: numapage topology [--json] [--topology FILE|synthetic:STRING]\n"
 	      "  --json       print JSON instead of text\n"
 	      "  --topology   an hwloc XML file or synthetic:<hwloc synthetic string> to rehearse\n"
-	      "               (default: $NUMAPAGE_TOPOLOGY, else this machine)\n",
+	      "               (default: $NUMAPAGE_TOPOLOGY, else this machine)\n"
+	      "  -h, --help   this text\n",
 	      out);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("numapage topology: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	np_usage_topology(stderr);
+	return 2;
 }
 
 int np_cmd_topology(int argc, char **argv)
 {
+	enum { OPT_JSON = 1000, OPT_TOPOLOGY };
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, OPT_JSON},
+		{"topology", required_argument, NULL, OPT_TOPOLOGY},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
 	bool json = false;
 	const char *spec = getenv("NUMAPAGE_TOPOLOGY");
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (strcmp(argv[i], "--topology") == 0 && i + 1 < argc) {
-			spec = argv[++i];
-		} else if (strncmp(argv[i], "--topology=", 11) == 0) {
-			spec = argv[i] + 11;
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			usage(stdout);
-			return 0;
-		} else {
-			fprintf(stderr, "numapage topology: unexpected argument '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
+	int c;
+	optind = 0; /* 0: glibc starts a fresh scan (the dispatcher scanned with "+" before) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON: json = true; break;
+		case OPT_TOPOLOGY: spec = optarg; break;
+		case 'h': np_usage_topology(stdout); return 0;
+		case ':': return usage_error("%s needs an argument", argv[optind - 1]);
+		default:
+			if (optopt)
+				return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
+			return usage_error("unknown option %s", argv[optind - 1]);
 		}
 	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
 
 	static struct np_topo t; /* ~40 KiB: not on the stack */
 	int rc = np_topo_load(&t, spec, NULL);

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""The numapage command through its real binary (meson suite 'cli'), where libnumapage owns
+malloc (not in sanitizer builds: exit 77).
+
+usage: test_run_cmd.py NUMAPAGE_EXE LIBNUMAPAGE_SO OPTION_API_STATIC
+
+- run: a library that cannot be loaded stops the job before it starts (125, the loader's
+  words); a missing command (127), a killed one (its signal named), no report at all (125);
+  --json - is stdout, --json -- is refused; every process of a job is counted: a Python
+  os.fork() child, and `redis-server --daemonize yes` whose daemon outlives its parent (run
+  waits for it), with --per-process naming each; `numapage stat` sees the forked daemon and a
+  Python child, and follows `numapage run &` to the processes it started.
+- the library's diagnostics: unknown NUMAPAGE_* names and NUMAPAGE_CONF keys warn once, with a
+  suggestion; NUMAPAGE_CONF values apply; NUMAPAGE_VERBOSE lists every option and its source;
+  a set-user-ID program ignores all of it (AT_SECURE).
+- options: values in force and where they came from, for here and for a PID; help, --version.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import stat as st
+import subprocess
+import sys
+import tempfile
+import time
+
+EXE, LIB, OPTION_API = map(os.path.abspath, sys.argv[1:4])
+PY = '/usr/bin/python3'
+BASE = {k: v for k, v in os.environ.items() if not k.startswith('NUMAPAGE_') and k != 'LD_PRELOAD'}
+BASE['NUMAPAGE_LIB'] = LIB
+tmp = tempfile.mkdtemp(prefix='numapage-cli.')
+
+
+def run(*args, rc=0, env=None, timeout=120, **kw):
+    e = dict(BASE)
+    e.update(env or {})
+    p = subprocess.run([EXE, *args], capture_output=True, text=True, env=e, timeout=timeout, **kw)
+    if p.returncode != rc:
+        sys.exit('numapage %s: exit %d, wanted %d\nstdout:\n%s\nstderr:\n%s' % (
+            ' '.join(args), p.returncode, rc, p.stdout, p.stderr))
+    return p
+
+
+def job_procs(stderr):
+    m = re.search(r'per-node statistics of the job, (\d+) process', stderr)
+    assert m, stderr
+    return int(m.group(1))
+
+
+def wait_for(cond, what, seconds=30):
+    """Polls for a state another process reaches (not a timing assertion: the deadline only
+    turns a hang into a failure)."""
+    end = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > end:
+            sys.exit('gave up waiting for ' + what)
+        time.sleep(0.05)
+
+
+try:
+    # ---- help and version ---------------------------------------------------------------------
+    h = run('--help').stdout
+    assert '--version' in h and 'numapage help' in h, h
+    assert run('--version').stdout.startswith('numapage '), 'version'
+    assert run('help', 'stat').stdout.startswith('usage: numapage stat'), 'help stat'
+    assert 'unknown command' in run('help', 'bogus', rc=2).stderr
+    assert 'unknown command' in run('bogus', rc=2).stderr
+    assert 'no command given' in run(rc=2).stderr
+
+    # ---- run: failures are loud -----------------------------------------------------------------
+    for args in ((), ('--stats',)):
+        p = run('run', *args, '--lib', os.path.join(tmp, 'missing.so'), '--', 'true', rc=125)
+        assert 'cannot load libnumapage' in p.stderr and 'No such file' in p.stderr and 'was not run' in p.stderr, p.stderr
+        p = run('run', *args, '--lib', '/etc/hostname', '--', 'true', rc=125)
+        assert 'cannot load libnumapage' in p.stderr, p.stderr
+    p = run('run', '--', 'no-such-command-xyz', rc=127)
+    assert 'cannot run no-such-command-xyz: No such file or directory' in p.stderr and 'loadable' not in p.stderr, p.stderr
+    p = run('run', '--stats', '--', 'no-such-command-xyz', rc=127)
+    assert 'cannot run' in p.stderr and 'no process' not in p.stderr, p.stderr
+    p = run('run', '--stats', '--', 'sh', '-c', 'kill -9 $$', rc=137)
+    assert 'sh was killed by signal 9' in p.stderr and 'loadable' not in p.stderr, p.stderr
+    busybox = shutil.which('busybox')
+    if busybox and 'not a dynamic' in subprocess.run(['ldd', busybox], capture_output=True, text=True).stdout + \
+            subprocess.run(['ldd', busybox], capture_output=True, text=True).stderr:
+        p = run('run', '--stats', '--', busybox, 'true', rc=125)
+        assert 'no process of the job ran with libnumapage' in p.stderr, p.stderr
+    else:
+        print('SKIP static program check: no static busybox')
+    p = run('run', '--json', '--', 'true', rc=2)
+    assert "--json needs a file name (or - for standard output), not '--'" in p.stderr, p.stderr
+    assert not os.path.exists('--') and not os.path.exists('-')
+    p = run('run', '--json', '-', '--', PY, '-c', 'x = [bytes(1000) for _ in range(1000)]')
+    j = json.loads(p.stdout)
+    assert j['processes'] == 1 and j['per_process'][0]['command'] == 'python3', j
+    assert sum(n['malloc_requested'] for n in j['nodes']) > 100000, j
+    assert not os.path.exists('-')
+    run('run', '--place', 'sideways', '--', 'true', rc=2)
+
+    # ---- run: every process of the job, a Python os.fork() child included -------------------------
+    fork_py = '''
+import os, sys
+data = [bytes(2000) for _ in range(20000)]
+pid = os.fork()
+if pid == 0:
+    more = [bytes(1000) for _ in range(30000)]
+    sys.exit(0)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+'''
+    out = os.path.join(tmp, 'fork.json')
+    p = run('run', '--stats', '--per-process', '-r', '--json', out, '--', PY, '-c', fork_py)
+    assert job_procs(p.stderr) == 2, p.stderr
+    j = json.load(open(out))
+    procs = j['per_process']
+    assert len(procs) == 2, j
+    parent, child = sorted(procs, key=lambda x: x['parent'])
+    assert parent['parent'] == 0 and child['parent'] == parent['pid'], procs
+    req = lambda x: sum(n['malloc_requested'] for n in x['nodes'])
+    # The child counts what it allocated after the fork (objects above pymalloc's 512 bytes
+    # come from malloc), not its parent's history again.
+    assert req(child) >= 30000 * 1000 and req(child) < req(parent), (req(child), req(parent))
+    assert sum(n['malloc_requested'] for n in j['nodes']) == req(parent) + req(child), j
+    assert 'forked from %d' % parent['pid'] in p.stderr, p.stderr
+
+    # ---- stat on a Python os.fork() child while it runs ------------------------------------------------
+    child_py = '''
+import os, sys
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    keep = [bytes(1000) for _ in range(20000)]
+    os.write(w, b"x")
+    sys.stdin.readline()
+    os._exit(0)
+os.read(r, 1)
+print(pid, flush=True)
+os.waitpid(pid, 0)
+'''
+    env = dict(BASE, LD_PRELOAD=LIB)
+    pr = subprocess.Popen([PY, '-c', child_py], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    kid = int(pr.stdout.readline())
+    p = run('stat', '--json', str(kid))
+    j = json.loads(p.stdout)
+    assert [x['pid'] for x in j['processes']] == [kid], j
+    assert sum(n['malloc_in_use'] for n in j['nodes']) >= 20000 * 1000, j
+    p = run('stat', '-r', str(pr.pid), str(kid))
+    assert 'Per-node statistics of 2 processes' in p.stdout, p.stdout
+    pr.stdin.write('\n')
+    pr.stdin.flush()
+    assert pr.wait(timeout=60) == 0
+    # The child left with os._exit: its file was not removed at exit; the next stat removes it quietly.
+    p = run('stat', str(kid), rc=1)
+    assert 'no process' in p.stderr and 'removed' not in p.stderr, p.stderr
+    assert not os.path.exists('/dev/shm/numapage.%d.%d' % (os.geteuid(), kid))
+
+    # ---- stat follows `numapage run -- prog &` to the program ------------------------------------------
+    bg = subprocess.Popen([EXE, 'run', '--', PY, '-c', 'import sys; x = [bytes(64) for _ in range(10000)]; '
+                           'print("ready", flush=True); sys.stdin.readline()'],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=BASE)
+    assert bg.stdout.readline().strip() == 'ready'
+    p = run('stat', str(bg.pid))
+    assert 'Per-node statistics of process' in p.stdout and '(python3)' in p.stdout, p.stdout
+    assert 'showing the 1 process it started' in p.stderr, p.stderr
+    bg.stdin.write('\n')
+    bg.stdin.flush()
+    assert bg.wait(timeout=60) == 0
+
+    # ---- redis-server --daemonize yes: the daemon is seen and counted ------------------------------------
+    redis = shutil.which('redis-server')
+    if redis and shutil.which('redis-cli'):
+        s = socket.socket()
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+        s.close()
+        rdir = os.path.join(tmp, 'redis')
+        os.mkdir(rdir)
+        pidfile = os.path.join(rdir, 'redis.pid')
+        rjson = os.path.join(rdir, 'job.json')
+        job = subprocess.Popen([EXE, 'run', '--stats', '--per-process', '--json', rjson, '--', redis,
+                                '--daemonize', 'yes', '--port', str(port), '--bind', '127.0.0.1',
+                                '--save', '', '--appendonly', 'no', '--dir', rdir, '--pidfile', pidfile,
+                                '--logfile', os.path.join(rdir, 'log')],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=BASE)
+        try:
+            cli = ['redis-cli', '-h', '127.0.0.1', '-p', str(port)]
+            wait_for(lambda: os.path.exists(pidfile) and
+                     subprocess.run(cli + ['ping'], capture_output=True, text=True).stdout.strip() == 'PONG',
+                     'redis to answer')
+            daemon = int(open(pidfile).read())
+            assert job.poll() is None, 'numapage run returned while the daemon runs'
+            for i in range(200):
+                subprocess.run(cli + ['set', 'k%d' % i, 'v' * 1000], capture_output=True, check=True)
+            p = run('stat', '-r', str(daemon))
+            assert 'process %d (redis-server)' % daemon in p.stdout, p.stdout
+            p = run('stat', '--json', 'redis-server.*%d' % port)
+            j = json.loads(p.stdout)
+            assert [x['pid'] for x in j['processes']] == [daemon], j
+        finally:
+            subprocess.run(cli + ['shutdown', 'nosave'], capture_output=True)
+        outs, errs = job.communicate(timeout=60)
+        assert job.returncode == 0, (job.returncode, errs)
+        assert 'waiting for the 1 process it left running' in errs, errs
+        assert job_procs(errs) == 2, errs
+        j = json.load(open(rjson))
+        pids = sorted(x['pid'] for x in j['per_process'])
+        assert daemon in pids and len(pids) == 2, j
+        d = next(x for x in j['per_process'] if x['pid'] == daemon)
+        assert d['command'] == 'redis-server' and d['parent'] in pids, d
+        assert 'process %d (redis-server), forked from' % daemon in errs, errs
+    else:
+        print('SKIP redis: redis-server or redis-cli missing (.ci/deps installs them)')
+
+    # ---- the library's diagnostics --------------------------------------------------------------------
+    env = dict(BASE, LD_PRELOAD=LIB, NUMAPAGE_STAS='1', NUMAPAGE_CONF='bind=strict,plac=spread,purge_mb=lots')
+    p = subprocess.run(['/bin/true'], capture_output=True, text=True, env=env)
+    warn = p.stderr.split('\n')
+    assert "numapage: warning: NUMAPAGE_STAS is not a libnumapage option (did you mean NUMAPAGE_STATS?); ignored " \
+           "(numapage options lists them)" in warn, p.stderr
+    assert any("NUMAPAGE_CONF: 'plac' is not a libnumapage option (did you mean PLACE?)" in l for l in warn), p.stderr
+    assert any('NUMAPAGE_CONF: PURGE_MB=lots is not valid' in l for l in warn), p.stderr
+    assert p.stderr.count('STAS') == 1, p.stderr  # once
+    p = subprocess.run(['/bin/true'], capture_output=True, text=True, env=dict(BASE, LD_PRELOAD=LIB))
+    assert p.stderr == '', p.stderr  # nothing unless asked
+    p = subprocess.run(['/bin/true'], capture_output=True, text=True,
+                       env=dict(BASE, LD_PRELOAD=LIB, NUMAPAGE_VERBOSE='1', NUMAPAGE_CONF='bind=strict',
+                                NUMAPAGE_PURGE_MB='32'))
+    opts = dict(re.findall(r'^numapage: option (\w+) = (.*)$', p.stderr, re.M))
+    assert opts['BIND'] == 'strict (NUMAPAGE_CONF)' and opts['PURGE_MB'] == '32 (NUMAPAGE_PURGE_MB)' and \
+        opts['PLACE'] == 'none (default)' and len(opts) == 11, p.stderr
+    assert re.search(r'^numapage: node \d+: \d+ MiB, \d+ CPU\(s\), fallback .*; statistics fold at \d+$', p.stderr, re.M), p.stderr
+    assert 'live statistics published in /dev/shm/' in p.stderr, p.stderr
+    # Set at run time: the report is written where the program asked, at its exit.
+    rep = os.path.join(tmp, 'late.json')
+    subprocess.run([OPTION_API, 'report', rep], check=True, env=BASE)
+    assert 'nodes' in json.load(open(rep)), rep
+
+    # Secure execution (set-user-ID): every NUMAPAGE_* variable is ignored, silently.
+    if os.geteuid() == 0 and shutil.which('setpriv'):
+        sdir = tempfile.mkdtemp(prefix='numapage-suid.')
+        os.chmod(sdir, 0o755)
+        prog = os.path.join(sdir, 'option_api')
+        shutil.copy(OPTION_API, prog)
+        nobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
+        senv = dict(BASE, NUMAPAGE_CONF='bind=strict,stats=1', NUMAPAGE_VERBOSE='1', NUMAPAGE_STAS='1',
+                    NUMAPAGE_BIND='none')
+        os.chmod(prog, 0o755)
+        plain = subprocess.run(nobody + [prog, 'show'], capture_output=True, text=True, env=senv)
+        if plain.returncode == 0:
+            assert plain.stdout.strip() == 'bind=none verbose=1 stats=1' and 'NUMAPAGE_STAS' in plain.stderr, plain
+            os.chmod(prog, 0o4755)  # set-user-ID root, run by nobody: AT_SECURE
+            sec = subprocess.run(nobody + [prog, 'show'], capture_output=True, text=True, env=senv)
+            assert sec.returncode == 0 and sec.stdout.strip() == 'bind=preferred verbose=0 stats=' and \
+                sec.stderr == '', sec
+        else:
+            print('SKIP secure-execution check: uid 65534 cannot run', prog, plain.stderr)
+        shutil.rmtree(sdir)
+    else:
+        print('SKIP secure-execution check: needs root and setpriv')
+
+    # ---- options: what is in force, and where it came from ----------------------------------------------
+    oenv = {'NUMAPAGE_CONF': 'bind=strict,stats=1', 'NUMAPAGE_STATS': '0'}
+    p = run('options', env=oenv)
+    assert 'NUMAPAGE_BIND=strict  (set by NUMAPAGE_CONF; default preferred; numa_page_option_set can change it)' in p.stdout, p.stdout
+    assert 'NUMAPAGE_STATS=0  (set by NUMAPAGE_STATS; default (off);' in p.stdout, p.stdout
+    assert 'NUMAPAGE_PURGE_MB=64  (default 64)' in p.stdout, p.stdout
+    j = json.loads(run('options', '--json', env=oenv).stdout)
+    o = {x['name']: x for x in j['options']}
+    assert o['NUMAPAGE_BIND']['value'] == 'strict' and o['NUMAPAGE_BIND']['source'] == 'NUMAPAGE_CONF', o
+    assert o['NUMAPAGE_TOPOLOGY']['runtime'] is False and o['NUMAPAGE_VERBOSE']['runtime'] is True, o
+    sl = subprocess.Popen(['sleep', '30'], env=dict(BASE, NUMAPAGE_PLACE='spread'))
+    try:
+        p = run('options', str(sl.pid))
+        assert 'NUMAPAGE_PLACE=spread  (set by NUMAPAGE_PLACE; default none)' in p.stdout, p.stdout
+    finally:
+        sl.kill()
+        sl.wait()
+    assert 'unknown option --bogus' in run('options', '--bogus', rc=2).stderr
+    assert "'x' is not a process id" in run('options', 'x', rc=2).stderr
+    p = run('options', env={'NUMAPAGE_STAS': '1'})
+    assert 'did you mean NUMAPAGE_STATS?' in p.stderr, p.stderr
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+print('ok')

@@ -1,0 +1,29 @@
+/* procs.h (tools) — what /proc says about other processes, for `numapage stat` and `numapage
+ * run` (no library answers this): liveness, owner, command name and line, parents and
+ * descendants, mappings. */
+#ifndef NP_TOOL_PROCS_H
+#define NP_TOOL_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Whether process pid exists (also when it belongs to another user). */
+bool np_proc_alive(int pid);
+/* The owner of process pid, or (unsigned)-1 when it cannot be told. */
+unsigned np_proc_uid(int pid);
+/* /proc/<pid>/comm into buf ("" when unreadable). */
+void np_proc_comm(int pid, char *buf, size_t size);
+/* The command line, arguments joined by spaces, into buf ("" when unreadable: a zombie, a
+ * kernel thread, another user's process under hidepid). */
+void np_proc_cmdline(int pid, char *buf, size_t size);
+/* The parent's pid (field 4 of /proc/<pid>/stat), or -1. */
+int np_proc_ppid(int pid);
+/* Every process: pids[i] and its parent ppids[i], at most max; returns how many. */
+int np_proc_list(int *pids, int *ppids, int max);
+/* The descendants of pid (children, their children, ...), at most max, parents before their
+ * children; returns how many. */
+int np_proc_descendants(int pid, int *out, int max);
+/* Whether process pid maps path: 1 yes, 0 no, -1 cannot tell (its maps are unreadable). */
+int np_proc_maps_file(int pid, const char *path);
+
+#endif
