@@ -35,6 +35,11 @@ struct np_options {
 
 extern struct np_options np_opt;
 
+/* Reads an option that numa_page_option_set may change while other threads run (bind,
+ * pcp_high, pcp_batch, interleave_above, verbose, stats): a relaxed atomic load, a plain move
+ * on x86-64, so the race is defined and quiet under TSan. */
+#define np_opt_load(field) __atomic_load_n(&np_opt.field, __ATOMIC_RELAXED)
+
 /* Where an option's value in force came from. */
 enum np_option_source {
 	NP_OPTION_DEFAULT = 0,

@@ -124,7 +124,8 @@ void np_large_free_run(struct np_page *pg, struct np_thread *th)
  * used the allocator are the shared data of HPC codes: spread them over the memory nodes. */
 bool np_large_interleave_wanted(const struct np_thread *th, size_t size)
 {
-	return np_opt.interleave_above > 0 && size >= (size_t)np_opt.interleave_above &&
+	long above = np_opt_load(interleave_above);
+	return above > 0 && size >= (size_t)above &&
 	       __atomic_load_n(&np_threads_seen, __ATOMIC_RELAXED) == 1 && th->tid == np_os_pid() &&
 	       np_topo_table.nmem_nodes > 1;
 }

@@ -18,7 +18,7 @@
 
 /* Pulls the constructor (ctor.c) into static links that use only these names. */
 extern const int np_ctor_anchor;
-NP_EXPORT const int *const np_override_anchor_ = &np_ctor_anchor;
+static const int *const override_anchor __attribute__((used)) = &np_ctor_anchor;
 
 NP_EXPORT void *malloc(size_t size)
 {

@@ -64,8 +64,9 @@ static void unlink_run(struct np_page_list *l, struct np_page *pg)
 void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st)
 {
 	*pcp = (struct np_pcp){.st = st, .home = home};
-	pcp->batch = np_opt.pcp_batch > 0 ? (int)np_opt.pcp_batch : NP_PCP_BATCH_DEFAULT;
-	pcp->high = np_opt.pcp_high > 0 ? (int)np_opt.pcp_high : NP_PCP_HIGH_FACTOR * pcp->batch;
+	long batch = np_opt_load(pcp_batch), high = np_opt_load(pcp_high);
+	pcp->batch = batch > 0 ? (int)batch : NP_PCP_BATCH_DEFAULT;
+	pcp->high = high > 0 ? (int)high : NP_PCP_HIGH_FACTOR * pcp->batch;
 	if (pcp->high < pcp->batch)
 		pcp->high = pcp->batch;
 	pcp->near = np_node_near(home);

@@ -34,7 +34,7 @@ static int bind_range(void *p, size_t size, int node)
 		np_vmstat_add(NULL, node, NUMA_PAGE_STAT_bind_skipped, 1);
 		return 0;
 	}
-	int rc = np_os_bind(p, size, t->node[node].os_id, np_opt.bind);
+	int rc = np_os_bind(p, size, t->node[node].os_id, np_opt_load(bind));
 	if (rc == 0)
 		return 0;
 	np_vmstat_add(NULL, node, NUMA_PAGE_STAT_bind_fail, 1);

@@ -357,7 +357,7 @@ void np_vmstat_exit_report(void)
 
 void np_vmstat_verbose_nodes(const struct np_topo *t)
 {
-	if (!np_opt.verbose)
+	if (!np_opt_load(verbose))
 		return;
 	for (int i = 0; i < t->nnodes && i < NP_MAX_NODES; i++) {
 		const struct np_topo_node *nd = &t->node[i];
