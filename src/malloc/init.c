@@ -45,6 +45,7 @@ static void fork_child(void)
 {
 	np_lock_forget_all(); /* every lock is re-created below; none is held any more */
 	np_vmstat_atfork_child(np_tls.self ? &np_tls.self->st : NULL);
+	np_vmstat_output_atfork_child();
 	np_pool_atfork_child();
 	np_slab_atfork_child();
 	np_thread_atfork_child();
@@ -83,6 +84,7 @@ void np_init(void)
 	np_options_init();
 	np_topo_load(&np_topo_table, np_opt.topology, NULL);
 	np_vmstat_init(&np_topo_table);
+	np_vmstat_verbose_nodes(&np_topo_table);
 	np_vmstat_read_hook = fold_self;
 	np_pool_init(&np_topo_table);
 	np_node_init(&np_topo_table);

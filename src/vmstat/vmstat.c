@@ -105,7 +105,6 @@ void np_vmstat_init(const struct np_topo *t)
 			np_vmstat_thr[i][k] = NP_VMSTAT_KIND_IS_BYTES(item_kind[k]) ? (int32_t)bthr : thr;
 	}
 	__atomic_store_n(&nnodes, n, __ATOMIC_RELEASE);
-	np_vmstat_verbose_nodes(t);
 }
 
 int np_vmstat_threshold(int node)
@@ -305,7 +304,6 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 							  atomic_load_explicit(&s[i].v[k], memory_order_relaxed),
 							  memory_order_relaxed);
 		__atomic_store_n(&sink, static_totals, __ATOMIC_RELEASE);
-		np_vmstat_shm_forget();
 	}
 	/* What the surviving thread counted outside its diffs (malloc's byte counters) joins
 	 * them now, so that its events are dropped below with the rest and not folded later. */
@@ -337,7 +335,6 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	if (survivor)
 		zero_events(NULL, NP_MAX_NODES, survivor);
 	zero_events(static_totals, NP_MAX_NODES, NULL);
-	np_vmstat_output_atfork_child();
 }
 
 /* numa_page_stats_reset: events only (see numapage.h); under reg_lock so a thread that exits

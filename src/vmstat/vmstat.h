@@ -107,11 +107,11 @@ int np_vmstat_threshold_for(int cpus, uint64_t node_mem_bytes);
 int np_vmstat_threshold(int node);
 
 /* Fork: prepare takes reg_lock (before any pool lock); parent releases it; the child
- * re-initialises it, stops sharing the parent's live-view file, leaves only survivor (may be
- * NULL) registered, and starts counting as a process of its own: its events restart at zero
- * (those made before the fork are the parent's, so sums over a job count each once), its
- * gauges keep the levels of the memory it inherited; then it publishes its own live file and
- * will write its own exit report (np_vmstat_output_atfork_child). */
+ * re-initialises it, stops counting into the parent's live-view file (it copies its totals),
+ * leaves only survivor (may be NULL) registered, and starts counting as a process of its own:
+ * its events restart at zero (those made before the fork are the parent's, so sums over a job
+ * count each once), its gauges keep the levels of the memory it inherited. The caller then
+ * runs np_vmstat_output_atfork_child. */
 void np_vmstat_atfork_prepare(void);
 void np_vmstat_atfork_parent(void);
 void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor);
@@ -123,11 +123,12 @@ void np_vmstat_start_output(void);
  * live-view file. Each process reports for itself: the one that started output and every
  * child it forks (a child whose path has no %p writes <path>.<pid>). */
 void np_vmstat_exit_report(void);
-/* In a forked child (from np_vmstat_atfork_child, single-threaded, no allocation): the child
- * reports at its own exit and, when its parent published, publishes its own live file. */
+/* In a forked child, after np_vmstat_atfork_child (single-threaded, no allocation): forgets the
+ * parent's live file; the child reports at its own exit and, when its parent published,
+ * publishes its own live file. */
 void np_vmstat_output_atfork_child(void);
 /* With NUMAPAGE_VERBOSE=1: one line per node of t (memory, CPUs, fallback order, fold
- * threshold). From np_vmstat_init. */
+ * threshold). After np_vmstat_init. */
 void np_vmstat_verbose_nodes(const struct np_topo *t);
 
 /* numa_page_stats_reset: zeroes every event total and every registered thread's event diffs;

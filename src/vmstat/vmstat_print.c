@@ -264,6 +264,7 @@ void np_vmstat_start_output(void)
 
 void np_vmstat_output_atfork_child(void)
 {
+	np_vmstat_shm_forget(); /* the parent's file: its totals were copied by np_vmstat_atfork_child */
 	if (!started)
 		return;
 	parent_pid = report_pid;

@@ -777,6 +777,7 @@ static void live_file_lifecycle(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		np_vmstat_atfork_child(me);
+		np_vmstat_output_atfork_child();
 		int bad = 0;
 		bad |= np_vmstat_shm_published() != NULL;
 		bad |= (np_vmstat_read(0, NUMA_PAGE_STAT_pages_stolen) != 0) << 1;

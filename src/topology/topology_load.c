@@ -1,0 +1,118 @@
+/*
+ * topology_load.c — np_topo_load (see topology.h): which inputs are acceptable at all, and where
+ * hwloc runs: in this process for this machine's own discovery, in a child process with bounded
+ * time and memory for anything the user names. Any failure gives the one-node fallback and one
+ * warning.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "log.h"
+#include "os.h"
+#include "topology/topology_hwloc.h"
+
+/* The fallback for this machine: its CPU count and memory as the C library reports them. */
+static int fail(struct np_topo *t, const char *why)
+{
+	int cpus = np_os_cpu_count();
+	np_warn("topology: %s; using one node with every CPU and all memory", why);
+	np_topo_fallback(t, cpus > 0 ? cpus : 1, np_os_memory_bytes(), why);
+	return -1;
+}
+
+/*
+ * What the user names (NUMAPAGE_TOPOLOGY, HWLOC_XMLFILE, HWLOC_SYNTHETIC, HWLOC_FSROOT) is
+ * loaded in a child process (np_os_isolate): hwloc can crash on a malformed XML file, read
+ * /dev/zero forever, or spend minutes and gigabytes on a synthetic topology of 70,000 PUs,
+ * and none of that may take the program down. The child hands the finished table back
+ * through shared memory; a child that crashes, runs out of its memory or time, or hands back
+ * a table that fails np_topo_check gives the one-node fallback and a warning. Only regular
+ * files of at most NP_TOPO_XML_MAX bytes are given to hwloc at all. Discovering this machine
+ * without redirection runs in-process: it is every program's start-up, and its input is the
+ * kernel's.
+ */
+#define NP_TOPO_XML_MAX ((uint64_t)16 << 20)
+#define NP_TOPO_SPEC_MAX 1024
+#define NP_TOPO_LOAD_TIMEOUT_MS 10000
+#define NP_TOPO_LOAD_MEMORY ((size_t)1 << 30)
+
+struct isolated_load {
+	struct np_topo_job job;
+	struct np_topo t;
+};
+
+static bool spec_acceptable(const char *spec, enum np_topo_source src, char *why, size_t why_size)
+{
+	if (strlen(spec) > NP_TOPO_SPEC_MAX) {
+		np_format(why, why_size, "topology name longer than %d characters", NP_TOPO_SPEC_MAX);
+		return false;
+	}
+	if (src != NP_TOPO_XML)
+		return true;
+	uint64_t size = 0;
+	int rc = np_os_file_info(spec, &size);
+	if (rc == -EINVAL)
+		np_format(why, why_size, "'%s' is not a regular file", spec);
+	else if (rc < 0)
+		np_format(why, why_size, "cannot read hwloc XML '%s': %s", spec, np_topo_errtext(-rc));
+	else if (size > NP_TOPO_XML_MAX)
+		np_format(why, why_size, "hwloc XML '%s' is larger than %d MiB", spec, (int)(NP_TOPO_XML_MAX >> 20));
+	return rc == 0 && size <= NP_TOPO_XML_MAX;
+}
+
+int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow)
+{
+	bool secure = np_os_is_secure();
+	if (secure)
+		spec = NULL; /* a secure process is what it is: no rehearsal */
+	enum np_topo_source src = NP_TOPO_SYSTEM;
+	if (spec && strncmp(spec, NP_TOPO_SYNTHETIC_PREFIX, strlen(NP_TOPO_SYNTHETIC_PREFIX)) == 0)
+		src = NP_TOPO_SYNTHETIC;
+	else if (spec && spec[0])
+		src = NP_TOPO_XML;
+	char why[sizeof ((struct np_topo_job *)0)->why];
+	if (src != NP_TOPO_SYSTEM && !spec_acceptable(spec, src, why, sizeof why))
+		return fail(t, why);
+
+	bool isolate = src != NP_TOPO_SYSTEM || (!secure && np_topo_hwloc_redirects());
+	struct isolated_load *shared = isolate ? np_os_map_shared(sizeof *shared) : NULL;
+	struct np_topo_job local, *job = shared ? &shared->job : &local;
+	*job = (struct np_topo_job){.spec = spec, .src = src, .allow = allow, .secure = secure,
+				 .out = shared ? &shared->t : t};
+	int rc = -ENOSYS, sig = 0;
+	if (shared)
+		rc = np_os_isolate(np_topo_hwloc_run, job, NP_TOPO_LOAD_MEMORY, NP_TOPO_LOAD_TIMEOUT_MS, &sig);
+	const char *what = src == NP_TOPO_SYSTEM ? "this machine's topology" : spec;
+	if (rc == -ETIMEDOUT)
+		np_format(job->why, sizeof job->why, "hwloc did not finish loading '%s' within %d s", what,
+			  NP_TOPO_LOAD_TIMEOUT_MS / 1000);
+	else if (rc == -ECHILD)
+		np_format(job->why, sizeof job->why, "hwloc crashed loading '%s' (signal %d)", what, sig);
+	else if (rc < 0)
+		np_topo_hwloc_run(job); /* no child process to be had (or not asked for): load here */
+	else if (rc > 0 || (!job->ok && !job->why[0]))
+		np_format(job->why, sizeof job->why, "loading '%s' failed (status %d)", what, rc);
+	bool ok = job->ok && rc <= 0;
+	if (ok && shared) {
+		/* Made by another process: take it only when it is sound. */
+		const char *bad = np_topo_check(&shared->t);
+		if (bad) {
+			np_format(job->why, sizeof job->why, "the table loaded from '%s' is inconsistent: %s", what, bad);
+			ok = false;
+		} else {
+			memcpy(t, &shared->t, sizeof *t);
+		}
+	}
+	memcpy(why, job->why, sizeof why);
+	if (shared)
+		np_os_unmap(shared, sizeof *shared);
+	if (!ok)
+		return fail(t, why);
+	if (np_config_debug >= 2) {
+		const char *bad = np_topo_check(t);
+		if (bad)
+			np_fatal("topology: invariant broken: %s", bad);
+	}
+	return 0;
+}
+
