@@ -52,10 +52,7 @@ static void fork_child(void)
 	np_place_atfork_child();
 }
 
-/* The thread-exit destructor (a pthread key): the thread's slabs are handed over (empty ones
- * give their pages back, the others become orphans of their node), then its page cache and
- * statistics, and its struct is recycled. */
-static void on_thread_exit(void *arg)
+void np_thread_exit_hook(void *arg)
 {
 	struct np_thread *th = arg;
 	if (th != np_tls.self)
@@ -88,7 +85,7 @@ void np_init(void)
 	np_vmstat_read_hook = fold_self;
 	np_pool_init(&np_topo_table);
 	np_node_init(&np_topo_table);
-	np_thread_init_key(on_thread_exit);
+	np_thread_init_key(np_thread_exit_hook);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&np_state, NP_STATE_READY, __ATOMIC_RELEASE);
 	in_init = false;

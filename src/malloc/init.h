@@ -25,5 +25,9 @@ bool np_init_for_malloc(void);
 /* For public calls other than malloc: initialises if nobody has, waits for another thread's
  * initialisation to finish; false only when called from inside initialisation itself. */
 bool np_ensure_ready(void);
+/* The thread-exit destructor (a pthread key, given the thread's struct): the thread's slabs are
+ * handed over (empty ones give their pages back, the others become orphans of their node),
+ * then its page cache and statistics, and its struct is recycled. */
+void np_thread_exit_hook(void *arg);
 
 #endif

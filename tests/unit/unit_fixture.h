@@ -34,6 +34,14 @@ static inline void np_test_start_fixture(const char *fixture, va_list ap)
 	np_node_init(&np_topo_table);
 }
 
+static inline void np_test_start_fixture_opts(const char *fixture, ...)
+{
+	va_list ap;
+	va_start(ap, fixture);
+	np_test_start_fixture(fixture, ap);
+	va_end(ap);
+}
+
 /* Unmaps every normal chunk of every pool (tests leave whole pools behind). */
 static inline void np_test_unmap_pools(void)
 {

@@ -1,0 +1,290 @@
+/*
+ * Unit tests of src/malloc/slab.c, the slab state machine, on the fake OS with np_slab_check run
+ * after every step: a new slab hands out every block once (extending a page at a time), its
+ * owner's frees come back through local_free, other threads' frees through the lock-free remote
+ * list (collect takes them in one exchange); OWNED -> FLOATING when the owner lets a full slab go
+ * (refused while remote frees are pending), -> ORPHAN when the first remote free claims it, ->
+ * OWNED again when a thread adopts it from its node's orphans; the orphan sweep releases the
+ * slabs that remote frees emptied; a released slab's run goes back to the page cache. And the
+ * link checks: a corrupted link (a write after free, local or remote) cuts the list there,
+ * never handing out a block twice or an address outside the slab; double frees are found by
+ * the owner's walk and by the racy walk of other threads; block indices match division.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_os.h"
+#include "malloc/sizeclass.h"
+#include "malloc/slab.h"
+#include "pcp/pcp.h"
+#include "unit_fixture.h"
+#include "topology/topology.h"
+#include "vmstat/vmstat.h"
+
+/* Opaque owners: any non-NULL pointer that is not NP_NO_OWNER (slabs only compare them). */
+#define OWNER ((struct np_thread *)(uintptr_t)0x1000)
+#define OTHER ((struct np_thread *)(uintptr_t)0x2000)
+
+static struct np_vmstat_diffs *st;
+static struct np_pcp pcp;
+
+static int setup(void **state)
+{
+	(void)state;
+	np_test_start_fixture_opts("2node", NULL);
+	st = calloc(1, sizeof *st);
+	np_vmstat_register(st);
+	np_pcp_init(&pcp, 0, st);
+	np_slab_init_secret();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+	np_vmstat_unregister(st);
+	free(st);
+	np_test_unmap_pools();
+	np_fake_os_reset();
+	return 0;
+}
+
+static void check(const struct np_slab *s)
+{
+	const char *err = np_slab_check(s);
+	if (err)
+		fail_msg("slab %p: %s", (void *)s->start, err);
+}
+
+/* A block, as malloc's slow path takes one: collect and extend when free is empty. */
+static uintptr_t take(struct np_slab *s)
+{
+	if (!s->free) {
+		np_slab_collect(s);
+		if (!s->free && s->reserved)
+			np_slab_extend(s);
+	}
+	if (!s->free)
+		return 0;
+	uintptr_t b = np_slab_pop(s);
+	check(s);
+	return b;
+}
+
+static void free_local(struct np_slab *s, uintptr_t b)
+{
+	np_slab_push_local(s, b, np_slab_index(s, b));
+	s->used--;
+	check(s);
+}
+
+static void every_block_once_then_back(void **state)
+{
+	(void)state;
+	const unsigned classes[] = {0, 5, 19, 27, 39}; /* 16 B, 96 B, 1 KiB, 4 KiB, 32 KiB */
+	for (size_t k = 0; k < NP_ARRAY_SIZE(classes); k++) {
+		struct np_slab *s = np_slab_create(&pcp, classes[k], OWNER);
+		assert_non_null(s);
+		check(s);
+		assert_int_equal(s->block, np_class_size[classes[k]]);
+		assert_int_equal(s->capacity, np_class_slab_bytes(classes[k]) / s->block);
+		assert_int_equal(s->node, 0);
+		uint8_t *seen = calloc(s->capacity, 1);
+		for (uint32_t i = 0; i < s->capacity; i++) {
+			uintptr_t b = take(s);
+			assert_true(np_slab_is_block(s, b));
+			uint64_t idx = np_slab_index(s, b);
+			assert_false(seen[idx]);
+			seen[idx] = 1;
+			memset((void *)b, 0x5a, s->block); /* the program writes its block */
+		}
+		assert_int_equal(s->used, s->capacity);
+		assert_int_equal(take(s), 0); /* full */
+		for (uint32_t i = 0; i < s->capacity; i++)
+			free_local(s, np_slab_block(s, i));
+		assert_int_equal(s->used, 0);
+		free(seen);
+		struct np_page *run = s->run;
+		np_slab_release(s, &pcp);
+		/* Back to the page cache when it is one of its sizes, else to the pool. */
+		assert_int_equal(np_page_state(run), run->order < NP_PCP_ORDERS ? NP_PAGE_PCP : NP_PAGE_FREE);
+		assert_null(s->owner); /* the metadata slot no longer reads as a slab */
+	}
+}
+
+static void remote_frees_come_back_in_one_collect(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 3, OWNER); /* 64 B */
+	uintptr_t b[10];
+	for (int i = 0; i < 10; i++)
+		b[i] = take(s);
+	bool first = false;
+	for (int i = 0; i < 4; i++) {
+		assert_false(np_slab_push_remote(s, b[i], &first)); /* OWNED: no claim */
+		assert_int_equal(first, i == 0);
+		check(s);
+	}
+	assert_int_equal(s->used, 10);
+	assert_int_equal(np_slab_collect(s), 4);
+	assert_int_equal(s->used, 6);
+	check(s);
+	assert_int_equal(np_slab_collect(s), 0);
+	for (int i = 4; i < 10; i++)
+		free_local(s, b[i]);
+	np_slab_release(s, &pcp);
+}
+
+static void float_claim_orphan_adopt(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 7, OWNER); /* 128 B */
+	uintptr_t *b = calloc(s->capacity, sizeof *b);
+	for (uint32_t i = 0; i < s->capacity; i++)
+		b[i] = take(s);
+	/* Remote frees pending: the owner may not let it go. */
+	bool first;
+	np_slab_push_remote(s, b[0], &first);
+	assert_false(np_slab_float(s));
+	assert_ptr_equal(s->owner, OWNER);
+	np_slab_collect(s);
+	b[0] = take(s);
+	/* Full and quiet: it floats. */
+	assert_true(np_slab_float(s));
+	assert_ptr_equal(s->owner, NP_NO_OWNER);
+	assert_ptr_equal(s->floater, OWNER);
+	assert_int_equal(atomic_load(&s->thread_free) & NP_SLAB_STATE_MASK, NP_SLAB_FLOATING);
+	/* The first remote free claims it; later ones do not. */
+	assert_true(np_slab_push_remote(s, b[1], &first));
+	assert_int_equal(atomic_load(&s->thread_free) & NP_SLAB_STATE_MASK, NP_SLAB_ORPHAN);
+	assert_false(np_slab_push_remote(s, b[2], &first));
+	/* The claimer hands it to the node's orphans; a thread of the node adopts it. */
+	np_slab_orphan(s);
+	assert_null(np_slab_adopt(0, 3, OTHER)); /* another class: nothing */
+	struct np_slab *a = np_slab_adopt(0, 7, OTHER);
+	assert_ptr_equal(a, s);
+	assert_ptr_equal(s->owner, OTHER);
+	assert_int_equal(atomic_load(&s->thread_free) & NP_SLAB_STATE_MASK, NP_SLAB_OWNED);
+	assert_int_equal(np_slab_collect(s), 2); /* the two remote frees */
+	check(s);
+	free_local(s, b[0]);
+	for (uint32_t i = 3; i < s->capacity; i++)
+		free_local(s, b[i]);
+	assert_int_equal(s->used, 0);
+	free(b);
+	np_slab_release(s, &pcp);
+}
+
+static void orphan_sweep_releases_emptied_slabs(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 10, OWNER); /* 224 B */
+	uintptr_t b[3] = {take(s), take(s), take(s)};
+	np_slab_orphan(s); /* as a thread's exit leaves a slab with live blocks */
+	assert_int_equal(np_slab_sweep_orphans(), 0); /* still used: kept */
+	bool first;
+	for (int i = 0; i < 3; i++)
+		np_slab_push_remote(s, b[i], &first);
+	size_t pages = np_class_slab_bytes(10) >> NP_PAGE_SHIFT;
+	assert_int_equal(np_slab_sweep_orphans(), pages); /* emptied by remote frees: released */
+	assert_null(np_slab_adopt(0, 10, OTHER));
+}
+
+static void corrupt_local_link_is_cut(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 3, OWNER);
+	uintptr_t b[6];
+	for (int i = 0; i < 6; i++)
+		b[i] = take(s);
+	/* Whatever is still in free (the rest of the extended page) goes first. */
+	while (s->free)
+		take(s);
+	free_local(s, b[1]);
+	free_local(s, b[2]);
+	free_local(s, b[3]); /* local_free: 3 -> 2 -> 1 */
+	uint64_t before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt);
+	*(uintptr_t *)b[2] = 0; /* n->next = NULL after free */
+	check(s);              /* heads sound: not an invariant of ours that broke */
+	assert_int_equal(take(s), b[3]);
+	assert_int_equal(take(s), b[2]); /* its link is bad: the list ends here */
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt), before + 1);
+	uintptr_t next = take(s); /* b[1] was abandoned: never handed out again */
+	assert_true(next != b[1] && np_slab_is_block(s, next));
+	check(s);
+}
+
+static void corrupt_remote_link_is_cut(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 3, OWNER);
+	uintptr_t b[5];
+	for (int i = 0; i < 5; i++)
+		b[i] = take(s);
+	bool first;
+	for (int i = 0; i < 4; i++)
+		np_slab_push_remote(s, b[i], &first); /* thread_free: 3 -> 2 -> 1 -> 0 */
+	*(uintptr_t *)b[2] ^= 0x40; /* an overflow into the freed neighbour */
+	assert_int_equal(np_slab_collect(s), 2); /* 3, 2; then the cut */
+	assert_int_equal(s->used, 3);
+	check(s);
+}
+
+static void double_frees_are_found(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 3, OWNER);
+	uintptr_t a = take(s), b = take(s), c = take(s);
+	memset((void *)c, 0, 64);
+	assert_false(np_slab_looks_free(s, c)); /* a live block, never written: does not look free */
+	free_local(s, a);
+	assert_true(np_slab_looks_free(s, a));
+	assert_true(np_slab_holds_free(s, a));
+	assert_true(np_slab_holds_free_racy(s, a)); /* another thread's view of the same */
+	assert_false(np_slab_holds_free(s, b));
+	bool first;
+	np_slab_push_remote(s, b, &first);
+	assert_true(np_slab_looks_free(s, b));
+	assert_false(np_slab_holds_free(s, b));     /* the owner's lists do not hold it yet */
+	assert_true(np_slab_holds_free_racy(s, b)); /* the remote list does */
+	assert_false(np_slab_holds_free_racy(s, c));
+	/* A live block whose first word points into its own slab (a program's list). */
+	*(uintptr_t *)c = a;
+	assert_false(np_slab_looks_free(s, c));
+}
+
+static void links_are_not_plain_addresses(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 3, OWNER);
+	for (uint64_t i = 0; i < 8; i++) {
+		uintptr_t w = np_slab_encode(s, i);
+		assert_int_equal(np_slab_decode(s, w), i);
+		assert_true(w != i && w != np_slab_block(s, i)); /* one read shows neither */
+	}
+	assert_int_equal(np_slab_decode(s, np_slab_encode(s, s->end)), s->end);
+	assert_true(np_slab_decode(s, 0) > s->end); /* a zeroed word is no link */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(every_block_once_then_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(remote_frees_come_back_in_one_collect, setup, teardown),
+		cmocka_unit_test_setup_teardown(float_claim_orphan_adopt, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphan_sweep_releases_emptied_slabs, setup, teardown),
+		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
+		cmocka_unit_test_setup_teardown(corrupt_remote_link_is_cut, setup, teardown),
+		cmocka_unit_test_setup_teardown(double_frees_are_found, setup, teardown),
+		cmocka_unit_test_setup_teardown(links_are_not_plain_addresses, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
