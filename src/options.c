@@ -43,7 +43,7 @@ static const struct row rows[] = {
 	 "rehearse another machine: an hwloc XML file, or synthetic:<hwloc synthetic string>", false},
 	{"STATS", K_STR, OFF(stats), 0, 0, 0, NULL, "(off)",
 	 "1: per-node table on stderr at exit; json:<path>: JSON written to path at exit", true},
-	{"STAT_THRESHOLD", K_LONG, OFF(stat_threshold), -1, -1, 125, NULL, "-1 (log-scaled)",
+	{"STAT_THRESHOLD", K_LONG, OFF(stat_threshold), -1, -1, NP_STAT_THRESHOLD_MAX, NULL, "-1 (log-scaled)",
 	 "fold per-thread statistics deltas past this size; 0 folds every event", false},
 	{"PCP_HIGH", K_LONG, OFF(pcp_high), 0, 0, 1 << 20, NULL, "0 (6 x batch)",
 	 "pages a thread caches before it drains a batch back to the pools", true},

@@ -17,6 +17,10 @@
 #include "internal.h"
 #include "os.h" /* enum np_bind_policy */
 
+/* The largest statistics fold threshold (Linux's cap in calculate_normal_threshold): the
+ * bound of NUMAPAGE_STAT_THRESHOLD and of the log-scaled formula (vmstat.c). */
+#define NP_STAT_THRESHOLD_MAX 125
+
 enum np_place_policy { NP_PLACE_NONE = 0, NP_PLACE_SPREAD = 1, NP_PLACE_FILL = 2 };
 
 struct np_options {

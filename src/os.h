@@ -30,6 +30,10 @@ int np_os_unmap(void *p, size_t size);
  * -errno (nothing changed). */
 int np_os_remap(void *old, size_t old_size, size_t new_size, void *dst);
 
+/* Node ids the memory-policy calls take: at least the kernel's MAX_NUMNODES
+ * (CONFIG_NODES_SHIFT = 10 on x86-64 distribution kernels). */
+#define NP_OS_NODE_IDS 1024
+
 /* How memory is bound to its node (NUMAPAGE_BIND). */
 enum np_bind_policy {
 	NP_BIND_PREFERRED = 0, /* MPOL_PREFERRED: the node if it can, spill elsewhere under pressure */

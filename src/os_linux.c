@@ -127,28 +127,28 @@ int np_os_bind(void *p, size_t size, int node, int policy)
 	if (policy == NP_BIND_NONE)
 		return 0;
 	SAVE_ERRNO;
-	if (node < 0 || node >= 1024) {
+	if (node < 0 || node >= NP_OS_NODE_IDS) {
 		errno = saved_errno_;
 		return -EINVAL;
 	}
-	unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+	unsigned long mask[NP_OS_NODE_IDS / (8 * sizeof(unsigned long))] = {0};
 	mask[node / (8 * sizeof(unsigned long))] = 1UL << (node % (8 * sizeof(unsigned long)));
 	int mode = (policy == NP_BIND_STRICT ? MPOL_BIND : MPOL_PREFERRED) | MPOL_F_STATIC_NODES;
-	RETURN_ERRNO(mbind(p, size, mode, mask, 1024 + 1, 0));
+	RETURN_ERRNO(mbind(p, size, mode, mask, NP_OS_NODE_IDS + 1, 0));
 }
 
 int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
 {
 	SAVE_ERRNO;
-	unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+	unsigned long mask[NP_OS_NODE_IDS / (8 * sizeof(unsigned long))] = {0};
 	for (int i = 0; i < n; i++) {
-		if (nodes[i] < 0 || nodes[i] >= 1024) {
+		if (nodes[i] < 0 || nodes[i] >= NP_OS_NODE_IDS) {
 			errno = saved_errno_;
 			return -EINVAL;
 		}
 		mask[nodes[i] / (8 * sizeof(unsigned long))] |= 1UL << (nodes[i] % (8 * sizeof(unsigned long)));
 	}
-	RETURN_ERRNO(mbind(p, size, MPOL_INTERLEAVE | MPOL_F_STATIC_NODES, mask, 1024 + 1, 0));
+	RETURN_ERRNO(mbind(p, size, MPOL_INTERLEAVE | MPOL_F_STATIC_NODES, mask, NP_OS_NODE_IDS + 1, 0));
 }
 
 int np_os_nohuge(void *p, size_t size)

@@ -76,10 +76,10 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 	 * it back (its own free: its later frees of the slab's recent blocks are local). Anyone
 	 * else hands it to the node's orphans, for the next thread near it that runs out of blocks
 	 * of this class (xmalloc's consumer only frees: adopting made every slab's pages travel
-	 * from consumer to producer through the pools, 3x slower). A claimer that allocated the
-	 * class used to adopt it without needing it: in larson/2 it then never ran out, never let
-	 * a slab go, and its ring held 3-6 MB of free blocks per class while the other thread made
-	 * 300-500 new slabs (peak RSS 48-52 MB; 29-32 MB with orphans). */
+	 * from consumer to producer through the pools). A claimer that allocated the class used
+	 * to adopt it without needing it: in larson/2 it then never ran out, never let a slab go,
+	 * and its ring held megabytes of free blocks per class while the other thread made
+	 * hundreds of new slabs (docs/design.md has the numbers). */
 	struct np_thread *floater = __atomic_load_n(&s->floater, __ATOMIC_RELAXED);
 	if (th && floater == th && ((th->pcp.near >> s->node) & 1) && th->ring[s->cls])
 		np_ring_take_back(th, s);

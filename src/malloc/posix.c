@@ -127,8 +127,8 @@ void *np_realloc(void *p, size_t size)
 	memcpy(q, p, old < size ? old : size);
 	if (size > old && d.kind == NP_PTR_CHUNK && d.chunk->kind == NP_CHUNK_HUGE) {
 		/* It could not be remapped. A buffer that outgrew its huge chunk rarely comes back
-		 * to that size: unmap the chunk rather than keep it for reuse (sqlite's 5 MiB block,
-		 * kept while it grew to 10 MiB, added 5 MB to its peak RSS). */
+		 * to that size: unmap the chunk rather than keep it for reuse (sqlite's growing
+		 * buffer, kept, added to its peak RSS: docs/design.md). */
 		np_large_free_chunk(d.chunk, np_thread_for_free(), false);
 		return q;
 	}

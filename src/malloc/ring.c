@@ -13,7 +13,7 @@
  * other threads' frees emptied goes back within a bounded delay (larson and mstress, whose
  * frees are mostly remote, kept their peak RSS without it). A sweep is skipped when no other
  * thread freed into our slabs since the last one (a local free that empties a slab releases
- * it at once): at 1 thread, larson's sweeps walked 2.7M slabs and released none. The fast
+ * it at once): single-threaded, larson's sweeps walked millions of slabs and released none. The fast
  * path's byte counters are folded into the statistics at the same pace. */
 #define SWEEP_EVERY 64
 
@@ -21,8 +21,8 @@
  * path collects them (a load each while nobody freed into them), and blocks other threads free
  * come back to the owner without the trip a floating slab makes: claimed by the first such free,
  * handed to the node's orphans under a mutex, adopted back under it. In xmalloc, where every free
- * is remote, that trip ping-ponged the orphan lock between producer and consumer (measured at
- * the time: xmalloc/2 0.21 s -> 0.13 s, min of 11). Beyond that, full slabs float, so a thread
+ * is remote, that trip ping-ponged the orphan lock between producer and consumer (docs/design.md
+ * has the numbers). Beyond that, full slabs float, so a thread
  * with a large live set does not rescan it on every slow path. */
 #define KEEP_FULL 4
 
@@ -191,7 +191,7 @@ void np_ring_take_back(struct np_thread *th, struct np_slab *s)
 	/* Take in the block just pushed at once: with used exact, the frees still to come (now
 	 * local) can empty it and give its pages back. Left in thread_free, it kept used at 1 for
 	 * good where nobody else frees (the sweep runs only after other threads' frees): python
-	 * held 285 empty slabs, 19 MB, at exit. */
+	 * held hundreds of empty slabs at exit (docs/design.md). */
 	np_slab_collect(s);
 	if (s->used == 0)
 		np_ring_emptied(s);

@@ -3,7 +3,7 @@
  * classes per doubling up to 32 KiB (at most 25% internal waste above 128 bytes). Up to 2 KiB
  * (nearly every request of real programs) the class comes from a 129-byte table indexed by
  * the size in 16-byte units: one load, and no branch on the size that a mix of small and
- * larger sizes would mispredict (churn: 1.3M mispredictions per 3M mallocs with the formula).
+ * larger sizes would mispredict (churn, with the formula: docs/design.md).
  * Above 2 KiB it is computed.
  *
  *   class:  0   1   2  ...  7    8    9   10   11   12  ...  39

@@ -210,7 +210,7 @@ NP_INLINE void np_slab_push_local(struct np_slab *s, uintptr_t b, uint64_t i)
  * zeroes the first word of every block it hands out (one store to a line it just read), so a
  * live block whose first word the program never wrote does not look free: otherwise its
  * free would walk the slab's free lists to confirm (a program writing only a block's first
- * byte ran 5x slower than under mimalloc). */
+ * byte ran several times slower than under mimalloc: docs/design.md). */
 NP_INLINE bool np_slab_looks_free(const struct np_slab *s, uintptr_t b)
 {
 	uint64_t link = np_slab_link(s, b);

@@ -32,9 +32,8 @@ void np_pool_unlock(struct np_pool *p)
 }
 
 /* Adaptive: a waiter spins a little before it sleeps. The lock is held for a few list
- * operations, so a waiter usually gets it without a futex sleep and a context switch (when it
- * was introduced: realloc-grow/2, whose runs above 16 pages come from the pool, median
- * 0.159 -> 0.144 s). */
+ * operations, so a waiter usually gets it without a futex sleep and a context switch
+ * (measured: docs/design.md, "Measurements behind the code"). */
 static void init_lock(struct np_pool *p)
 {
 	np_lock_init(&p->lock, NP_LOCK_RANK_POOL, p->node, true);
@@ -194,7 +193,7 @@ static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
 		/* Exact bins: the first run that fits its alignment. The last bin holds runs of any
 		 * length above the exact bins: the best fit there (the shortest that fits, the
 		 * most resident on a tie), or big blocks scatter over fresh chunks and fault them
-		 * in (large-blocks: 15 chunks mapped for 16 MiB live, 3x mimalloc's faults). */
+		 * in (docs/design.md, "Measurements behind the code"). */
 		struct np_page *best = NULL;
 		size_t best_len = 0, best_dirty = 0;
 		for (struct np_page *pg = p->bins[b]; pg; pg = pg->next) {

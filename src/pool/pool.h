@@ -8,8 +8,7 @@
  * Freed huge chunks (allocations too large for a chunk) are kept too, in the pool of their
  * node, and count against the same NUMAPAGE_PURGE_MB: a program that frees and allocates big
  * buffers in a loop reuses the mapping, its binding and its resident pages instead of paying
- * mmap, mbind, munmap and a page fault per page each time (large-blocks: 3.2x the faults of
- * mimalloc without it). When the pool is over its watermark, cached chunks are unmapped first
+ * mmap, mbind, munmap and a page fault per page each time (docs/design.md). When the pool is over its watermark, cached chunks are unmapped first
  * (oldest first), then dirty runs are purged; a chunk larger than the watermark is never kept.
  *
  * Lock: one per pool, rank NP_LOCK_RANK_POOL (lock.h): the innermost lock; a thread holds at

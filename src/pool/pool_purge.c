@@ -87,8 +87,8 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 	/* Every free run, under the lock, as glibc's malloc_trim: the runs stay in their bins, so
 	 * no allocation may take one while its pages go. Runs the pool thinks clean are given back
 	 * too: with transparent huge pages set to "always" the kernel backs a whole 2 MiB of a
-	 * fresh chunk on its first touch, so never-used pages can be resident (the VM guests'
-	 * threads10k saw 8-10 MB stay after trim). madvise of pages that are not there costs
+	 * fresh chunk on its first touch, so never-used pages can be resident (the VM guests saw
+	 * megabytes stay after trim: docs/design.md). madvise of pages that are not there costs
 	 * nothing. */
 	size_t pages = 0;
 	np_pool_lock(p, st);

@@ -16,7 +16,7 @@
 
 #define MPOL_BIND_MODE 2          /* MPOL_BIND in <linux/mempolicy.h> */
 #define MPOL_MODE_MASK 0xff       /* get_mempolicy ORs MPOL_F_* flags into the mode */
-#define MEMPOLICY_BITS 1024       /* >= the kernel's MAX_NUMNODES (CONFIG_NODES_SHIFT=10) */
+#define MEMPOLICY_BITS NP_OS_NODE_IDS
 #define BITS_PER_LONG (8 * sizeof(unsigned long))
 
 /*

@@ -77,7 +77,7 @@ int np_vmstat_threshold_for(int cpus, uint64_t node_mem_bytes)
 	if (cpus < 1)
 		cpus = 1;
 	long t = 2L * fls64((uint64_t)cpus) * (1 + fls64(node_mem_bytes >> 27));
-	return (int)NP_MIN(t, 125L);
+	return (int)NP_MIN(t, (long)NP_STAT_THRESHOLD_MAX);
 }
 
 void np_vmstat_init(const struct np_topo *t)
@@ -94,7 +94,7 @@ void np_vmstat_init(const struct np_topo *t)
 			 * node's size is what its counters measure. */
 			if (mem == 0 && nd->nfallback > 0 && nd->fallback[0] < t->nnodes)
 				mem = t->node[nd->fallback[0]].mem_bytes;
-			thr = fixed >= 0 ? (int)NP_MIN(fixed, 125L) : np_vmstat_threshold_for(t->nallowed_cpus, mem);
+			thr = fixed >= 0 ? (int)NP_MIN(fixed, (long)NP_STAT_THRESHOLD_MAX) : np_vmstat_threshold_for(t->nallowed_cpus, mem);
 			os_ids[i] = nd->os_id;
 		}
 		page_thr[i] = thr;

@@ -271,8 +271,7 @@ void np_vmstat_output_atfork_child(void)
 	report_pid = np_os_pid();
 	/* The parent published (the file was forgotten by np_vmstat_atfork_child): so does the
 	 * child, under its own pid, so `numapage stat` sees forked servers and daemons. No sweep
-	 * here: it doubled the cost of a fork (fork + _exit: 221 us without a file, 288 us with
-	 * one, 399 us sweeping too, loaded 2-core machine); the next process that starts, or
+	 * here: it made a fork much dearer (docs/design.md); the next process that starts, or
 	 * `numapage stat`, removes what children that left with _exit leave behind. */
 	if (np_opt.shm)
 		publish();
