@@ -3,7 +3,7 @@
 
 usage: test_stat_cmd.py NUMAPAGE_EXE STAT_TARGET_EXE
 
-stat_target (tests/unit/stat_target.c) publishes its counters and counts known events:
+stat_target (tests/cli/stat_target.c) publishes its counters and counts known events:
 node 0: numa_hit 1000, local_node 1000, numa_foreign 3, malloc_requested 123456;
 node 3: numa_hit 7, numa_miss 3, pages_in_use 5. Checks the table (raw, MiB, -z, -c,
 folding, --json), patterns, several processes and -P, following a wrapper, -i deltas, the
