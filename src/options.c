@@ -3,8 +3,11 @@
  * row names an option, its type, default, bounds, meaning and whether it may change while the
  * program runs; np_options_load() walks the environment once, NUMAPAGE_CONF first. Parsing
  * never allocates: string values are copied into static buffers (never left pointing into the
- * environment, which programs rewrite). State is written at start-up, single-threaded, and afterwards only
- * by numa_page_option_set, one atomic store per value.
+ * environment, which programs rewrite). State is written at start-up, single-threaded, and
+ * afterwards only by numa_page_option_set, one atomic store per value.
+ * Over 500 lines because every reader of the table (the environment, NUMAPAGE_CONF, the
+ * unknown-name check, the verbose listing, get/set at run time) works on its private rows and
+ * value sources; split, they would need those internals in a header of their own.
  */
 #include "options.h"
 
