@@ -270,8 +270,9 @@ static void check_item(const char *name, bool event, uint64_t now, uint64_t last
 		NP_FZ_CHECK((int64_t)now >= 0, "exact gauge %s is %lld", name, (long long)now);
 }
 
-/* Reads of every counter of a node. Exact reads are taken with the worker idle (and every
- * other thread joined), so they are exact: events never go back, gauges never below 0. */
+/* Reads of every counter of a node. Exact reads are taken with the worker idle and folded
+ * (and every other thread joined), so they are exact: events never go back, gauges never go
+ * below 0. */
 static void op_stats(struct np_fz_in *in)
 {
 	int node = np_fz_node(in);
@@ -283,8 +284,8 @@ static void op_stats(struct np_fz_in *in)
 		NP_FZ_CHECK(rc == -1 && errno == EINVAL, "stats_get(%d, NULL) = %d, errno %d", node, rc, errno);
 		return;
 	}
-	if (how == 0)
-		np_fz_worker_sync();
+	if (how == 0) /* the worker's fast-path bytes live in its TLS until it folds them */
+		np_fz_worker_drain();
 	int rc = how == 0 ? numa_page_stats_get(node, &s) : numa_page_stats_get_cheap(node, &s);
 	if (!np_fz_node_valid(node)) {
 		NP_FZ_CHECK(rc == -1 && errno == EINVAL, "stats_get(%d) = %d, errno %d", node, rc, errno);
