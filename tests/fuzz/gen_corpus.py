@@ -67,15 +67,18 @@ def impossible(i):
     return bytes([8, i])
 
 
-# Alignments (np_fz_align): 2^k for k <= 40, or one of the bad ones.
+# Alignments (np_fz_align): 2^k for k <= 30 and k in (32, 36, 40), or one of the bad ones.
+ALIGN_EXPONENTS = list(range(31)) + [32, 36, 40]
+
+
 def align(k):
-    assert 0 <= k <= 40
-    return bytes([k])
+    assert k in ALIGN_EXPONENTS
+    return bytes([k if k <= 30 else 31 + (k - 32) // 4])
 
 
 def bad_align(i):
     assert 0 <= i <= 8
-    return bytes([41 + i])
+    return bytes([34 + i])
 
 
 # Counts (np_fz_count).
@@ -126,16 +129,15 @@ def seeds():
     s['reallocarray'] = op('MALLOC', 9, small(64)) + op('REALLOCARRAY', 9, count_small(3), small(100)) + \
         op('REALLOCARRAY', 9, count_pow2(40), pow2(20)) + op('REALLOCARRAY', 9, count_max_shift(1), tiny(3)) + \
         op('REALLOCARRAY', 9, count_small(20), pages(8)) + op('REALLOCARRAY', 9, count_small(0), tiny(5))
-    aligned = b''
     for call in ('POSIX_MEMALIGN', 'ALIGNED_ALLOC', 'MEMALIGN'):
-        for k in range(41):
-            aligned += op(call, k, align(k), tiny(1)) + op(call, 50 + k % 10, align(k), small(3000 + k))
+        prog = b''
+        for j, k in enumerate(ALIGN_EXPONENTS):
+            prog += op(call, j, align(k), tiny(1)) + op(call, 40 + j % 10, align(k), small(3000 + k))
         for i in range(9):
-            aligned += op(call, 20 + i, bad_align(i), small(100))
+            prog += op(call, 20 + i, bad_align(i), small(100))
             if not (call == 'MEMALIGN' and i == 5):  # rounds up to 2 MiB: the open ALIGNED_ZERO defect
-                aligned += op(call, 30 + i, bad_align(i), tiny(0))
-        aligned += op('TRIM')
-    s['aligned'] = aligned
+                prog += op(call, 30 + i, bad_align(i), tiny(0))
+        s[call.lower()] = prog + op('TRIM')
     s['aligned_zero_small'] = b''.join(op('MEMALIGN', k, align(k), tiny(0)) for k in range(21))
     s['pages'] = op('PAGES', 0, tiny(0)) + op('PAGES', 1, pages(3)) + op('PAGES', 2, run(1 * MiB)) + \
         op('PAGES', 3, huge(20)) + b''.join(op('PAGES_ONNODE', 10 + r, pages(2), node(r)) for r in range(8)) + \
