@@ -70,9 +70,26 @@ static bool fits(size_t n)
 	return n <= LIVE_CAP && st.live <= LIVE_CAP - n;
 }
 
+/* A new block overlaps no block of the table (its whole usable size: the pattern only samples
+ * a large block, and a bulk block is checked against the table only, they are fully filled). */
+NP_FZ_NO_COVERAGE static void check_disjoint(const struct np_fz_block *b)
+{
+	uintptr_t lo = (uintptr_t)b->p, hi = lo + (b->usable ? b->usable : 1);
+	for (int i = 0; i < SLOTS; i++) {
+		const struct np_fz_block *o = &st.slot[i];
+		uintptr_t olo = (uintptr_t)o->p, ohi = olo + (o->usable ? o->usable : 1);
+		NP_FZ_CHECK(o == b || !o->kind || hi <= olo || ohi <= lo,
+			    "new block %p (+%zu) overlaps live block %p (+%zu) of slot %d", b->p, b->usable, o->p,
+			    o->usable, i);
+	}
+}
+
 static void hold(const struct np_fz_block *b)
 {
-	st.live += b->kind ? b->usable : 0;
+	if (b->kind) {
+		check_disjoint(b);
+		st.live += b->usable;
+	}
 }
 
 static void drop(struct np_fz_block *b)
@@ -196,7 +213,7 @@ static void op_thread_exit(struct np_fz_in *in)
 	NP_FZ_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
 	for (int i = 0; i < j.count; i++) {
 		st.slot[(first + i) % SLOTS] = j.b[i];
-		hold(&j.b[i]);
+		hold(&st.slot[(first + i) % SLOTS]);
 	}
 }
 
