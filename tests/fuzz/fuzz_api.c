@@ -420,8 +420,26 @@ static void step(struct np_fz_in *in)
 	}
 }
 
-/* Frees what the input still holds, puts both threads back on their CPU's node, trims; then
- * every malloc byte must be back in the exact statistics, and no thread count left over. */
+/* Pages a trimmed thread may keep in use with nothing allocated: the current slab of each
+ * class (a slab is a power of two of at least 64 KiB and 8 blocks, sizeclass.h). */
+static int64_t current_slab_pages(void)
+{
+	int64_t pages = 0;
+	for (unsigned c = 0; c < 40; c++) {
+		size_t bytes = (size_t)64 << 10;
+		while (bytes < 8 * np_fz_class_size(c))
+			bytes <<= 1;
+		pages += (int64_t)(bytes >> 12);
+	}
+	return pages;
+}
+
+static int64_t pages_at_start; /* pages in use after the warm-up, before the first input */
+
+/* Frees what the input still holds, puts both threads back on their CPU's node, trims both;
+ * then every malloc byte must be back in the exact statistics, no thread count left over, and
+ * the pages in use no more than the two threads' current slabs (twice that, for slack): pages
+ * that never come back pile up over the inputs until that trips. */
 static void end_input(const struct np_fz_totals *base)
 {
 	for (int i = 0; i < SLOTS; i++)
@@ -443,6 +461,9 @@ static void end_input(const struct np_fz_totals *base)
 		    (long long)t.malloc_in_use, (long long)base->malloc_in_use);
 	NP_FZ_CHECK(t.threads == base->threads, "threads gauge %lld, %lld before", (long long)t.threads,
 		    (long long)base->threads);
+	int64_t bound = pages_at_start + 2 * 2 * current_slab_pages();
+	NP_FZ_CHECK(t.pages_in_use <= bound, "%lld pages in use with nothing allocated, at most %lld expected",
+		    (long long)t.pages_in_use, (long long)bound);
 	if (getenv("NP_FUZZ_VERBOSE"))
 		fprintf(stderr, "fuzz_api: end: pages_in_use %lld (start %lld), malloc_in_use %lld\n",
 			(long long)t.pages_in_use, (long long)base->pages_in_use, (long long)t.malloc_in_use);
@@ -479,6 +500,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	np_fz_worker_malloc(&b, 1, 2);
 	np_fz_worker_free(&b);
 	np_fz_worker_drain();
+	pages_at_start = np_fz_totals_get().pages_in_use;
 	int mem = 0;
 	for (int i = 0; i < np_fz_topo.nvalid; i++)
 		mem += np_fz_topo.mem[np_fz_topo.id[i]];

@@ -54,9 +54,13 @@ static void run(struct cmd *c)
 	}
 	case SYNC:
 		break;
-	case FOLD: /* an exact read folds the reading thread's own counters */
+	case FOLD: { /* its own slabs and page cache back (only the owner sweeps them), and an
+		      * exact read folds the reading thread's own counters */
+		int r = numa_page_trim();
+		NP_FZ_CHECK(r == 0 || r == 1, "worker: trim() = %d", r);
 		np_fz_totals_get();
 		break;
+	}
 	}
 }
 

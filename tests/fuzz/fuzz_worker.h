@@ -24,8 +24,9 @@ void np_fz_worker_realloc(struct np_fz_block *b, size_t n, uint64_t seed);
 void np_fz_worker_home(int node);
 /* Waits until every command so far has run. */
 void np_fz_worker_sync(void);
-/* As np_fz_worker_sync, and the worker folds its private counters into the statistics, so an
- * exact read on the main thread then sees every byte it allocated and freed. */
+/* As np_fz_worker_sync, and the worker trims (its empty slabs and page cache go back: only
+ * their owner sweeps them) and folds its private counters into the statistics, so an exact
+ * read on the main thread then sees every byte and page it allocated and freed. */
 void np_fz_worker_drain(void);
 
 #endif /* NP_FUZZ_WORKER_H */
