@@ -1,6 +1,6 @@
 /*
  * fuzz_api.c — libFuzzer target over sequences of public API calls. An input is a program: each
- * instruction is an opcode byte (mod NOPS) and its operands (fuzz_input.h), run over a table of
+ * instruction is an opcode byte (mod OP_SPACE) and its operands (fuzz_input.h), run over a table of
  * SLOTS live blocks and a bulk list for slab-sized churn. Every call is checked against its
  * contract (fuzz_ops.c); blocks carry a pattern that is verified before each free and realloc;
  * a persistent second thread frees blocks remotely (fuzz_worker.c). Misuse (double or invalid
@@ -8,7 +8,7 @@
  *
  * Inputs must not leak into each other, so that a saved crash reproduces on its own: each ends
  * by freeing everything it holds, waiting for the worker, resetting both threads' home nodes
- * and trimming; then the exact statistics must show every malloc byte back.
+ * and trimming both; then the exact statistics must show every malloc byte back.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -70,8 +70,9 @@ static bool fits(size_t n)
 	return n <= LIVE_CAP && st.live <= LIVE_CAP - n;
 }
 
-/* A new block overlaps no block of the table (its whole usable size: the pattern only samples
- * a large block, and a bulk block is checked against the table only, they are fully filled). */
+/* A new block overlaps no live block of the table, over its whole usable size (the pattern only
+ * samples large blocks). Bulk blocks are small and fully patterned: checked against the table
+ * only, not against each other. */
 NP_FZ_NO_COVERAGE static void check_disjoint(const struct np_fz_block *b)
 {
 	uintptr_t lo = (uintptr_t)b->p, hi = lo + (b->usable ? b->usable : 1);
