@@ -6,7 +6,7 @@
  * a persistent second thread frees blocks remotely (fuzz_worker.c). Misuse (double or invalid
  * frees) is never done: the library aborts on it by design (tests/misuse covers that).
  *
- * Inputs must not leak into each other, so that a saved crash reproduces on its own: each ends
+ * Inputs must not leak into each other, so that a saved crash reproduces alone: each ends
  * by freeing everything it holds, waiting for the worker, resetting both threads' home nodes
  * and trimming both; then the exact statistics must show every malloc byte back.
  */
