@@ -60,8 +60,16 @@ int np_os_nodes_of(void *const *addrs, int n, int *status);
  * 0, or -errno (-EINVAL on kernels without it: harmless). */
 int np_os_name(void *p, size_t size, const char *name);
 
-/* The CPU the calling thread runs on, or -1. */
+/* The CPU the calling thread runs on, or -1: one load from the rseq area the C library
+ * registers for each thread (glibc 2.35+: __rseq_offset), else getcpu. Cheap enough for every
+ * slow path of malloc: a thread that the scheduler moved is noticed at its next one. */
 int np_os_current_cpu(void);
+/* Bytes an allocation on OS node `node` can get there before the kernel takes memory
+ * elsewhere: its free pages plus its inactive file pages (reclaimed first), from
+ * /sys/devices/system/node/node<N>/meminfo, read with open/read into a buffer on the stack
+ * (libnuma's numa_node_size64 reads the same file with stdio, which allocates: not inside
+ * malloc). 0 or -errno. */
+int np_os_node_avail(int node, uint64_t *bytes);
 /* The calling thread's OS thread id. */
 int np_os_tid(void);
 

@@ -9,6 +9,9 @@
 #include <fcntl.h>
 #include <numaif.h>
 #include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -182,12 +185,112 @@ int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
 	RETURN_ERRNO(get_mempolicy(mode, mask, maxnode, NULL, 0));
 }
 
+/* glibc 2.35+ registers an rseq area for every thread and says where it is (relative to the
+ * thread pointer) and how large (0: not registered, e.g. glibc.pthread.rseq=0). Weak: a C
+ * library without them leaves both addresses NULL, and the C library's getcpu answers. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+#define RSEQ_CPU_ID_OFFSET 4 /* struct rseq: u32 cpu_id_start, then u32 cpu_id */
+
+static inline const char *thread_pointer(void)
+{
+#if defined(__x86_64__)
+	const char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp)); /* the TCB's pointer to itself */
+	return tp;
+#elif defined(__aarch64__)
+	return (const char *)__builtin_thread_pointer();
+#else
+	return NULL;
+#endif
+}
+
 int np_os_current_cpu(void)
 {
+	/* The kernel writes cpu_id on every return to user space after a migration: one load,
+	 * no system call, cheap enough for every slow path. Negative until registered (or when
+	 * registration failed). */
+	if (&__rseq_size != NULL && &__rseq_offset != NULL && __rseq_size >= RSEQ_CPU_ID_OFFSET + 4) {
+		const char *tp = thread_pointer();
+		if (tp) {
+			int32_t cpu = __atomic_load_n((const int32_t *)(tp + __rseq_offset + RSEQ_CPU_ID_OFFSET),
+						      __ATOMIC_RELAXED);
+			if (cpu >= 0)
+				return cpu;
+		}
+	}
 	SAVE_ERRNO;
 	int cpu = sched_getcpu();
 	errno = saved_errno_;
 	return cpu;
+}
+
+/* The value in kB of the line "Node <n> <key>: <value> kB" of a node's meminfo, or -1. */
+static int64_t meminfo_field(const char *buf, const char *key)
+{
+	size_t klen = strlen(key);
+	for (const char *line = buf; *line;) {
+		const char *colon = line, *end = line;
+		while (*end && *end != '\n')
+			end++;
+		/* "Node 0 MemFree:   123 kB": the key is the word before the colon. */
+		while (colon < end && *colon != ':')
+			colon++;
+		if (colon < end && (size_t)(colon - line) >= klen && memcmp(colon - klen, key, klen) == 0 &&
+		    (colon - line == (ptrdiff_t)klen || colon[-(ptrdiff_t)klen - 1] == ' ')) {
+			int64_t v = 0;
+			const char *d = colon + 1;
+			while (d < end && *d == ' ')
+				d++;
+			if (d == end || *d < '0' || *d > '9')
+				return -1;
+			while (d < end && *d >= '0' && *d <= '9' && v < (INT64_MAX - 9) / 10)
+				v = v * 10 + (*d++ - '0');
+			return v;
+		}
+		line = *end ? end + 1 : end;
+	}
+	return -1;
+}
+
+int np_os_node_avail(int node, uint64_t *bytes)
+{
+	SAVE_ERRNO;
+	if (node < 0 || node >= NP_OS_NODE_IDS)
+		return -EINVAL;
+	char path[64] = "/sys/devices/system/node/node";
+	size_t len = strlen(path);
+	char digits[8];
+	int nd = 0;
+	do
+		digits[nd++] = (char)('0' + node % 10);
+	while ((node /= 10) > 0);
+	while (nd > 0)
+		path[len++] = digits[--nd];
+	memcpy(path + len, "/meminfo", sizeof "/meminfo");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		RETURN_ERRNO(-1);
+	/* MemFree is the second line and Inactive(file) the ninth: the first 2 KiB hold both. */
+	char buf[2048];
+	size_t have = 0;
+	long n;
+	while (have < sizeof buf - 1 && (n = read(fd, buf + have, sizeof buf - 1 - have)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		have += (size_t)n;
+	}
+	close(fd);
+	errno = saved_errno_;
+	buf[have] = 0;
+	int64_t free_kb = meminfo_field(buf, "MemFree"), inactive_kb = meminfo_field(buf, "Inactive(file)");
+	if (free_kb < 0)
+		return -EIO;
+	*bytes = ((uint64_t)free_kb + (uint64_t)(inactive_kb > 0 ? inactive_kb : 0)) << 10;
+	return 0;
 }
 
 int np_os_tid(void)

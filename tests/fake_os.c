@@ -34,6 +34,15 @@ static int fail_node = -1, fail_errno;
 static long maps_left = -1;
 static long n_binds, n_maps, n_unmaps, n_purged;
 static __thread int fake_cpu;
+/* Memory of each OS node as np_os_node_avail reports it (-1: the file does not exist), where
+ * binds to a node land (spill_to: the node the kernel "put" them on instead), and the memory
+ * policy every thread reports. */
+static int64_t node_avail[1024];
+static bool avail_set;
+static int spill_to[1024]; /* the node + 1; 0: none */
+static int policy_mode;
+static unsigned long policy_mask[16];
+static long n_avail_reads;
 
 void np_fake_os_set_cpu(int cpu) { fake_cpu = cpu; }
 
@@ -63,6 +72,14 @@ void np_fake_os_reset(void)
 	fail_errno = 0;
 	n_binds = n_maps = n_unmaps = n_purged = 0;
 	maps_left = -1;
+	for (int i = 0; i < 1024; i++) {
+		node_avail[i] = -1;
+		spill_to[i] = 0;
+	}
+	avail_set = false;
+	n_avail_reads = 0;
+	policy_mode = 0;
+	memset(policy_mask, 0, sizeof policy_mask);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -157,7 +174,7 @@ static int record(void *p, size_t size, int node, const int *nodes, int n)
 	struct bind_rec *b = &binds[nbinds++];
 	b->start = (uintptr_t)p;
 	b->end = (uintptr_t)p + size;
-	b->node = node;
+	b->node = node >= 0 && node < 1024 && spill_to[node] ? spill_to[node] - 1 : node;
 	b->nnodes = n < 8 ? n : 8;
 	for (int i = 0; i < b->nnodes; i++)
 		b->nodes[i] = nodes[i];
@@ -214,9 +231,55 @@ int np_os_name(void *p, size_t size, const char *name)
 
 int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
 {
-	*mode = 0; /* MPOL_DEFAULT */
-	if (mask)
-		memset(mask, 0, (maxnode + 7) / 8);
+	pthread_mutex_lock(&lock);
+	*mode = policy_mode;
+	if (mask) {
+		size_t words = (maxnode + 63) / 64;
+		memset(mask, 0, words * sizeof *mask);
+		for (size_t w = 0; w < words && w < 16; w++)
+			mask[w] = policy_mask[w];
+	}
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+void np_fake_os_set_mempolicy(int mode, const int *nodes, int n)
+{
+	pthread_mutex_lock(&lock);
+	policy_mode = mode;
+	memset(policy_mask, 0, sizeof policy_mask);
+	for (int i = 0; i < n; i++)
+		policy_mask[nodes[i] / 64] |= 1UL << (nodes[i] % 64);
+	pthread_mutex_unlock(&lock);
+}
+
+void np_fake_os_set_node_avail(int node, int64_t bytes)
+{
+	pthread_mutex_lock(&lock);
+	node_avail[node] = bytes;
+	avail_set = true;
+	pthread_mutex_unlock(&lock);
+}
+
+long np_fake_os_avail_reads(void) { return __atomic_load_n(&n_avail_reads, __ATOMIC_SEQ_CST); }
+
+void np_fake_os_spill(int node, int to)
+{
+	pthread_mutex_lock(&lock);
+	spill_to[node] = to + 1;
+	pthread_mutex_unlock(&lock);
+}
+
+int np_os_node_avail(int node, uint64_t *bytes)
+{
+	pthread_mutex_lock(&lock);
+	n_avail_reads++;
+	/* Nothing set: every node has plenty (as a test machine with room would say). */
+	int64_t v = !avail_set ? INT64_MAX / 2 : node >= 0 && node < 1024 ? node_avail[node] : -1;
+	pthread_mutex_unlock(&lock);
+	if (v < 0)
+		return -ENOENT;
+	*bytes = (uint64_t)v;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The CPU np_os_current_cpu() reports for the calling thread (default 0). */
 void np_fake_os_set_cpu(int cpu);
@@ -22,7 +23,16 @@ long np_fake_os_unmaps(void);
 long np_fake_os_purged_bytes(void);
 /* Node recorded for the page holding p by the last bind covering it, or -1. */
 int np_fake_os_bound_node(const void *p);
-/* Forgets binds and counters (not the mappings). */
+/* The memory policy np_os_mempolicy reports for every thread: mode (MPOL_*) and OS nodes. */
+void np_fake_os_set_mempolicy(int mode, const int *nodes, int n);
+/* np_os_node_avail answers this for OS node `node` (-1: fails); until the first call every
+ * node answers "plenty". Reads counted. */
+void np_fake_os_set_node_avail(int node, int64_t bytes);
+long np_fake_os_avail_reads(void);
+/* Binds to OS node `node` land on node `to` (a full node whose pages the kernel put
+ * elsewhere; -1: on the node again): np_os_nodes_of reports `to`. */
+void np_fake_os_spill(int node, int to);
+/* Forgets binds, counters, policy, spills and node memory (not the mappings). */
 void np_fake_os_reset(void);
 
 /* np_os_shm_create fails with this negative errno (0 = create real files again). The shm
