@@ -13,6 +13,7 @@
 #define NP_TOPOLOGY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -46,6 +47,21 @@ struct np_topo_node {
 	uint8_t fallback_dist[NP_MAX_NODES];
 };
 
+/* A memory policy (set_mempolicy(2), numactl) as the library applies it: in the dense nodes of
+ * a table, only those with allowed memory. MPOL_BIND is not here: it makes the nodes outside it
+ * not allowed when the table is loaded (np_topo_node.mem_allowed). */
+enum np_topo_policy_mode {
+	NP_POLICY_DEFAULT = 0,    /* the library's own placement: the thread's CPU's node */
+	NP_POLICY_PREFERRED = 1,  /* MPOL_PREFERRED, MPOL_PREFERRED_MANY: these nodes first */
+	NP_POLICY_INTERLEAVE = 2, /* MPOL_INTERLEAVE, MPOL_WEIGHTED_INTERLEAVE: spread over them */
+};
+
+struct np_topo_policy {
+	uint8_t mode;     /* enum np_topo_policy_mode */
+	int kernel_mode;  /* the MPOL_* mode the kernel reported (flags stripped), -1 when unknown */
+	uint64_t nodes;   /* dense nodes with allowed memory it names (0 for DEFAULT) */
+};
+
 struct np_topo {
 	enum np_topo_source source;
 	bool is_system;              /* source == NP_TOPO_SYSTEM */
@@ -60,6 +76,8 @@ struct np_topo {
 	uint16_t node_cpus[NP_MAX_CPUS];    /* CPU lists of all nodes, see np_topo_node.cpu_first */
 	uint8_t distance[NP_MAX_NODES][NP_MAX_NODES]; /* SLIT, by dense index */
 	struct np_topo_node node[NP_MAX_NODES];
+	/* The loading thread's memory policy (np_topo_read_policy), for `numapage topology`. */
+	struct np_topo_policy policy;
 };
 
 /* Restrictions applied on top of what hwloc reports; OS ids; NULL arrays mean "no restriction".
@@ -104,6 +122,15 @@ static inline const uint16_t *np_topo_node_cpu_list(const struct np_topo *t, int
 {
 	return &t->node_cpus[t->node[i].cpu_first];
 }
+
+/* The calling thread's memory policy over t's nodes: MPOL_PREFERRED(_MANY) -> PREFERRED,
+ * MPOL_INTERLEAVE and MPOL_WEIGHTED_INTERLEAVE (weights not applied) -> INTERLEAVE, anything
+ * else -> DEFAULT (MPOL_DEFAULT, MPOL_LOCAL, MPOL_BIND: see np_topo_policy). DEFAULT as well
+ * when t is not this machine (a rehearsal's nodes are not the kernel's) or when the policy
+ * names no node of t with allowed memory. One get_mempolicy(2). */
+void np_topo_read_policy(const struct np_topo *t, struct np_topo_policy *out);
+/* What a policy says, for messages: "interleave over nodes 0-3 (MPOL_INTERLEAVE)". */
+void np_topo_policy_describe(const struct np_topo *t, const struct np_topo_policy *pol, char *buf, size_t size);
 
 /* Checks every invariant of the table (fallback lists sorted and complete, cpu_to_node agrees
  * with the CPU lists, distances sane); returns NULL when sound, else a description. */

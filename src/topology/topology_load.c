@@ -108,6 +108,7 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 		np_os_unmap(shared, sizeof *shared);
 	if (!ok)
 		return fail(t, why);
+	np_topo_read_policy(t, &t->policy);
 	if (np_config_debug >= 2) {
 		const char *bad = np_topo_check(t);
 		if (bad)

@@ -89,6 +89,10 @@ static void print_text(const struct np_topo *t, FILE *out)
 		fputc('\n', out);
 	}
 
+	char pol[160];
+	np_topo_policy_describe(t, &t->policy, pol, sizeof pol);
+	fprintf(out, "memory policy: %s\n", pol);
+
 	fputs("distances:\n      ", out);
 	for (int j = 0; j < t->nnodes; j++)
 		fprintf(out, " %4d", t->node[j].os_id);
@@ -120,6 +124,15 @@ static void print_json(const struct np_topo *t, FILE *out)
 	fprintf(out, ",\n  \"is_system\": %s,\n", t->is_system ? "true" : "false");
 	fprintf(out, "  \"nnodes\": %d,\n  \"ncpus\": %d,\n  \"nallowed_cpus\": %d,\n", t->nnodes,
 		t->ncpus, t->nallowed_cpus);
+	char pol[160];
+	np_topo_policy_describe(t, &t->policy, pol, sizeof pol);
+	fputs("  \"memory_policy\": ", out);
+	np_json_string(out, pol);
+	fprintf(out, ",\n  \"memory_policy_nodes\": [");
+	for (int i = 0, k = 0; i < t->nnodes; i++)
+		if ((t->policy.nodes >> i) & 1)
+			fprintf(out, "%s%d", k++ ? ", " : "", t->node[i].os_id);
+	fputs("],\n", out);
 	fprintf(out, "  \"nmem_nodes\": %d,\n  \"total_mem\": %llu,\n  \"nodes\": [", t->nmem_nodes,
 		(unsigned long long)t->total_mem);
 	for (int i = 0; i < t->nnodes; i++) {
