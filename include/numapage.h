@@ -73,13 +73,16 @@ NUMA_PAGE_API void *numa_page_alloc_interleaved(size_t size);
 /* Frees anything this library handed out: numa_page_alloc*, numa_page_malloc and friends, and,
  * when libnumapage replaces malloc, malloc and friends. NULL is a no-op. errno is preserved. */
 NUMA_PAGE_API void numa_page_free(void *p);
-/* The node the memory at p (any address inside an allocation) was bound to (for interleaved
- * memory: the node of p's page), or -1 with errno = EINVAL when p is not memory this library
- * manages. With NUMAPAGE_TOPOLOGY, the rehearsed node (nothing is really bound). */
+/* The node the memory at p (any address inside an allocation) is on: for a page already
+ * touched, where the kernel put it (move_pages(2)), else the node it is bound to (for
+ * interleaved memory: the node of p's page); -1 with errno = EINVAL when p is not memory this
+ * library manages. With NUMAPAGE_TOPOLOGY, the rehearsed node (nothing is really bound). */
 NUMA_PAGE_API int numa_page_node_of(const void *p);
 
-/* The calling thread's home node: where its allocations come from. It starts as the node of the
- * CPU the thread runs on and follows the thread when it migrates, until it is set explicitly.
+/* The calling thread's home node: where its allocations come from (under a preferred or
+ * interleave memory policy, the policy's nodes instead; see numapage(7)). It starts as the node
+ * of the CPU the thread runs on and follows the thread when the scheduler moves it (noticed at
+ * its next slab miss or large allocation), until it is set explicitly.
  * numa_page_set_home_node(-1) returns to following the CPU. An unknown node is EINVAL. It affects
  * the calling thread's later allocations only, and does not change its CPU affinity.
  * numa_page_home_node returns the calling thread's home node id. */
@@ -130,7 +133,7 @@ NUMA_PAGE_API int numa_page_trim(void);
 	X(pages_in_use, GAUGE, "pages of this node in use by the program") \
 	X(pcp_refill, COUNT_EVENT, "per-thread cache refills from this node's pool") \
 	X(pcp_drain, COUNT_EVENT, "per-thread cache drains into this node's pool") \
-	X(pages_stolen, EVENT, "pages this node's pool took from a fuller pool") \
+	X(pages_stolen, EVENT, "pages this node gave a memoryless node whose first choice is another") \
 	X(remote_free, COUNT_EVENT, "objects or pages of this node freed by a thread of another node") \
 	X(pool_contended, COUNT_EVENT, "acquisitions of this node's pool lock that had to wait") \
 	X(bind_fail, COUNT_EVENT, "binds of this node's memory that the kernel refused") \
@@ -138,7 +141,7 @@ NUMA_PAGE_API int numa_page_trim(void);
 	X(chunks_mapped, COUNT_EVENT, "chunks mapped from the OS for this node") \
 	X(pages_purged, EVENT, "free pages of this node given back to the OS") \
 	X(freelist_corrupt, EVENT, "free lists of this node's slabs found overwritten after a free and cut") \
-	X(malloc_requested, BYTE_EVENT, "bytes requested through malloc on this node") \
+	X(malloc_requested, BYTE_EVENT, "bytes requested through malloc, served from this node's memory") \
 	X(malloc_in_use, BYTE_GAUGE, "bytes of malloc objects of this node in use") \
 	X(threads, COUNT_GAUGE, "threads homed on this node")
 

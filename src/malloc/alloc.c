@@ -6,7 +6,8 @@
  * Call tree of a malloc that misses (sizes: up to NP_SMALL_MAX, 32 KiB, from slabs of the
  * thread's node; above, page runs and chunks of their own, large.c):
  *   np_malloc_slow -> np_thread_or_init (the process's first allocation initialises it)
- *     small: np_ring_alloc -> the ring's other slabs, orphans, np_slab_create -> np_pcp_get
+ *     small: np_home_follow (a thread the scheduler moved is re-homed), then
+ *            np_ring_alloc -> the ring's other slabs, orphans, np_slab_create -> np_pcp_get
  *     large: np_large_alloc -> np_pcp_get / np_pcp_get_run / a huge chunk (np_node_walk)
  */
 #include "malloc/alloc.h"
@@ -15,6 +16,7 @@
 
 #include "malloc/bootstrap.h"
 #include "malloc/init.h"
+#include "malloc/home.h"
 #include "malloc/large.h"
 #include "malloc/ring.h"
 #include "pcp/pcp.h"
@@ -49,6 +51,7 @@ void *np_malloc_slow(size_t size)
 	void *p;
 	if (size <= NP_SMALL_MAX) {
 		unsigned c = np_size_class(size);
+		np_home_follow(th); /* a slab miss: where a moved thread is noticed */
 		p = np_ring_alloc(th, c);
 		if (p) {
 			int node = np_tls.cur[c]->node; /* the slab that served p */
@@ -60,7 +63,7 @@ void *np_malloc_slow(size_t size)
 		if (size > NP_MAX_REQUEST)
 			return np_enomem();
 		np_thread_fold_bytes(th);
-		p = np_large_interleave_wanted(th, size) ? np_large_interleaved(th, size) : NULL;
+		p = np_large_interleave_wanted(th, size) ? np_large_interleaved(th, size, 0) : NULL;
 		if (!p)
 			p = np_large_alloc(th, size, NP_PAGE_SIZE, -1, &clean);
 		if (p)
@@ -91,7 +94,7 @@ void *np_calloc(size_t nmemb, size_t size)
 				return np_enomem();
 			bool clean = true;
 			np_thread_fold_bytes(th);
-			void *p = np_large_interleave_wanted(th, n) ? np_large_interleaved(th, n) : NULL;
+			void *p = np_large_interleave_wanted(th, n) ? np_large_interleaved(th, n, 0) : NULL;
 			if (!p)
 				p = np_large_alloc(th, n, NP_PAGE_SIZE, -1, &clean);
 			if (!p)

@@ -92,6 +92,7 @@ void np_init(void)
 	np_vmstat_start_output();
 	np_verbose("ready: %d node(s) from %s, %d with memory", np_topo_table.nnodes, np_topo_table.desc,
 		   np_topo_table.nmem_nodes);
+	np_node_policy_verbose();
 }
 
 bool np_init_for_malloc(void)

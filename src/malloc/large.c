@@ -4,6 +4,7 @@
  */
 #include "malloc/large.h"
 
+#include "malloc/home.h"
 #include "node/node.h"
 #include "options.h"
 #include "os.h"
@@ -27,14 +28,18 @@ struct huge_try {
 	bool clean;
 };
 
-static bool try_huge(int node, bool stolen, void *arg)
+static bool try_huge(int node, bool shared, void *arg)
 {
 	struct huge_try *h = arg;
 	h->c = np_pool_get_huge(node, h->size, h->align, &h->th->st);
 	h->clean = h->c == NULL;
-	if (!h->c)
-		h->c = np_chunk_map_huge(node, h->size, h->align);
-	if (h->c && stolen)
+	if (!h->c) {
+		bool spilled;
+		h->c = np_chunk_map_huge(node, 0, h->size, h->align, &spilled);
+		if (spilled)
+			np_pool_note_spill(node);
+	}
+	if (h->c && shared)
 		np_vmstat_add(&h->th->st, node, NUMA_PAGE_STAT_pages_stolen,
 			      (long)(np_chunk_data_bytes(h->c) >> NP_PAGE_SHIFT));
 	return h->c != NULL;
@@ -42,6 +47,7 @@ static bool try_huge(int node, bool stolen, void *arg)
 
 void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, bool *clean)
 {
+	np_home_follow(th); /* a thread the scheduler moved gets its large blocks on its new node */
 	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
 	size_t align_pages = align >> NP_PAGE_SHIFT;
 	struct np_page *run = NULL;
@@ -55,12 +61,24 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 		*clean = run->clean;
 		return np_page_addr(run);
 	}
-	/* Huge, or no pool had a fitting run: a chunk of its own, along the node walk. At least
-	 * one byte: a chunk aligned to its own size or more has its data a whole alignment past
-	 * its start, and with no data the block would lie past the mapping's end. */
-	int intended = node >= 0 ? node : th->pcp.home;
+	/* Huge, or no pool had a fitting run. Under an interleave policy a huge block is spread
+	 * page by page over the policy's nodes, as the kernel would spread it. */
+	if (node < 0 && th->pcp.policy.mode == NP_POLICY_INTERLEAVE && align <= NP_PAGE_SIZE &&
+	    npages > NP_POOL_MAX_RUN) {
+		void *p = np_large_interleaved(th, size, th->pcp.policy.nodes);
+		if (p) {
+			*clean = true;
+			return p;
+		}
+	}
+	/* A chunk of its own, along the node walk. At least one byte: a chunk aligned to its own
+	 * size or more has its data a whole alignment past its start, and with no data the block
+	 * would lie past the mapping's end. */
+	int intended = node >= 0 ? node : th->pcp.target;
 	struct huge_try h = {.th = th, .size = size ? size : 1, .align = align};
-	int from = np_node_walk(intended, intended == th->pcp.home ? NP_WALK_PICK : 0, &th->pcp.rotor, try_huge, &h);
+	struct np_node_req r = {.intended = intended, .flags = intended == th->pcp.target ? NP_WALK_PICK : 0,
+				.pages = npages, .rotor = &th->pcp.rotor};
+	int from = np_node_walk(&r, try_huge, &h);
 	if (from < 0)
 		return NULL;
 	*clean = h.clean;
@@ -130,16 +148,21 @@ bool np_large_interleave_wanted(const struct np_thread *th, size_t size)
 	       np_topo_table.nmem_nodes > 1;
 }
 
-void *np_large_interleaved(struct np_thread *th, size_t size)
+void *np_large_interleaved(struct np_thread *th, size_t size, uint64_t nodes)
 {
-	struct np_chunk *c = np_chunk_map_huge(-1, size ? size : 1, NP_PAGE_SIZE);
+	struct np_chunk *c = np_chunk_map_huge(-1, nodes, size ? size : 1, NP_PAGE_SIZE, NULL);
 	if (!c)
 		return NULL;
 	long share[NP_MAX_NODES];
 	interleave_shares(c, share);
 	for (int i = 0; i < c->nilv; i++) {
-		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_interleave_hit, share[c->ilv[i]]);
-		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_pages_in_use, share[c->ilv[i]]);
+		int n = c->ilv[i];
+		if (nodes) /* the task's interleave: its pages are where they were meant to go */
+			np_pcp_count_alloc(&th->pcp, n, n, share[n]);
+		else {
+			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_interleave_hit, share[n]);
+			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_pages_in_use, share[n]);
+		}
 	}
 	return (char *)c + c->data_offset;
 }

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "internal.h"
 #include "malloc/thread.h"
@@ -19,10 +20,13 @@
 #define NP_MAX_REQUEST ((size_t)1 << 46)
 
 /* Pages for size bytes aligned to align (a power of two >= the page size) intended for dense
- * node `node` (-1: the thread's home node), or NULL. *clean: the memory reads as zeros. */
+ * node `node` (-1: the thread's target node, np_pcp.target), or NULL. *clean: the memory reads
+ * as zeros. Follows a moved thread to its new node first (np_home_follow). */
 void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, bool *clean);
-/* An interleaved chunk of at least size bytes, or NULL. */
-void *np_large_interleaved(struct np_thread *th, size_t size);
+/* A chunk of at least size bytes interleaved page by page over the dense nodes of mask `nodes`
+ * (0: every allowed memory node), or NULL. Counted as interleave_hit per node; with a mask (the
+ * task's interleave policy) as numa_hit and local/other_node too, as its batches are. */
+void *np_large_interleaved(struct np_thread *th, size_t size, uint64_t nodes);
 /* NUMAPAGE_INTERLEAVE_ABOVE: whether a malloc of size bytes by th is to be interleaved. */
 bool np_large_interleave_wanted(const struct np_thread *th, size_t size);
 /* Marks the large block at p (a run or a chunk, just allocated) as malloc's and counts its

@@ -5,8 +5,10 @@
  * Each makes sure the allocator is ready first (np_ensure_ready), and reports errors by errno.
  */
 #include <errno.h>
+#include <stdint.h>
 
 #include "malloc/alloc.h"
+#include "malloc/home.h"
 #include "malloc/init.h"
 #include "malloc/large.h"
 #include "malloc/place.h"
@@ -52,7 +54,7 @@ void *numa_page_alloc_interleaved(size_t size)
 	struct np_thread *th = np_thread_or_init();
 	if (!th || size > NP_MAX_REQUEST)
 		return np_enomem();
-	void *p = np_large_interleaved(th, size);
+	void *p = np_large_interleaved(th, size, 0);
 	return p ? p : np_enomem();
 }
 
@@ -63,6 +65,15 @@ int numa_page_node_of(const void *p)
 	if (d.kind == NP_PTR_BAD || d.kind == NP_PTR_BOOT) {
 		errno = EINVAL;
 		return -1;
+	}
+	/* On this machine, a page already touched is wherever the kernel put it: a full node's
+	 * pages may have gone elsewhere after we checked (another process took its memory), and
+	 * the answer must never name a node the memory is not on. Untouched: where it will go. */
+	if (np_topo_table.is_system) {
+		void *page = (void *)((uintptr_t)p & ~(uintptr_t)(NP_PAGE_SIZE - 1));
+		int status = -1;
+		if (np_os_nodes_of(&page, 1, &status) == 0 && status >= 0 && np_topo_node_index(&np_topo_table, status) >= 0)
+			return status;
 	}
 	return np_topo_table.node[np_ptr_node(&d, p)].os_id;
 }
@@ -75,15 +86,13 @@ int numa_page_set_home_node(int node)
 	if (!th)
 		return errno = ENOMEM, -1;
 	if (node == -1) {
-		th->pcp.home_fixed = false;
-		np_pcp_follow_cpu(&th->pcp);
+		np_home_set(th, -1);
 		return 0;
 	}
 	int dense = np_topo_node_index(&np_topo_table, node);
 	if (dense < 0)
 		return errno = EINVAL, -1;
-	np_pcp_set_home(&th->pcp, dense);
-	th->pcp.home_fixed = true;
+	np_home_set(th, dense);
 	return 0;
 }
 

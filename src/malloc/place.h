@@ -22,10 +22,13 @@
 /* The home node (dense) for a thread starting now, after pinning it there; -1 when the
  * policy is none or the program pinned the thread itself (a mask narrower than the process's
  * CPUs, unless inherited_mask says the thread only inherited its creator's: thread_start.c). *fixed: the home must not follow
- * the CPU (rehearsals). A non-negative result must be followed by np_place_done(node) once
- * the thread is counted on its node. */
+ * the CPU (rehearsals). A non-negative result must be followed by np_place_done(node, pcp),
+ * which counts the thread on its node. */
 int np_place_new_thread(bool *fixed, bool inherited_mask);
-void np_place_done(int node);
+/* The thread placed on `node` is counted there now: np_pcp_count_thread(pcp) under the
+ * placement lock (pcp NULL: it got no state, and is not counted). */
+struct np_pcp;
+void np_place_done(int node, struct np_pcp *pcp);
 /* fork: place_lock is the outermost allocator lock. */
 void np_place_atfork_prepare(void);
 void np_place_atfork_parent(void);

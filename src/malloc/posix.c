@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "malloc/bootstrap.h"
+#include "malloc/home.h"
 #include "malloc/large.h"
 #include "malloc/ptr.h"
 #include "malloc/ready.h"
@@ -36,6 +37,7 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 		unsigned c = np_size_class(size > alignment ? size : alignment);
 		while (np_class_size[c] % alignment)
 			c++;
+		np_home_follow(th);
 		struct np_slab *s = np_tls.cur[c];
 		void *p = s->free ? (void *)np_slab_pop(s) : np_ring_alloc(th, c);
 		if (!p)

@@ -197,6 +197,17 @@ void np_ring_take_back(struct np_thread *th, struct np_slab *s)
 		np_ring_emptied(s);
 }
 
+/* s has left its ring: its pages go back when nothing of it is in use, else it becomes an
+ * orphan of its node (threads near that node adopt it; frees of its blocks find it there). */
+static void hand_over(struct np_thread *th, struct np_slab *s)
+{
+	np_slab_collect(s);
+	if (s->used == 0)
+		np_slab_release(s, &th->pcp);
+	else
+		np_slab_orphan(s);
+}
+
 void np_ring_abandon(struct np_thread *th)
 {
 	for (int c = 0; c < NP_NCLASSES; c++) {
@@ -207,15 +218,39 @@ void np_ring_abandon(struct np_thread *th)
 		while (s) {
 			struct np_slab *next = s->next;
 			s->next = s->prev = NULL;
-			np_slab_collect(s);
-			if (s->used == 0)
-				np_slab_release(s, &th->pcp);
-			else
-				np_slab_orphan(s);
+			hand_over(th, s);
 			s = next;
 		}
 		th->ring[c] = NULL;
 	}
+}
+
+unsigned np_ring_leave_far(struct np_thread *th, uint64_t near)
+{
+	unsigned left = 0;
+	for (int c = 0; c < NP_NCLASSES; c++) {
+		struct np_slab *s = th->ring[c];
+		if (!s)
+			continue;
+		/* Every slab once: the ring shrinks under the walk, so count its members first. */
+		unsigned n = 1;
+		for (struct np_slab *t = s->next; t != s; t = t->next)
+			n++;
+		while (n--) {
+			struct np_slab *next = s->next;
+			if (!((near >> s->node) & 1)) {
+				/* The current one too: the fast path moves on. An orphan even when empty:
+				 * threads of its node adopt it, the orphan sweep gives it back otherwise;
+				 * releasing it here would make the thread's pages_in_use jump at a moment
+				 * the scheduler chose. */
+				ring_unlink(th, s);
+				np_slab_orphan(s);
+				left++;
+			}
+			s = next;
+		}
+	}
+	return left;
 }
 
 const char *np_ring_check(const struct np_thread *th)

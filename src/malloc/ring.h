@@ -12,6 +12,7 @@
 #define NP_RING_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "internal.h"
 #include "malloc/slab.h"
@@ -31,6 +32,11 @@ void np_ring_take_back(struct np_thread *th, struct np_slab *s);
 /* Thread exit: every slab collected; the empty ones give their pages back, the others become
  * orphans of their node. The rings are empty afterwards. */
 void np_ring_abandon(struct np_thread *th);
+/* The thread moved to another node: every slab whose node is not in `near` (a bit per dense
+ * node) leaves its ring, current slabs included, as an orphan of its node (empty ones too: the
+ * orphan sweep gives those back), so the next allocations of each class come from near memory.
+ * Returns how many left. */
+unsigned np_ring_leave_far(struct np_thread *th, uint64_t near);
 /* Walks th's rings (and its page cache); NULL when sound, else what is wrong. */
 const char *np_ring_check(const struct np_thread *th);
 

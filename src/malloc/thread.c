@@ -28,9 +28,9 @@ void np_thread_init_key(void (*on_exit)(void *))
 	exit_key_ok = pthread_key_create(&exit_key, on_exit) == 0;
 }
 
-static bool struct_run(int node, bool stolen, void *arg)
+static bool struct_run(int node, bool shared, void *arg)
 {
-	(void)stolen;
+	(void)shared;
 	struct np_page **run = arg;
 	size_t pages = (sizeof(struct np_thread) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
 	*run = np_pool_get_run(node, pages, 1, NULL);
@@ -41,7 +41,8 @@ static bool struct_run(int node, bool stolen, void *arg)
 static struct np_thread *map_struct(int home)
 {
 	struct np_page *run = NULL;
-	if (np_node_walk(home, 0, NULL, struct_run, &run) < 0)
+	struct np_node_req r = {.intended = home, .pages = (sizeof(struct np_thread) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT};
+	if (np_node_walk(&r, struct_run, &run) < 0)
 		return NULL;
 	struct np_thread *th = np_page_addr(run);
 	memset(th, 0, sizeof *th);
@@ -69,16 +70,22 @@ struct np_thread *np_thread_get(void)
 		th->struct_pages = pages;
 	} else if (!(th = map_struct(home))) {
 		if (placed >= 0)
-			np_place_done(placed);
+			np_place_done(placed, NULL);
 		return NULL;
 	}
 	th->tid = np_os_tid();
 	__atomic_add_fetch(&np_threads_seen, 1, __ATOMIC_RELAXED);
 	np_vmstat_register(&th->st);
-	np_pcp_init(&th->pcp, home, &th->st);
+	struct np_topo_policy pol;
+	np_node_policy(&pol); /* the task policy the thread inherited or set (numactl) */
+	np_pcp_init(&th->pcp, home, &th->st, &pol);
 	th->pcp.home_fixed = fixed;
+	/* Counted on its node at once, and a placed thread under the placement lock: between
+	 * its choice and its count no other thread may see it on neither node, or twice. */
 	if (placed >= 0)
-		np_place_done(placed);
+		np_place_done(placed, &th->pcp);
+	else
+		np_pcp_count_thread(&th->pcp);
 	np_lock(&threads_lock);
 	th->prev = NULL;
 	th->next = live;
@@ -88,7 +95,7 @@ struct np_thread *np_thread_get(void)
 	np_unlock(&threads_lock);
 	np_tls.in_use = 0;
 	np_tls.requested = 0;
-	np_tls.count_node = (uint8_t)np_node_primary(th->pcp.home);
+	np_tls.count_node = (uint8_t)np_node_primary(th->pcp.target);
 	np_tls.self = th;
 	np_tls.exited = false;
 	/* After self is set: setspecific may allocate (keys past the first 32), and that

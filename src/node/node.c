@@ -1,31 +1,67 @@
 /*
  * node.c — which node serves a request (see node.h). The tables are filled once by
- * np_node_init from the frozen topology and the pools; the only shared state read afterwards is
- * the pools' free-page counts, racily, as hints.
+ * np_node_init from the frozen topology and the pools; the shared state read afterwards is the
+ * pools' free-page counts and the room estimates, racily, as hints.
+ *
+ * Sharing among equidistant pools. The first design stole for a memoryless node when its first
+ * choice had fewer free pages per CPU than the average over the pools. But pools grow on
+ * demand: a pool's free pages are what is left of its last chunk, not what the node has, and a
+ * pool nobody had used yet had none, so it was never stolen from. In the 2990wx guest the
+ * memoryless nodes' pages split 97/3, 21/79 and 88/12 in three runs. Now each batch a thread of
+ * a memoryless node takes comes from the next member of its group with room, in turn: its
+ * pages split evenly by construction, its lock traffic too, and a full member is passed over.
  */
 #include "node/node.h"
 
+#include "log.h"
+#include "options.h"
+#include "os.h"
 #include "pool/pool.h"
+#include "vmstat/vmstat.h"
 
-/* Per node: where its threads go first, and the equidistant group it may steal within. */
+/* Per node: where its threads go first, and the equidistant group it shares. */
 static int primary[NP_MAX_NODES];
+static int primary_at[NP_MAX_NODES]; /* its index in the group: a thread's first pick */
 static uint8_t group[NP_MAX_NODES][NP_MAX_NODES];
 static int group_n[NP_MAX_NODES];
 static uint64_t near[NP_MAX_NODES];
 static size_t cpus_served[NP_MAX_NODES];
 static const struct np_topo *topo;
 
+/*
+ * Room per node, all racy hints (relaxed atomics). avail: pages the node had available at the
+ * last read; in_use_at: the node's pages_in_use then. What the library took since (in_use now
+ * minus then) comes off avail; pages handed out and never touched count as taken, which errs
+ * on the safe side. skip: questions to answer "full" without reading again.
+ */
+struct room {
+	size_t avail;
+	long in_use_at;
+	unsigned skip;
+	bool known;
+};
+static struct room room[NP_MAX_NODES];
+static size_t reserve[NP_MAX_NODES];
+#define ROOM_SKIP 64
+/* Kept free on each node: two chunks (what a few threads growing at once map), plus 1/64 of the
+ * node (about the kernel's low watermark on a large node: below it the kernel takes our pages
+ * elsewhere rather than reclaim). */
+#define RESERVE_CHUNKS 2
+
 void np_node_init(const struct np_topo *t)
 {
 	topo = t;
 	/* Equidistant nearest groups; memoryless nodes sharing a group are dealt its members in
-	 * turn, so their threads do not all start on one pool (the kernel spreads them too). */
+	 * turn as first choices (the pool whose CPUs they count). */
 	int dealt[NP_MAX_NODES] = {0};
 	for (int n = 0; n < NP_MAX_NODES; n++) {
 		group_n[n] = 0;
 		near[n] = 0;
 		cpus_served[n] = 0;
 		primary[n] = n;
+		primary_at[n] = 0;
+		room[n] = (struct room){0};
+		reserve[n] = 0;
 	}
 	for (int n = 0; n < t->nnodes; n++) {
 		const struct np_topo_node *nd = &t->node[n];
@@ -34,12 +70,15 @@ void np_node_init(const struct np_topo *t)
 		near[n] = nd->mem_allowed ? 1ULL << n : 0;
 		for (int k = 0; !nd->mem_allowed && k < group_n[n]; k++)
 			near[n] |= 1ULL << group[n][k];
+		if (t->is_system && nd->mem_allowed)
+			reserve[n] = RESERVE_CHUNKS * NP_CHUNK_PAGES + (nd->mem_bytes >> NP_PAGE_SHIFT) / 64;
 		if (nd->mem_allowed || group_n[n] <= 1) {
 			primary[n] = group_n[n] ? group[n][0] : n;
 			continue;
 		}
 		int first = group[n][0];
-		primary[n] = group[n][dealt[first] % group_n[n]];
+		primary_at[n] = dealt[first] % group_n[n];
+		primary[n] = group[n][primary_at[n]];
 		dealt[first]++;
 	}
 	for (int c = 0; c < t->ncpus; c++) {
@@ -69,29 +108,17 @@ static size_t free_pages(int node)
 	return __atomic_load_n(&np_pools[node].free_pages, __ATOMIC_RELAXED);
 }
 
-int np_node_pick(int home, unsigned *rotor, bool *stolen)
+int np_node_pick(int home, unsigned *rotor, size_t pages, bool *shared)
 {
 	int first = primary[home];
-	*stolen = false;
+	*shared = false;
 	if (group_n[home] <= 1)
 		return first;
-	/* Average free pages per CPU over all pools; racy reads are fine: it is a hint. */
-	size_t sum_free = 0, sum_cpus = 0;
-	for (int i = 0; i < NP_MAX_NODES; i++)
-		if (np_pools[i].exists) {
-			sum_free += free_pages(i);
-			sum_cpus += cpus_served[i];
-		}
-	size_t cpus = cpus_served[first] ? cpus_served[first] : 1;
-	if (!sum_cpus || free_pages(first) * sum_cpus >= sum_free * cpus)
-		return first;
-	/* Below average: steal from the next pool of the group that is above it. */
 	for (int k = 0; k < group_n[home]; k++) {
-		int cand = group[home][(*rotor + (unsigned)k) % (unsigned)group_n[home]];
-		size_t qc = cpus_served[cand] ? cpus_served[cand] : 1;
-		if (cand != first && free_pages(cand) * sum_cpus > sum_free * qc) {
+		int cand = group[home][((unsigned)primary_at[home] + *rotor + (unsigned)k) % (unsigned)group_n[home]];
+		if (np_node_has_room(cand, pages)) {
 			*rotor += (unsigned)k + 1;
-			*stolen = true;
+			*shared = cand != first;
 			return cand;
 		}
 	}
@@ -101,29 +128,174 @@ int np_node_pick(int home, unsigned *rotor, bool *stolen)
 size_t np_node_free_nearby(int node)
 {
 	const struct np_pool *p = &np_pools[primary[node]];
-	size_t room = p->limit_pages > p->mapped_pages ? p->limit_pages - p->mapped_pages : 0;
-	return __atomic_load_n(&p->free_pages, __ATOMIC_RELAXED) + room;
+	size_t room_pages = p->limit_pages > p->mapped_pages ? p->limit_pages - p->mapped_pages : 0;
+	return free_pages(primary[node]) + room_pages;
 }
 
-int np_node_walk(int intended, unsigned flags, unsigned *rotor, np_node_try_fn try, void *arg)
+/* ---- Task memory policy ---------------------------------------------------------------- */
+
+static bool bind_given(void)
 {
-	uint64_t tried = 0, allowed = flags & NP_WALK_NEAR_ONLY ? near[intended] : ~0ULL;
-	if (flags & NP_WALK_PICK) {
-		bool stolen;
-		int first = np_node_pick(intended, rotor, &stolen);
-		if ((allowed >> first) & 1) {
-			if (try(first, stolen, arg))
-				return first;
-			tried |= 1ULL << first;
-		}
+	int i = np_options_find("bind");
+	return i >= 0 && np_options_source(i) != NP_OPTION_DEFAULT;
+}
+
+void np_node_policy(struct np_topo_policy *pol)
+{
+	if (bind_given()) {
+		*pol = (struct np_topo_policy){.mode = NP_POLICY_DEFAULT, .kernel_mode = -1};
+		return;
 	}
-	const struct np_topo_node *nd = &topo->node[intended];
-	for (int k = 0; k < nd->nfallback; k++) {
-		int n = nd->fallback[k];
-		if ((tried >> n) & 1 || !((allowed >> n) & 1))
-			continue;
-		if (try(n, false, arg))
-			return n;
+	np_topo_read_policy(topo, pol);
+}
+
+void np_node_policy_verbose(void)
+{
+	if (!np_log_verbose)
+		return;
+	struct np_topo_policy pol;
+	np_topo_read_policy(topo, &pol);
+	char what[160];
+	np_topo_policy_describe(topo, &pol, what, sizeof what);
+	if (!topo->is_system)
+		np_verbose("memory policy: not read (a rehearsed topology: its nodes are not the kernel's)");
+	else if (pol.mode != NP_POLICY_DEFAULT && bind_given())
+		np_verbose("memory policy: %s, not followed: NUMAPAGE_BIND is given, the library places and binds its memory itself", what);
+	else if (pol.mode == NP_POLICY_PREFERRED)
+		np_verbose("memory policy: %s: each thread's memory comes from the nearest of them first", what);
+	else if (pol.mode == NP_POLICY_INTERLEAVE)
+		np_verbose("memory policy: %s: the library's batches of pages and large blocks are spread over them in turn", what);
+	else
+		np_verbose("memory policy: %s: each thread's memory comes from the node of its CPU", what);
+}
+
+/* The k'th (from 0) set bit of m; m is not 0. */
+static int nth_bit(uint64_t m, unsigned k)
+{
+	while (k--)
+		m &= m - 1;
+	return __builtin_ctzll(m);
+}
+
+int np_node_target(const struct np_topo_policy *pol, int home, unsigned *rotor)
+{
+	if (!pol || pol->mode == NP_POLICY_DEFAULT || !pol->nodes)
+		return home;
+	if (pol->mode == NP_POLICY_INTERLEAVE) {
+		unsigned n = (unsigned)__builtin_popcountll(pol->nodes);
+		return nth_bit(pol->nodes, (*rotor)++ % n);
+	}
+	int best = -1;
+	for (uint64_t m = pol->nodes; m; m &= m - 1) {
+		int i = __builtin_ctzll(m);
+		if (best < 0 || topo->distance[home][i] < topo->distance[home][best])
+			best = i;
+	}
+	return best;
+}
+
+uint64_t np_node_target_near(const struct np_topo_policy *pol, int target)
+{
+	return pol && pol->mode == NP_POLICY_INTERLEAVE && pol->nodes ? pol->nodes : near[target];
+}
+
+/* ---- Room ------------------------------------------------------------------------------ */
+
+static long in_use(int node)
+{
+	return np_vmstat_read(node, NUMA_PAGE_STAT_pages_in_use);
+}
+
+void np_node_note_full(int node)
+{
+	struct room *r = &room[node];
+	__atomic_store_n(&r->avail, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->in_use_at, in_use(node), __ATOMIC_RELAXED);
+	__atomic_store_n(&r->skip, ROOM_SKIP, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->known, true, __ATOMIC_RELAXED);
+}
+
+/* Reads the node's available memory again. False when it cannot be read (no room check). */
+static bool reread(int node)
+{
+	uint64_t bytes;
+	if (np_os_node_avail(topo->node[node].os_id, &bytes) < 0)
+		return false;
+	struct room *r = &room[node];
+	__atomic_store_n(&r->avail, (size_t)(bytes >> NP_PAGE_SHIFT), __ATOMIC_RELAXED);
+	__atomic_store_n(&r->in_use_at, in_use(node), __ATOMIC_RELAXED);
+	__atomic_store_n(&r->known, true, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Pages of the node's memory left, as far as we know, above its reserve. */
+static long left(int node)
+{
+	struct room *r = &room[node];
+	long used = in_use(node) - __atomic_load_n(&r->in_use_at, __ATOMIC_RELAXED);
+	return (long)__atomic_load_n(&r->avail, __ATOMIC_RELAXED) - (used > 0 ? used : 0) - (long)reserve[node];
+}
+
+bool np_node_has_room(int node, size_t pages)
+{
+	const struct np_pool *p = &np_pools[node];
+	if (!p->exists)
+		return false;
+	if (np_pool_take_spill(node))
+		np_node_note_full(node);
+	else if (free_pages(node) >= pages)
+		return true;
+	if (!topo->is_system) /* a rehearsal: the fixture's size, against what the node holds */
+		return in_use(node) + (long)pages <= (long)p->limit_pages;
+	struct room *r = &room[node];
+	if (!__atomic_load_n(&r->known, __ATOMIC_RELAXED) && !reread(node))
+		return true; /* nothing to go by (no /sys): as before, the kernel decides */
+	long have = left(node);
+	size_t avail = __atomic_load_n(&r->avail, __ATOMIC_RELAXED);
+	long used = in_use(node) - __atomic_load_n(&r->in_use_at, __ATOMIC_RELAXED);
+	/* Read again once we have eaten an eighth of what was there (others use the node too),
+	 * or when it looks too full, unless a recent read said it is. */
+	bool stale = used > (long)NP_MAX(avail / 8, (size_t)NP_CHUNK_PAGES);
+	if (stale || have < (long)pages) {
+		unsigned skip = __atomic_load_n(&r->skip, __ATOMIC_RELAXED);
+		if (!stale && skip) {
+			__atomic_store_n(&r->skip, skip - 1, __ATOMIC_RELAXED);
+			return false;
+		}
+		if (reread(node))
+			have = left(node);
+		__atomic_store_n(&r->skip, have < (long)pages ? ROOM_SKIP : 0, __ATOMIC_RELAXED);
+	}
+	return have >= (long)pages;
+}
+
+/* ---- The walk -------------------------------------------------------------------------- */
+
+int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg)
+{
+	uint64_t allowed = r->only ? r->only : ~0ULL, tried = 0;
+	const struct np_topo_node *nd = &topo->node[r->intended];
+	for (int round = 0; round < 2; round++) {
+		bool need_room = round == 0;
+		if ((r->flags & NP_WALK_PICK) && round == 0) {
+			bool shared;
+			int first = np_node_pick(r->intended, r->rotor, r->pages, &shared);
+			if ((allowed >> first) & 1 && np_node_has_room(first, r->pages)) {
+				if (try(first, shared, arg))
+					return first;
+				tried |= 1ULL << first;
+			}
+		}
+		for (int k = 0; k < nd->nfallback; k++) {
+			int n = nd->fallback[k];
+			if ((tried >> n) & 1 || !((allowed >> n) & 1))
+				continue;
+			if (need_room && !np_node_has_room(n, r->pages))
+				continue;
+			tried |= 1ULL << n;
+			if (try(n, false, arg))
+				return n;
+		}
 	}
 	return -1;
 }

@@ -1,17 +1,21 @@
 /*
- * node.h — every decision of which node serves a request (layer 5: above the pools, whose free
+ * node.h — every decision of which node serves a request (layer 6: above the pools, whose free
  * pages it reads, below the page caches and malloc, which ask it). It owns:
  *   - the first-choice pool of each node: its own when it has memory; for a memoryless node
  *     whose nearest memory nodes are equidistant, one of them, dealt in turn to the memoryless
- *     nodes of the group so that their threads do not all start on one pool;
- *   - stealing within that group: a first choice whose free pages per CPU served fall below
- *     the average over all pools gives way to a group member above it, taken in turn by the
- *     caller's rotating iterator (DragonFly BSD's fix for the 2990WX);
- *   - the nodes whose pages count as local for a home node (itself, or a memoryless node's
- *     equidistant nearest group);
+ *     nodes of the group (the pool whose CPUs it counts, np_node_cpus_served);
+ *   - sharing within that group: a thread of a memoryless node takes each batch from the next
+ *     member of its group that has room, in turn, so its pages and its lock traffic split
+ *     evenly over the group (DragonFly BSD's fix for the 2990WX, made exact: see node.c);
+ *   - the task memory policy a thread follows (numactl --preferred, --interleave) and the
+ *     node its memory is intended for under it;
+ *   - how much room each node has left (np_node_has_room): the walk passes over a node that
+ *     is nearly full before the kernel has to put our pages elsewhere;
+ *   - the nodes whose pages count as local (itself, or a memoryless node's equidistant group);
  *   - the order a request walks when its first choice has nothing (np_node_walk), the one
  *     fallback walk of the library.
- * Written once by np_node_init after the pools; read without a lock afterwards.
+ * The tables are written once by np_node_init after the pools and read without a lock; the
+ * room estimates are racy hints (relaxed atomics), never a lock.
  */
 #ifndef NP_NODE_H
 #define NP_NODE_H
@@ -23,36 +27,82 @@
 #include "internal.h"
 #include "topology/topology.h"
 
-/* Once, after np_pool_init: first choices, groups, and the CPUs each pool serves. */
+/* Once, after np_pool_init: first choices, groups, the CPUs each pool serves, room. */
 void np_node_init(const struct np_topo *t);
 
 /* The first-choice pool of threads homed on dense node `node`. */
 int np_node_primary(int node);
 /* Allowed CPUs whose first choice is pool `node` (0 for a node without a pool). */
 size_t np_node_cpus_served(int node);
-/* The pool a thread homed on `home` should take from now: its first choice, or a fuller member
- * of its equidistant group (*stolen set then; the caller counts pages_stolen). *rotor is the
- * caller's rotating iterator. Racy reads of the pools' free pages: a hint, never a lock. */
-int np_node_pick(int home, unsigned *rotor, bool *stolen);
+/* The pool a thread homed on `home` should take its next batch of `pages` from: its own for a
+ * memory node; for a memoryless node the next member of its equidistant group that has room,
+ * in turn, from its first choice on (*rotor: the caller's count of picks, from 0; *shared set
+ * when it is not the first choice: the caller counts pages_stolen). */
+int np_node_pick(int home, unsigned *rotor, size_t pages, bool *shared);
 /* Dense nodes whose pages count as local for a thread homed on `home`, one bit per node. */
 uint64_t np_node_near(int home);
 /* Free pages a thread homed on `node` can get without going far: its first choice's free pages
  * plus what that pool may still map before it reaches the node's size. */
 size_t np_node_free_nearby(int node);
 
-/* One try of a walk: serve from dense node `node` (stolen: it was picked over the first
+/* ---- Task memory policy ---------------------------------------------------------------- */
+
+/* The policy a thread that starts now follows: its memory policy (np_topo_read_policy),
+ * unless NUMAPAGE_BIND was given (NUMAPAGE_CONF, the environment, numa_page_option_set): then
+ * the library's own placement, bound as the option says. */
+void np_node_policy(struct np_topo_policy *pol);
+/* With NUMAPAGE_VERBOSE: which policy the calling thread follows, and why. */
+void np_node_policy_verbose(void);
+/* The node a thread homed on `home` allocates for: home; under PREFERRED the policy's node
+ * nearest home (ties: lowest id); under INTERLEAVE the node of its next batch, from *rotor. */
+int np_node_target(const struct np_topo_policy *pol, int home, unsigned *rotor);
+/* The nodes whose pages are as good as the target's: np_node_near(target), or every node of
+ * the policy under INTERLEAVE. */
+uint64_t np_node_target_near(const struct np_topo_policy *pol, int target);
+/* True when a page of dense node `node` served under pol is where the policy wanted it: a node
+ * of an interleave (counted numa_hit and interleave_hit there). */
+NP_INLINE bool np_node_interleaves(const struct np_topo_policy *pol, int node)
+{
+	return pol && pol->mode == NP_POLICY_INTERLEAVE && ((pol->nodes >> node) & 1);
+}
+
+/* ---- Room ------------------------------------------------------------------------------ */
+
+/* Whether dense node `node` can serve `pages` more without the kernel taking memory
+ * elsewhere: its pool's free pages cover them, or the node's memory, less a reserve, does.
+ * On this machine the node's available memory (np_os_node_avail) is read again after the
+ * library's own use of the node (pages_in_use) has eaten an eighth of what was left, and at
+ * most every 64 questions while the node is full; in a rehearsal the node's memory is its
+ * size in the fixture and pages_in_use is what it holds. */
+bool np_node_has_room(int node, size_t pages);
+/* The kernel put a chunk's pages for `node` elsewhere (np_pool_note_spill): full until read
+ * again. */
+void np_node_note_full(int node);
+
+/* ---- The walk -------------------------------------------------------------------------- */
+
+/* One try of a walk: serve from dense node `node` (shared: it was picked over the first
  * choice); true when it did. */
-typedef bool (*np_node_try_fn)(int node, bool stolen, void *arg);
+typedef bool (*np_node_try_fn)(int node, bool shared, void *arg);
 
 enum np_node_walk_flags {
-	NP_WALK_PICK = 1,      /* try np_node_pick(intended) first (requests for the home node) */
-	NP_WALK_NEAR_ONLY = 2, /* only nodes near the intended one (np_node_near) */
+	NP_WALK_PICK = 1, /* try np_node_pick(intended) first (requests for the home node) */
 };
 
-/* Tries, for a request intended for dense node `intended`, each allowed node with memory in
- * order until try() succeeds: the picked pool first with NP_WALK_PICK, then the intended
- * node's fallback order (nearest first; each node once). Returns the node that served, or -1
- * when none did. rotor: the caller's iterator for NP_WALK_PICK (may be NULL without it). */
-int np_node_walk(int intended, unsigned flags, unsigned *rotor, np_node_try_fn try, void *arg);
+struct np_node_req {
+	int intended;     /* dense node the request is for */
+	unsigned flags;   /* enum np_node_walk_flags */
+	uint64_t only;    /* nonzero: only these nodes may serve */
+	size_t pages;     /* pages it needs: nodes without room for them are tried last */
+	unsigned *rotor;  /* the caller's iterator for NP_WALK_PICK (may be NULL without it) */
+};
+
+/* Tries, for request r, each allowed node with memory in order until try() succeeds: the
+ * picked pool first with NP_WALK_PICK, then the intended node's fallback order (nearest
+ * first). Nodes without room (np_node_has_room) are passed over, and tried in a second round,
+ * in the same order, only when no node with room served: a process is served by a full node
+ * (the kernel reclaims, swaps or, with NUMAPAGE_BIND=strict, refuses) only when every allowed
+ * node is full. Each node is tried once. Returns the node that served, or -1. */
+int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg);
 
 #endif /* NP_NODE_H */

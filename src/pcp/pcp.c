@@ -61,7 +61,7 @@ static void unlink_run(struct np_page_list *l, struct np_page *pg)
 	pg->next = pg->prev = NULL;
 }
 
-void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st)
+void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st, const struct np_topo_policy *pol)
 {
 	*pcp = (struct np_pcp){.st = st, .home = home};
 	long batch = np_opt_load(pcp_batch), high = np_opt_load(pcp_high);
@@ -69,9 +69,16 @@ void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st)
 	pcp->high = high > 0 ? (int)high : NP_PCP_HIGH_FACTOR * pcp->batch;
 	if (pcp->high < pcp->batch)
 		pcp->high = pcp->batch;
-	pcp->near = np_node_near(home);
-	pcp->rotor = (unsigned)np_os_tid();
-	count_thread(pcp, home, 1);
+	pcp->rotor = 0; /* the first batch from the first choice, then its group in turn */
+	pcp->ilv_rotor = (unsigned)np_os_tid(); /* threads start their interleaves apart */
+	pcp->policy = pol ? *pol : (struct np_topo_policy){.mode = NP_POLICY_DEFAULT, .kernel_mode = -1};
+	pcp->target = np_node_target(&pcp->policy, home, &pcp->ilv_rotor);
+	pcp->near = np_node_target_near(&pcp->policy, pcp->target);
+}
+
+void np_pcp_count_thread(struct np_pcp *pcp)
+{
+	count_thread(pcp, pcp->home, 1);
 }
 
 void np_pcp_fini(struct np_pcp *pcp)
@@ -79,15 +86,9 @@ void np_pcp_fini(struct np_pcp *pcp)
 	count_thread(pcp, pcp->home, -1);
 }
 
-void np_pcp_set_home(struct np_pcp *pcp, int home)
+/* The lists re-sorted for a new near mask: near runs to the head, the others behind them. */
+static void resort(struct np_pcp *pcp)
 {
-	if (home == pcp->home)
-		return;
-	count_thread(pcp, pcp->home, -1);
-	count_thread(pcp, home, 1);
-	pcp->home = home;
-	pcp->near = np_node_near(home);
-	/* Pages that were local are remote now: near ones to the head, the rest to the tail. */
 	for (int o = 0; o < NP_PCP_ORDERS; o++) {
 		struct np_page_list near = {0}, far = {0};
 		struct np_page *pg = pcp->list[o].head;
@@ -108,19 +109,33 @@ void np_pcp_set_home(struct np_pcp *pcp, int home)
 	}
 }
 
-void np_pcp_follow_cpu(struct np_pcp *pcp)
+void np_pcp_set_home(struct np_pcp *pcp, int home)
 {
-	if (pcp->home_fixed)
+	if (home == pcp->home)
 		return;
-	int node = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
-	if (node >= 0 && node != pcp->home)
-		np_pcp_set_home(pcp, node);
+	count_thread(pcp, pcp->home, -1);
+	count_thread(pcp, home, 1);
+	pcp->home = home;
+	if (pcp->policy.mode != NP_POLICY_INTERLEAVE) /* an interleave's target moves by itself */
+		pcp->target = np_node_target(&pcp->policy, home, &pcp->ilv_rotor);
+	uint64_t near = np_node_target_near(&pcp->policy, pcp->target);
+	if (near != pcp->near) {
+		/* Pages that were local are remote now: near ones to the head, the rest to the tail. */
+		pcp->near = near;
+		resort(pcp);
+	}
 }
 
 void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages)
 {
 	struct np_vmstat_diffs *st = pcp ? pcp->st : NULL;
 	int home = pcp ? pcp->home : intended;
+	if (pcp && np_node_interleaves(&pcp->policy, served)) {
+		/* Under an interleave every node of it is where the page was meant to go (a full
+		 * one is passed over: its batches come from the next). */
+		intended = served;
+		np_vmstat_add(st, served, NUMA_PAGE_STAT_interleave_hit, npages);
+	}
 	if (served == intended) {
 		np_vmstat_add(st, served, NUMA_PAGE_STAT_numa_hit, npages);
 	} else {
@@ -158,37 +173,47 @@ struct take {
 	int got;
 };
 
-static bool take_batch(int node, bool stolen, void *arg)
+static bool take_batch(int node, bool shared, void *arg)
 {
 	struct take *t = arg;
 	t->got = np_pool_get_batch(node, t->order, t->want, t->runs, t->pcp->st);
-	if (t->got && stolen)
+	if (t->got && shared)
 		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->got << t->order);
 	return t->got > 0;
 }
 
-static bool take_run(int node, bool stolen, void *arg)
+static bool take_run(int node, bool shared, void *arg)
 {
 	struct take *t = arg;
 	t->runs[0] = np_pool_get_run(node, t->npages, t->align_pages, t->pcp->st);
-	if (t->runs[0] && stolen)
+	if (t->runs[0] && shared)
 		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->npages);
 	return t->runs[0] != NULL;
 }
 
-/* Refills list[order] with a batch: from the home node's first-choice pool, else along the
- * home node's fallback order. near_only: the list still holds remote runs, so only a near
- * pool may serve; they are used up before another remote batch is fetched (otherwise a thread
- * whose near nodes are exhausted would pull a whole batch per page it takes and hoard them).
- * Returns false when no allowed node had memory. */
+/* The node a request for the thread's own memory is for: its target; under an interleave, the
+ * next node of it (each batch and each run in turn). */
+static int next_target(struct np_pcp *pcp)
+{
+	if (pcp->policy.mode == NP_POLICY_INTERLEAVE)
+		pcp->target = np_node_target(&pcp->policy, pcp->home, &pcp->ilv_rotor);
+	return pcp->target;
+}
+
+/* Refills list[order] with a batch: from the target node's pool (a memoryless home's next
+ * group member), else along the target's fallback order. near_only: the list still holds
+ * remote runs, so only a near pool may serve; they are used up before another remote batch is
+ * fetched (otherwise a thread whose near nodes are exhausted would pull a whole batch per page
+ * it takes and hoard them). Returns false when no allowed node had memory. */
 static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 {
 	int want = pcp->batch >> order;
 	want = want < 1 ? 1 : want > MAX_BATCH_RUNS ? MAX_BATCH_RUNS : want;
 	struct np_page *runs[MAX_BATCH_RUNS];
 	struct take t = {.pcp = pcp, .order = order, .want = want, .runs = runs};
-	int from = np_node_walk(pcp->home, NP_WALK_PICK | (near_only ? NP_WALK_NEAR_ONLY : 0), &pcp->rotor,
-				take_batch, &t);
+	struct np_node_req r = {.intended = next_target(pcp), .flags = NP_WALK_PICK, .only = near_only ? pcp->near : 0,
+				.pages = (size_t)want << order, .rotor = &pcp->rotor};
+	int from = np_node_walk(&r, take_batch, &t);
 	if (from < 0)
 		return false;
 	int got = t.got;
@@ -211,7 +236,8 @@ static struct np_page *get_direct(struct np_pcp *pcp, unsigned order, int node)
 {
 	struct np_page *run;
 	struct take t = {.pcp = pcp, .order = order, .want = 1, .runs = &run};
-	int from = np_node_walk(node, 0, NULL, take_batch, &t);
+	struct np_node_req r = {.intended = node, .pages = (size_t)1 << order};
+	int from = np_node_walk(&r, take_batch, &t);
 	if (from < 0)
 		return NULL;
 	np_pcp_count_alloc(pcp, node, from, 1L << order);
@@ -221,29 +247,21 @@ static struct np_page *get_direct(struct np_pcp *pcp, unsigned order, int node)
 struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
 {
 	np_assert(order < NP_PCP_ORDERS);
-	if (node >= 0 && node != pcp->home)
+	if (node >= 0 && (node != pcp->target || pcp->policy.mode == NP_POLICY_INTERLEAVE))
 		return get_direct(pcp, order, node);
 	struct np_page_list *l = &pcp->list[order];
 	struct np_page *pg = l->head;
-	/* Only remote pages left (or none): prefer a fresh batch of near ones. A refill is where
-	 * a thread notices it has moved to another node; a request that named the old home is
-	 * still for that node, and leaves the cache for its pool. */
+	/* Only remote pages left (or none): prefer a fresh batch of near ones. */
 	if (!pg || !is_near(pcp, np_page_node(pg))) {
-		np_pcp_follow_cpu(pcp);
-		if (node >= 0 && node != pcp->home)
-			return get_direct(pcp, order, node);
-		pg = l->head; /* re-homing re-sorted the list */
-		if (!pg || !is_near(pcp, np_page_node(pg))) {
-			refill(pcp, order, pg != NULL);
-			pg = l->head;
-			if (!pg)
-				return NULL;
-		}
+		refill(pcp, order, pg != NULL);
+		pg = l->head;
+		if (!pg)
+			return NULL;
 	}
 	unlink_run(l, pg);
 	pcp->count -= 1 << order;
 	np_page_set_state(pg, NP_PAGE_USED);
-	np_pcp_count_alloc(pcp, pcp->home, np_page_node(pg), 1L << order);
+	np_pcp_count_alloc(pcp, pcp->target, np_page_node(pg), 1L << order);
 	return pg;
 }
 
@@ -305,13 +323,12 @@ void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
 
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node)
 {
-	if (node < 0 || node == pcp->home)
-		np_pcp_follow_cpu(pcp);
-	/* A named node stays the intended one even when following the CPU just moved home. */
-	int intended = node >= 0 ? node : pcp->home;
+	int intended = node >= 0 ? node : next_target(pcp);
 	struct np_page *run = NULL;
 	struct take t = {.pcp = pcp, .npages = npages, .align_pages = align_pages, .runs = &run};
-	int from = np_node_walk(intended, intended == pcp->home ? NP_WALK_PICK : 0, &pcp->rotor, take_run, &t);
+	struct np_node_req r = {.intended = intended, .flags = node < 0 ? NP_WALK_PICK : 0, .pages = npages,
+				.rotor = &pcp->rotor};
+	int from = np_node_walk(&r, take_run, &t);
 	if (from < 0)
 		return NULL;
 	np_pcp_count_alloc(pcp, intended, from, (long)npages);

@@ -6,7 +6,14 @@
  * any other node goes to the tail, so remote pages are the last to be reused and the first to
  * leave. When count reaches high, a batch leaves from the tail, each run back to its own
  * node's pool (remote pages drain home); when a list is empty it refills a batch from the
- * home node's pool (or its fallback) in one lock hold.
+ * target node's pool (or its fallback) in one lock hold.
+ *
+ * Two nodes per thread. The home node is where the thread is: its CPU's node (the malloc layer
+ * re-homes a thread the scheduler moved, np_pcp_set_home), the node placement put it on, or
+ * the one numa_page_set_home_node named; threads and local_node/other_node are counted by it.
+ * The target node is where its memory is intended to be: the home node, or under the task's
+ * memory policy the preferred node nearest home, or for each batch the next node of an
+ * interleave (np_node_target); numa_hit, numa_miss and numa_foreign are counted against it.
  *
  * A pcp belongs to one thread: no lock. Invariants: see np_pcp_check().
  */
@@ -18,6 +25,7 @@
 
 #include "internal.h"
 #include "pool/pool.h"
+#include "topology/topology.h"
 #include "vmstat/vmstat.h"
 
 #define NP_PCP_ORDERS 5 /* 4 KiB .. 64 KiB */
@@ -32,28 +40,35 @@ struct np_pcp {
 	struct np_page_list list[NP_PCP_ORDERS];
 	int count;             /* pages held over all lists */
 	int high, batch;       /* drain a batch once count >= high; refill batch pages */
-	int home;              /* dense node the thread allocates for (its CPU's, or set) */
-	bool home_fixed;       /* set by numa_page_set_home_node: do not follow the CPU */
+	int home;              /* dense node the thread is on (its CPU's, placed, or set) */
+	int target;            /* dense node its memory is intended for (np_node_target) */
+	bool home_fixed;       /* set by numa_page_set_home_node or placement: do not follow the CPU */
 	uint64_t near;         /* dense nodes whose pages count as local (bit per node) */
-	unsigned rotor;        /* rotating iterator for stealing among equidistant pools */
+	unsigned rotor;        /* rotating iterator for sharing among equidistant pools */
+	unsigned ilv_rotor;    /* the next node of an interleave */
+	struct np_topo_policy policy; /* the task memory policy the thread follows */
 	struct np_vmstat_diffs *st;
 };
 
 /* Threads homed on each dense node right now (exact; the `threads` statistic is the same
- * count through per-thread deltas). Changed only by np_pcp_init, _set_home and _fini. */
+ * count through per-thread deltas). Changed only by np_pcp_count_thread, np_pcp_set_home and
+ * np_pcp_fini. */
 extern int np_pcp_threads[NP_MAX_NODES];
 
-/* Prepares an empty cache for a thread homed on dense node `home`. */
-void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st);
+/* Prepares an empty cache for a thread homed on dense node `home` that follows policy pol
+ * (NULL: the default). The thread is not counted on its node yet: np_pcp_count_thread. */
+void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st, const struct np_topo_policy *pol);
+/* Counts the thread on its home node (placement does it under its lock, so that threads
+ * placed at once see each other). */
+void np_pcp_count_thread(struct np_pcp *pcp);
 /* The thread leaves: its home node loses a thread (drain the cache first). */
 void np_pcp_fini(struct np_pcp *pcp);
-/* Re-homes the cache: near pages move to the head of each list, the others to the tail. */
+/* Re-homes the cache: the target follows (np_node_target), near pages move to the head of each
+ * list, the others to the tail, and the thread counts on its new node. */
 void np_pcp_set_home(struct np_pcp *pcp, int home);
-/* Follows the thread's CPU unless the home was set explicitly; called on every refill. */
-void np_pcp_follow_cpu(struct np_pcp *pcp);
 
-/* A run of 1 << order pages for a request intended for dense node `node` (-1: the home
- * node). The home node's requests go through the cache; others go to that node's pool (and
+/* A run of 1 << order pages for a request intended for dense node `node` (-1: the thread's
+ * target). The target's requests go through the cache; others go to that node's pool (and
  * its fallback order) directly. Counts hit/miss/foreign/local/other and pages in use. NULL
  * when no allowed node has memory left. */
 struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node);
@@ -67,7 +82,8 @@ void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run);
 void np_pcp_drain(struct np_pcp *pcp);
 
 /* Accounting shared with callers that place memory themselves (huge chunks): counts npages
- * served on dense node `served` for a request intended for `intended`. */
+ * served on dense node `served` for a request intended for `intended` (a node of the
+ * thread's interleave is where it was intended: numa_hit and interleave_hit there). */
 void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages);
 /* True when pages of dense node `node` are remote to the pcp's thread (pcp NULL: to the
  * calling thread's CPU). */

@@ -47,6 +47,21 @@ static int bind_range(void *p, size_t size, int node)
 	return rc;
 }
 
+/* The kernel placed the page just written at `touched` on another node than `node`: with
+ * MPOL_PREFERRED it does so once the node is below its watermark. Strict binding never
+ * spills (it fails or reclaims instead) and no binding lets first touch decide: not asked. */
+static bool spilled_elsewhere(void *touched, int node)
+{
+	const struct np_topo *t = &np_topo_table;
+	if (!t->is_system || np_opt_load(bind) != NP_BIND_PREFERRED)
+		return false;
+	void *addr = (void *)((uintptr_t)touched & ~(uintptr_t)(NP_PAGE_SIZE - 1));
+	int status = -1;
+	if (np_os_nodes_of(&addr, 1, &status) < 0 || status < 0)
+		return false;
+	return status != t->node[node].os_id;
+}
+
 static void name_range(void *p, size_t size, int node)
 {
 	char name[32];
@@ -54,8 +69,10 @@ static void name_range(void *p, size_t size, int node)
 	np_os_name(p, size, name);
 }
 
-struct np_chunk *np_chunk_map(int node)
+struct np_chunk *np_chunk_map(int node, bool *spilled)
 {
+	if (spilled)
+		*spilled = false;
 	struct np_chunk *c = np_os_map(NP_CHUNK_SIZE, NP_CHUNK_SIZE);
 	if (!c)
 		return NULL;
@@ -63,8 +80,14 @@ struct np_chunk *np_chunk_map(int node)
 		np_os_unmap(c, NP_CHUNK_SIZE);
 		return NULL;
 	}
+	c->magic = NP_CHUNK_MAGIC; /* the first write: it faults the fields' page in */
+	if (spilled_elsewhere(&c->magic, node)) {
+		np_os_unmap(c, NP_CHUNK_SIZE);
+		if (spilled)
+			*spilled = true;
+		return NULL;
+	}
 	name_range(c, NP_CHUNK_SIZE, node);
-	c->magic = NP_CHUNK_MAGIC;
 	c->kind = NP_CHUNK_NORMAL;
 	c->node = (uint16_t)node;
 	c->size = NP_CHUNK_SIZE;
@@ -84,8 +107,10 @@ size_t np_chunk_huge_size(size_t bytes)
 	return (bytes + step - 1) & ~(step - 1);
 }
 
-struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align)
+struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_t align, bool *spilled)
 {
+	if (spilled)
+		*spilled = false;
 	const struct np_topo *t = &np_topo_table;
 	/* The fields sit behind the (unused) descriptor array: the data starts after them, at
 	 * the first multiple of align (the header is 40 KiB: not a multiple of 16 or 32 KiB). */
@@ -104,14 +129,20 @@ struct np_chunk *np_chunk_map_huge(int node, size_t bytes, size_t align)
 			np_os_unmap(c, size);
 			return NULL;
 		}
-		c->kind = NP_CHUNK_HUGE;
+		c->kind = NP_CHUNK_HUGE; /* the first write: it faults the fields' page in */
+		if (spilled_elsewhere(&c->kind, node)) {
+			np_os_unmap(c, size);
+			if (spilled)
+				*spilled = true;
+			return NULL;
+		}
 		c->node = (uint16_t)node;
 		name_range(c, size, node);
 	} else {
 		uint8_t ilv[NP_MAX_NODES];
 		int os_ids[NP_MAX_NODES], n = 0;
 		for (int i = 0; i < t->nnodes; i++)
-			if (t->node[i].mem_allowed) {
+			if (t->node[i].mem_allowed && (!nodes || ((nodes >> i) & 1))) {
 				ilv[n] = (uint8_t)i;
 				os_ids[n++] = t->node[i].os_id;
 			}

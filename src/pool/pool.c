@@ -253,10 +253,13 @@ static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
 		return false;
 	}
 	np_pool_unlock(p);
-	struct np_chunk *c = np_chunk_map(p->node);
+	bool spilled;
+	struct np_chunk *c = np_chunk_map(p->node, &spilled);
 	np_pool_lock(p, st);
 	if (!c) {
 		p->grow_backoff = 64;
+		if (spilled)
+			np_pool_note_spill(p->node);
 		return false;
 	}
 	c->next = p->chunks;

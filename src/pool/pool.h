@@ -45,6 +45,7 @@ struct np_pool {
 	size_t mapped_pages;         /* data pages of all chunks */
 	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
 	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
+	uint8_t spilled;             /* a chunk mapped for the node landed elsewhere (np_pool_note_spill) */
 	struct np_chunk *chunks;     /* every normal chunk of the node */
 	struct np_chunk *cache;      /* freed huge chunks (kind CACHED), newest first */
 	size_t cached_pages;         /* data pages of the cached chunks (all counted dirty) */
@@ -53,6 +54,18 @@ struct np_pool {
 } NP_ALIGNED(NP_CACHELINE);
 
 extern struct np_pool np_pools[NP_MAX_NODES];
+
+/* The kernel put the first page of a chunk mapped for `node` on another node: the node is
+ * full. A flag the node layer takes (np_pool_take_spill) to pass over the node for a while. */
+NP_INLINE void np_pool_note_spill(int node)
+{
+	__atomic_store_n(&np_pools[node].spilled, 1, __ATOMIC_RELAXED);
+}
+NP_INLINE bool np_pool_take_spill(int node)
+{
+	uint8_t *f = &np_pools[node].spilled;
+	return __atomic_load_n(f, __ATOMIC_RELAXED) && __atomic_exchange_n(f, 0, __ATOMIC_RELAXED);
+}
 
 /* Sets up one pool per node with allowed memory of the frozen topology. */
 void np_pool_init(const struct np_topo *t);

@@ -1,9 +1,11 @@
 /*
  * Unit tests of src/node/: which node serves a request. First choices (memoryless nodes dealt
- * their equidistant group's members in turn), the CPUs each pool serves, stealing within the
- * group by free pages per CPU (DragonFly BSD's fix) on the 2990WX and R7425 fixtures, near
- * masks, and np_node_walk: the picked pool first, then the fallback order, each node once,
- * stopping at the first that serves, and only near nodes when asked.
+ * their equidistant group's members in turn), the CPUs each pool serves, batches shared in turn
+ * over the group (a member without room passed over) on the 2990WX and R7425 fixtures, near
+ * masks, the task policy (read only on this machine, mapped to the table's nodes, overridden by
+ * NUMAPAGE_BIND) and its targets, room (a rehearsal's fixture size, the kernel's figure on this
+ * machine, a spill), and np_node_walk: the picked pool first, then the fallback order, each
+ * node once, full nodes last, stopping at the first that serves, and only the nodes asked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <stdbool.h>
 
 #include "fake_os.h"
+#include "options.h"
 #include "node/node.h"
 #include "pool/pool.h"
 #include "unit_fixture.h"
@@ -47,54 +50,122 @@ static void pick_on_2990wx(void **state)
 {
 	(void)state;
 	start("2990wx", NULL);
-	/* Memoryless 1 and 3 are dealt the two equidistant memory nodes in turn. */
+	/* Memoryless 1 and 3 are dealt the two equidistant memory nodes in turn as first
+	 * choices, and take their batches from the group in turn from there. */
 	assert_int_equal(np_node_primary(0), 0);
 	assert_int_equal(np_node_primary(1), 0);
 	assert_int_equal(np_node_primary(2), 2);
 	assert_int_equal(np_node_primary(3), 2);
 	assert_int_equal(np_node_cpus_served(0), 4);
 	assert_int_equal(np_node_cpus_served(2), 4);
-	unsigned rotor = 0;
-	bool stolen = true;
-	/* Both empty: nobody is above average, stay home. */
-	assert_int_equal(np_node_pick(1, &rotor, &stolen), 0);
-	assert_false(stolen);
-	/* Pool 2 full, pool 0 empty: node 1 steals from 2; node 3 is at home in 2. */
+	unsigned r1 = 0, r3 = 0;
+	bool shared = true;
+	const int want1[] = {0, 2, 0, 2}, want3[] = {2, 0, 2, 0};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(np_node_pick(1, &r1, 8, &shared), want1[i]);
+		assert_int_equal(shared, want1[i] != 0);
+		assert_int_equal(np_node_pick(3, &r3, 8, &shared), want3[i]);
+		assert_int_equal(shared, want3[i] != 2);
+	}
+	/* Whatever the pools hold: free pages are no measure of a node that grows on demand. */
 	fill(2, NP_CHUNK_DATA_PAGES);
-	assert_int_equal(np_node_pick(1, &rotor, &stolen), 2);
-	assert_true(stolen);
-	assert_int_equal(np_node_pick(3, &rotor, &stolen), 2);
-	assert_false(stolen);
-	/* Memory nodes never steal: they are their own group. */
-	assert_int_equal(np_node_pick(0, &rotor, &stolen), 0);
-	assert_false(stolen);
-	/* Pool 0 at or above the average: node 1 stays home. */
-	fill(0, NP_CHUNK_DATA_PAGES);
-	assert_int_equal(np_node_pick(1, &rotor, &stolen), 0);
-	assert_false(stolen);
-	/* Pool 2 below average now: node 3 steals from 0. */
-	struct np_page *r = np_pool_get_run(2, 900, 1, NULL);
-	assert_int_equal(np_node_pick(3, &rotor, &stolen), 0);
-	assert_true(stolen);
-	np_pool_put_run(r, NULL);
+	r1 = 0;
+	assert_int_equal(np_node_pick(1, &r1, 8, &shared), 0);
+	assert_int_equal(np_node_pick(1, &r1, 8, &shared), 2);
+	/* Memory nodes never share: they are their own group. */
+	unsigned r0 = 0;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(np_node_pick(0, &r0, 8, &shared), 0);
+		assert_false(shared);
+	}
+	/* A member without room is passed over (rehearsal: the node holds its fixture size). */
+	long full = (long)np_pools[0].limit_pages;
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, full);
+	assert_false(np_node_has_room(0, NP_CHUNK_DATA_PAGES + 1));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(np_node_pick(1, &r1, NP_CHUNK_DATA_PAGES + 1, &shared), 2);
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -full);
+	assert_true(np_node_has_room(0, NP_CHUNK_DATA_PAGES + 1));
 }
 
 static void pick_on_r7425(void **state)
 {
 	(void)state;
 	start("r7425", NULL);
-	/* Each memoryless node has one nearest memory node: no choice, no stealing. */
+	/* Each memoryless node has one nearest memory node: no choice, no sharing. */
 	const int want[8] = {1, 1, 1, 1, 5, 5, 5, 5};
 	fill(5, NP_CHUNK_DATA_PAGES);
 	for (int n = 0; n < 8; n++) {
 		unsigned rotor = 0;
-		bool stolen = true;
+		bool shared = true;
 		assert_int_equal(np_node_primary(n), want[n]);
-		assert_int_equal(np_node_pick(n, &rotor, &stolen), want[n]);
-		assert_false(stolen);
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(np_node_pick(n, &rotor, 8, &shared), want[n]);
+			assert_false(shared);
+		}
 	}
 }
 
+static void policy_targets(void **state)
+{
+	(void)state;
+	start("4node", NULL);
+	unsigned rotor = 0;
+	struct np_topo_policy def = {.mode = NP_POLICY_DEFAULT};
+	assert_int_equal(np_node_target(&def, 2, &rotor), 2);
+	assert_int_equal(np_node_target(NULL, 3, &rotor), 3);
+	struct np_topo_policy pref = {.mode = NP_POLICY_PREFERRED, .nodes = (1ULL << 1) | (1ULL << 3)};
+	assert_int_equal(np_node_target(&pref, 3, &rotor), 3); /* itself: distance 10 */
+	assert_int_equal(np_node_target(&pref, 0, &rotor), 1); /* equidistant: the lowest */
+	assert_int_equal(np_node_target_near(&pref, 1), 1ULL << 1);
+	struct np_topo_policy ilv = {.mode = NP_POLICY_INTERLEAVE, .nodes = (1ULL << 0) | (1ULL << 2) | (1ULL << 3)};
+	int seen[4] = {0};
+	for (int i = 0; i < 30; i++)
+		seen[np_node_target(&ilv, 1, &rotor)]++;
+	assert_int_equal(seen[0], 10);
+	assert_int_equal(seen[1], 0);
+	assert_int_equal(seen[2], 10);
+	assert_int_equal(seen[3], 10);
+	assert_int_equal(np_node_target_near(&ilv, 2), ilv.nodes);
+	assert_true(np_node_interleaves(&ilv, 2));
+	assert_false(np_node_interleaves(&ilv, 1));
+	assert_false(np_node_interleaves(&pref, 1));
+	/* A rehearsal's nodes are not the kernel's: its policy is never read. */
+	int nodes[] = {1};
+	np_fake_os_set_mempolicy(1 /* MPOL_PREFERRED */, nodes, 1);
+	struct np_topo_policy got;
+	np_node_policy(&got);
+	assert_int_equal(got.mode, NP_POLICY_DEFAULT);
+	/* On this machine it is, unless NUMAPAGE_BIND is given. */
+	np_topo_table.is_system = true;
+	np_node_policy(&got);
+	assert_int_equal(got.mode, NP_POLICY_PREFERRED);
+	assert_int_equal(got.nodes, 1ULL << 1);
+	int many[] = {0, 2, 7}; /* 7: not a node of this table */
+	np_fake_os_set_mempolicy(6 /* MPOL_WEIGHTED_INTERLEAVE */, many, 3);
+	np_node_policy(&got);
+	assert_int_equal(got.mode, NP_POLICY_INTERLEAVE);
+	assert_int_equal(got.nodes, (1ULL << 0) | (1ULL << 2));
+	char what[160];
+	np_topo_policy_describe(&np_topo_table, &got, what, sizeof what);
+	assert_string_equal(what, "interleave over nodes 0,2 (MPOL_WEIGHTED_INTERLEAVE)");
+	np_fake_os_set_mempolicy(1, NULL, 0); /* MPOL_PREFERRED, no node: local allocation */
+	np_node_policy(&got);
+	assert_int_equal(got.mode, NP_POLICY_DEFAULT);
+	np_fake_os_set_mempolicy(2 /* MPOL_BIND */, nodes, 1);
+	np_node_policy(&got);
+	assert_int_equal(got.mode, NP_POLICY_DEFAULT);
+	np_topo_policy_describe(&np_topo_table, &got, what, sizeof what);
+	assert_string_equal(what, "default (MPOL_BIND: memory only from its nodes)");
+	np_fake_os_set_mempolicy(3 /* MPOL_INTERLEAVE */, many, 2);
+	assert_int_equal(np_options_set("bind", "strict"), 0);
+	np_node_policy(&got);
+	assert_int_equal(got.mode, NP_POLICY_DEFAULT);
+	np_options_reset();
+	np_node_policy(&got);
+	assert_int_equal(got.mode, NP_POLICY_INTERLEAVE);
+	np_topo_table.is_system = false;
+}
 
 static void served_cpus_and_near_masks(void **state)
 {
@@ -134,19 +205,21 @@ static void walk_orders_every_node_once(void **state)
 	start("4node", NULL);
 	/* Node 2's fallback: itself, then 0, 1, 3 (equidistant, by id). */
 	struct log l = {.accept = -1};
-	assert_int_equal(np_node_walk(2, 0, NULL, record, &l), -1);
+	struct np_node_req r = {.intended = 2, .pages = 1};
+	assert_int_equal(np_node_walk(&r, record, &l), -1);
 	int want[] = {2, 0, 1, 3};
 	assert_int_equal(l.n, 4);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(l.tried[i], want[i]);
 	/* It stops at the first that serves. */
 	l = (struct log){.accept = 1};
-	assert_int_equal(np_node_walk(2, 0, NULL, record, &l), 1);
+	assert_int_equal(np_node_walk(&r, record, &l), 1);
 	assert_int_equal(l.n, 3);
-	/* Near only: a memory node is near itself alone. */
+	/* Only the nodes asked for. */
 	l = (struct log){.accept = -1};
 	unsigned rotor = 0;
-	assert_int_equal(np_node_walk(2, NP_WALK_PICK | NP_WALK_NEAR_ONLY, &rotor, record, &l), -1);
+	r = (struct np_node_req){.intended = 2, .flags = NP_WALK_PICK, .only = 1ULL << 2, .pages = 1, .rotor = &rotor};
+	assert_int_equal(np_node_walk(&r, record, &l), -1);
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.tried[0], 2);
 }
@@ -155,11 +228,11 @@ static void walk_tries_the_picked_pool_first(void **state)
 {
 	(void)state;
 	start("2990wx", NULL);
-	fill(2, NP_CHUNK_DATA_PAGES); /* pool 0 empty, pool 2 full: node 1 steals from 2 */
 	struct log l = {.accept = -1};
-	unsigned rotor = 0;
-	assert_int_equal(np_node_walk(1, NP_WALK_PICK, &rotor, record, &l), -1);
-	/* The picked pool first (stolen), then node 1's fallback without it: 0, then 2 no more. */
+	unsigned rotor = 1; /* node 1's second pick: node 2, shared */
+	struct np_node_req r = {.intended = 1, .flags = NP_WALK_PICK, .pages = 1, .rotor = &rotor};
+	assert_int_equal(np_node_walk(&r, record, &l), -1);
+	/* The picked pool first (shared), then node 1's fallback without it: 0, then 2 no more. */
 	assert_int_equal(l.n, 2);
 	assert_int_equal(l.tried[0], 2);
 	assert_true(l.stolen[0]);
@@ -167,10 +240,82 @@ static void walk_tries_the_picked_pool_first(void **state)
 	assert_false(l.stolen[1]);
 	/* Without NP_WALK_PICK the fallback order alone: 0 then 2 (ties by id). */
 	l = (struct log){.accept = -1};
-	np_node_walk(1, 0, NULL, record, &l);
+	r = (struct np_node_req){.intended = 1, .pages = 1};
+	np_node_walk(&r, record, &l);
 	assert_int_equal(l.n, 2);
 	assert_int_equal(l.tried[0], 0);
 	assert_int_equal(l.tried[1], 2);
+}
+
+static void walk_passes_over_full_nodes_first(void **state)
+{
+	(void)state;
+	start("4node", NULL);
+	/* Node 2 and 0 hold their whole size: 1 serves; 2 and 0 only when nobody with room does,
+	 * in the same order. */
+	long full2 = (long)np_pools[2].limit_pages, full0 = (long)np_pools[0].limit_pages;
+	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, full2);
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, full0);
+	struct log l = {.accept = -1};
+	struct np_node_req r = {.intended = 2, .pages = 16};
+	assert_int_equal(np_node_walk(&r, record, &l), -1);
+	int want[] = {1, 3, 2, 0};
+	assert_int_equal(l.n, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(l.tried[i], want[i]);
+	l = (struct log){.accept = 1};
+	assert_int_equal(np_node_walk(&r, record, &l), 1);
+	assert_int_equal(l.n, 1);
+	l = (struct log){.accept = 2};
+	r.only = (1ULL << 2) | (1ULL << 0);
+	assert_int_equal(np_node_walk(&r, record, &l), 2); /* no room anywhere allowed: home */
+	assert_int_equal(l.n, 1);
+	/* A request the pool's free pages cover needs no room: served at home. */
+	fill(2, 64);
+	l = (struct log){.accept = 2};
+	r = (struct np_node_req){.intended = 2, .pages = 16};
+	assert_int_equal(np_node_walk(&r, record, &l), 2);
+	assert_int_equal(l.n, 1);
+	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, -full2);
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -full0);
+}
+
+/* On this machine: the kernel's figure for the node, less a reserve, less what the library took
+ * since it read it; read again after an eighth of it went, or every 64 questions when full. */
+static void room_from_the_kernel(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_topo_table.is_system = true;
+	np_node_init(&np_topo_table);
+	int os0 = np_topo_table.node[0].os_id;
+	np_fake_os_set_node_avail(os0, (int64_t)512 << 20); /* 512 MiB free on a node of the fixture's size */
+	long reads = np_fake_os_avail_reads();
+	assert_true(np_node_has_room(0, 256));
+	assert_int_equal(np_fake_os_avail_reads() - reads, 1);
+	assert_true(np_node_has_room(0, 256));
+	assert_int_equal(np_fake_os_avail_reads() - reads, 1); /* not read again */
+	/* What we take counts against it at once; past an eighth of what was there, the node is
+	 * asked again, and the kernel now says 12 MiB: below the reserve. */
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, 500 << (20 - 12));
+	np_fake_os_set_node_avail(os0, (int64_t)12 << 20);
+	assert_false(np_node_has_room(0, 8 << (20 - 12)));
+	assert_int_equal(np_fake_os_avail_reads() - reads, 2);
+	for (int i = 0; i < 10; i++)
+		assert_false(np_node_has_room(0, 8 << (20 - 12)));
+	assert_int_equal(np_fake_os_avail_reads() - reads, 2);
+	/* A spill says full at once, whatever was read. */
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -(500 << (20 - 12)));
+	np_fake_os_set_node_avail(os0, (int64_t)512 << 20);
+	np_node_init(&np_topo_table);
+	assert_true(np_node_has_room(0, 16));
+	np_pool_note_spill(0);
+	assert_false(np_node_has_room(0, 16));
+	/* No figure at all (no /sys): the kernel decides, as before. */
+	np_fake_os_set_node_avail(os0, -1);
+	np_node_init(&np_topo_table);
+	assert_true(np_node_has_room(0, (size_t)1 << 40));
+	np_topo_table.is_system = false;
 }
 
 int main(void)
@@ -181,6 +326,9 @@ int main(void)
 		cmocka_unit_test_teardown(served_cpus_and_near_masks, teardown),
 		cmocka_unit_test_teardown(walk_orders_every_node_once, teardown),
 		cmocka_unit_test_teardown(walk_tries_the_picked_pool_first, teardown),
+		cmocka_unit_test_teardown(walk_passes_over_full_nodes_first, teardown),
+		cmocka_unit_test_teardown(policy_targets, teardown),
+		cmocka_unit_test_teardown(room_from_the_kernel, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

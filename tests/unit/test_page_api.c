@@ -4,7 +4,7 @@
  * fake OS. The library initialises once per process, so each fixture runs in a child process
  * of its own (NUMAPAGE_TOPOLOGY set there) with its own CMocka group: sizes and alignment, size
  * 0 and overflowing sizes, invalid nodes, every CPU's pages, memoryless nodes counted as
- * miss/foreign, stealing, statistics against what was allocated, huge and interleaved memory,
+ * miss/foreign, memoryless nodes sharing their group evenly, statistics against what was allocated, huge and interleaved memory,
  * binds by OS id, purge and trim, 10,000 thread lifetimes returning everything, cross-thread
  * frees, and fork in a threaded program.
  */
@@ -26,6 +26,7 @@
 
 #include "fake_os.h"
 #include "numapage.h"
+#include "malloc/sizeclass.h"
 #include "options.h"
 #include "pcp/pcp.h"
 #include "pool/chunk.h"
@@ -130,7 +131,7 @@ static void check_pools(void)
 }
 
 /* Whether dense node `served` is among the nearest memory nodes of dense node `home` (any of
- * the equidistant ones may serve a memoryless node: stealing). */
+ * the equidistant ones may serve a memoryless node: sharing in turn). */
 static bool in_nearest_group(int home, int served)
 {
 	const struct np_topo_node *nd = &T->node[home];
@@ -164,7 +165,6 @@ struct probe {
 	size_t size;
 	int home;   /* OS id numa_page_home_node() said */
 	int node;   /* OS id of the page */
-	long stolen; /* pages_stolen of the serving node during the call */
 };
 
 static void probe_fn(void *arg)
@@ -522,34 +522,123 @@ static void home_node_set_and_follow(void **state)
 	numa_page_free(r);
 }
 
-/* A thread that moves to another node's CPU gets that node's pages once its cache refills. */
+/* Allocations of `size` (freed at once, so the current slab never runs out of blocks)
+ * until one comes from dense node `node`; how many it took, or -1 after `limit`. Once one does,
+ * every later one must too. */
+static int mallocs_until_node(size_t size, int node, int limit)
+{
+	int k = 0;
+	for (; k < limit; k++) {
+		void *b = numa_page_malloc(size);
+		assert_non_null(b);
+		int at = numa_page_node_of(b);
+		numa_page_free(b);
+		if (at == os_of(node))
+			break;
+	}
+	if (k == limit)
+		return -1;
+	for (int i = 0; i < 200; i++) {
+		void *b = numa_page_malloc(size);
+		assert_int_equal(numa_page_node_of(b), os_of(node));
+		numa_page_free(b);
+	}
+	return k;
+}
+
+/* A thread that moves to another node's CPU: large blocks from the new node at once, small
+ * blocks of every class within one slab's worth (its slabs of the old node leave its rings). */
 static void migrate_fn(void *arg)
 {
 	(void)arg;
-	void *p[64];
 	assert_int_equal(numa_page_home_node(), 0);
-	p[0] = numa_page_alloc(PAGE);
-	assert_int_equal(numa_page_node_of(p[0]), 0);
-	np_fake_os_set_cpu(3); /* node 1 */
-	int n = 1, seen1 = 0;
-	for (; n < 64 && !seen1; n++) {
-		p[n] = numa_page_alloc(PAGE);
-		seen1 = numa_page_node_of(p[n]) == 1;
+	void *p = numa_page_alloc(PAGE);
+	assert_int_equal(numa_page_node_of(p), 0);
+	const size_t small[] = {24, 100, 4096, 20000};
+	void *held[NP_ARRAY_SIZE(small)];
+	for (size_t i = 0; i < NP_ARRAY_SIZE(small); i++) {
+		held[i] = numa_page_malloc(small[i]); /* keeps each old slab in use: it cannot be released */
+		assert_int_equal(numa_page_node_of(held[i]), 0);
 	}
-	assert_true(seen1);
+	np_fake_os_set_cpu(3); /* node 1 */
+	/* Page runs, cached orders and huge blocks: the first one after the move. */
+	void *q = numa_page_alloc(PAGE);
+	assert_int_equal(numa_page_node_of(q), 1);
 	assert_int_equal(numa_page_home_node(), 1);
-	/* A run (not cached) follows at once. */
-	void *r = numa_page_alloc(100 * PAGE);
+	void *r = numa_page_alloc(100 * PAGE), *h = numa_page_malloc(32 * MB);
 	assert_int_equal(numa_page_node_of(r), 1);
+	assert_int_equal(numa_page_node_of(h), 1);
+	/* Small classes: noticed at the first slab miss (here the large calls above already did). */
+	for (size_t i = 0; i < NP_ARRAY_SIZE(small); i++) {
+		int slab_blocks = (int)(np_class_slab_bytes(np_size_class(small[i])) / np_class_size[np_size_class(small[i])]);
+		int k = mallocs_until_node(small[i], 1, slab_blocks + 1);
+		if (k < 0)
+			fail_msg("malloc(%zu) still on node 0 after %d allocations", small[i], slab_blocks + 1);
+	}
+	/* The old node's blocks are still good, and free as remote frees. */
+	for (size_t i = 0; i < NP_ARRAY_SIZE(small); i++)
+		numa_page_free(held[i]);
+	numa_page_free(h);
 	numa_page_free(r);
-	while (n-- > 0)
-		numa_page_free(p[n]);
+	numa_page_free(q);
+	numa_page_free(p);
+}
+
+/* The same noticed by a slab miss alone: a thread that only makes small allocations. */
+static void migrate_small_only_fn(void *arg)
+{
+	(void)arg;
+	void *keep = numa_page_malloc(100);
+	assert_int_equal(numa_page_node_of(keep), 0);
+	np_fake_os_set_cpu(3);
+	int blocks = (int)(np_class_slab_bytes(np_size_class(100)) / np_class_size[np_size_class(100)]);
+	int k = mallocs_until_node(100, 1, blocks + 1);
+	assert_true(k >= 0);
+	assert_int_equal(numa_page_home_node(), 1);
+	numa_page_free(keep);
 }
 
 static void thread_follows_migration(void **state)
 {
 	(void)state;
 	run_on_cpu(0, migrate_fn, NULL);
+	run_on_cpu(0, migrate_small_only_fn, NULL);
+	check_pools();
+}
+
+/* malloc_requested and malloc_in_use are counted on the node whose memory served the bytes:
+ * for a thread of a memoryless node, its nearest memory nodes, never the home itself. */
+static void malloc_bytes_count_where_served(void *arg)
+{
+	(void)arg;
+	struct counters a, b;
+	snap(&a);
+	int home = np_topo_cpu_node(T, 2);
+	assert_false(T->node[home].has_memory);
+	enum { N = 300 };
+	void *p[N];
+	long per_req[NP_MAX_NODES] = {0}, per_use[NP_MAX_NODES] = {0};
+	for (int i = 0; i < N; i++) {
+		size_t n = 100 + (size_t)i * 37;
+		p[i] = numa_page_malloc(n);
+		int d = np_topo_node_index(T, numa_page_node_of(p[i]));
+		per_req[d] += (long)n;
+		per_use[d] += (long)numa_page_usable_size(p[i]);
+	}
+	snap(&b);
+	for (int d = 0; d < T->nnodes; d++) {
+		assert_int_equal(DELTA(&a, &b, d, malloc_requested), per_req[d]);
+		assert_int_equal(DELTA(&a, &b, d, malloc_in_use), per_use[d]);
+	}
+	assert_int_equal(DELTA(&a, &b, home, malloc_requested), 0);
+	for (int i = 0; i < N; i++)
+		numa_page_free(p[i]);
+}
+
+static void wx_malloc_bytes_on_serving_node(void **state)
+{
+	(void)state;
+	run_on_cpu(2, malloc_bytes_count_where_served, NULL); /* CPU 2: memoryless node 1 */
 }
 
 /* Statistics against what was allocated: numa_hit, local/other, pages_in_use, per node. */
@@ -897,53 +986,59 @@ static void r7425_cpu_to_memory(void **state)
 	assert_int_equal(numa_page_set_home_node(-1), 0);
 }
 
-static void steal_probe(void *arg)
+/* 128 pages one at a time on a thread of a memoryless node: how many came from each node, and
+ * the pages_stolen each node counted meanwhile. */
+struct split {
+	int home;
+	int per[8];
+	long stolen[8];
+};
+
+static void split_probe(void *arg)
 {
-	struct probe *pr = arg;
-	struct numa_page_node_stats a, b;
-	numa_page_stats_get(0, &a);
-	probe_fn(pr);
-	numa_page_stats_get(0, &b);
-	pr->stolen = (long)(b.pages_stolen - a.pages_stolen);
+	struct split *sp = arg;
+	enum { N = 128 };
+	void *p[N];
+	struct numa_page_node_stats a[8], b[8];
+	for (int n = 0; n < T->nnodes; n++)
+		numa_page_stats_get(T->node[n].os_id, &a[n]);
+	sp->home = numa_page_home_node();
+	for (int i = 0; i < N; i++) {
+		p[i] = numa_page_alloc(PAGE);
+		assert_non_null(p[i]);
+		sp->per[np_topo_node_index(T, numa_page_node_of(p[i]))]++;
+	}
+	for (int n = 0; n < T->nnodes; n++) {
+		numa_page_stats_get(T->node[n].os_id, &b[n]);
+		sp->stolen[n] = (long)(b[n].pages_stolen - a[n].pages_stolen);
+	}
+	for (int i = 0; i < N; i++)
+		numa_page_free(p[i]);
 }
 
-/* 2990wx: memoryless nodes 1 and 3 refill from nodes 0 and 2; a pool below the average takes
- * from one above it instead of growing. */
-static void wx_memoryless_and_stealing(void **state)
+/* 2990wx: memoryless nodes 1 and 3 take their batches from nodes 0 and 2 in turn, from their
+ * first choice on, whatever the pools hold: an even split, counted as stolen on the member
+ * that is not the first choice. */
+static void wx_memoryless_share_evenly(void **state)
 {
 	(void)state;
-	/* Pool 0 has this thread's pages; pool 2 has never been used. A node-3 thread (primary
-	 * pool 2) takes from pool 0 rather than growing 2, counted as stolen. */
+	/* Pool 0 has this thread's pages; pool 2 has never been used. */
 	assert_int_equal(np_pools[2].mapped_pages, 0);
-	struct probe pr = {.size = PAGE};
-	run_on_cpu(6, steal_probe, &pr);
-	assert_int_equal(pr.home, 3);
-	assert_int_equal(pr.node, 0);
-	assert_true(pr.stolen > 0);
-	assert_int_equal(np_pools[2].mapped_pages, 0);
-	/* With pool 2 the fuller one, node 3 is served at home (2)... */
-	void *big = numa_page_alloc_onnode(3 * MB, 2);
-	numa_page_free(big);
-	big = numa_page_alloc_onnode(3 * MB, 2);
-	void *big2 = numa_page_alloc_onnode(3 * MB, 2);
-	numa_page_free(big);
-	numa_page_free(big2);
-	assert_true(np_pools[2].free_pages > np_pools[0].free_pages);
-	run_on_cpu(6, probe_fn, &pr);
-	assert_int_equal(pr.node, 2);
-	/* ... and a node-1 thread takes from 2 while 0 is the emptier one... */
-	run_on_cpu(2, steal_probe, &pr);
-	assert_int_equal(pr.home, 1);
-	assert_int_equal(pr.node, 2);
-	/* ... and from its own primary, 0, once 0 is fuller. */
-	void *b0[3];
-	for (int i = 0; i < 3; i++)
-		b0[i] = numa_page_alloc_onnode(3 * MB, 0);
-	for (int i = 0; i < 3; i++)
-		numa_page_free(b0[i]);
-	assert_true(np_pools[0].free_pages > np_pools[2].free_pages);
-	run_on_cpu(2, probe_fn, &pr);
-	assert_int_equal(pr.node, 0);
+	struct split sp = {0};
+	run_on_cpu(6, split_probe, &sp); /* node 3: first choice 2 */
+	assert_int_equal(sp.home, 3);
+	assert_int_equal(sp.per[0], 64);
+	assert_int_equal(sp.per[2], 64);
+	assert_int_equal(sp.stolen[0], 64);
+	assert_int_equal(sp.stolen[2], 0);
+	/* Pool 2 now fuller than 0, or not: node 1 (first choice 0) splits the same way. */
+	sp = (struct split){0};
+	run_on_cpu(2, split_probe, &sp);
+	assert_int_equal(sp.home, 1);
+	assert_int_equal(sp.per[0], 64);
+	assert_int_equal(sp.per[2], 64);
+	assert_int_equal(sp.stolen[2], 64);
+	assert_int_equal(sp.stolen[0], 0);
 	check_pools();
 }
 
@@ -1027,7 +1122,7 @@ int main(void)
 	RUN("r7425", NULL, cmocka_unit_test(r7425_cpu_to_memory), cmocka_unit_test(every_cpu_gets_nearest_memory),
 	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
 	    cmocka_unit_test(interleaved_round_robin));
-	RUN("2990wx", NULL, cmocka_unit_test(wx_memoryless_and_stealing),
+	RUN("2990wx", NULL, cmocka_unit_test(wx_memoryless_share_evenly), cmocka_unit_test(wx_malloc_bytes_on_serving_node),
 	    cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
 	    cmocka_unit_test(interleaved_round_robin), cmocka_unit_test(fork_in_threaded_program));
 	RUN("sparse", NULL, cmocka_unit_test(sparse_binds_by_os_id), cmocka_unit_test(every_cpu_gets_nearest_memory),

@@ -3,9 +3,10 @@
  * remote free is not reused while local pages exist and leaves first on overflow), refill and
  * drain batch sizes under NUMAPAGE_PCP_BATCH/HIGH, the fallback order of every node of every
  * fixture (memoryless nodes served by their nearest memory node, counted as miss/foreign),
- * exhaustion falling through the order without the cache growing past high, stealing among
- * equidistant pools, following the CPU (and explicit requests for the old home), re-homing, and
- * a randomized sequence with np_pcp_check and np_pool_check after every step (fixed seed).
+ * exhaustion falling through the order without the cache growing past high, a memoryless
+ * node's batches shared in turn over its equidistant group (and a full member passed over),
+ * the preferred and interleave task policies, explicit requests for the old home, a chunk the
+ * kernel spilled and a node without room passed over, re-homing, and a randomized sequence with np_pcp_check and np_pool_check after every step (fixed seed).
  * Each test loads a fixture into np_topo_table, fresh pools and a registered statistics block.
  */
 #include <setjmp.h>
@@ -111,7 +112,8 @@ static void local_free_is_next_out(void **state)
 {
 	(void)state;
 	start("2node", "PCP_BATCH", "8", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	struct np_page *a = np_pcp_get(&pcp, 0, -1);
 	struct np_page *b = np_pcp_get(&pcp, 0, -1);
 	assert_non_null(a);
@@ -145,7 +147,8 @@ static void remote_free_goes_to_tail_and_waits(void **state)
 {
 	(void)state;
 	start("2node", "PCP_BATCH", "8", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	struct np_page *r;
 	take(1, 1, &r);
 	np_pcp_put(&pcp, r);
@@ -180,7 +183,8 @@ static void remote_leaves_first_on_overflow(void **state)
 {
 	(void)state;
 	start("2node", "PCP_BATCH", "4", "PCP_HIGH", "8", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	assert_int_equal(pcp.batch, 4);
 	assert_int_equal(pcp.high, 8);
 	struct np_page *r, *loc[7];
@@ -217,7 +221,8 @@ static void refill_and_drain_batch_sizes(void **state)
 {
 	(void)state;
 	start("2node", "PCP_BATCH", "8", "PCP_HIGH", "24", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	assert_int_equal(pcp.batch, 8);
 	assert_int_equal(pcp.high, 24);
 	struct np_page *got[32];
@@ -272,20 +277,23 @@ static void batch_defaults_and_bounds(void **state)
 {
 	(void)state;
 	start("2node", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	assert_int_equal(pcp.batch, NP_PCP_BATCH_DEFAULT);
 	assert_int_equal(pcp.high, NP_PCP_HIGH_FACTOR * NP_PCP_BATCH_DEFAULT);
 	np_pcp_fini(&pcp);
 	teardown(NULL);
 	start("2node", "PCP_BATCH", "16", "PCP_HIGH", "4", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	assert_int_equal(pcp.batch, 16);
 	assert_int_equal(pcp.high, 16); /* never below a batch */
 	np_pcp_fini(&pcp);
 	teardown(NULL);
 	/* batch 1 moves single pages; a huge batch is capped per refill, not an overflow. */
 	start("2node", "PCP_BATCH", "1", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	struct np_page *a = np_pcp_get(&pcp, 0, -1);
 	assert_int_equal(STAT(0, pages_alloc), 1);
 	assert_int_equal(pcp.count, 0);
@@ -293,7 +301,8 @@ static void batch_defaults_and_bounds(void **state)
 	np_pcp_fini(&pcp);
 	teardown(NULL);
 	start("2node", "PCP_BATCH", "65536", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	a = np_pcp_get(&pcp, 0, -1);
 	assert_non_null(a);
 	assert_true(STAT(0, pages_alloc) <= 64);
@@ -336,7 +345,8 @@ static void fallback_of_every_fixture_node(void **state)
 			long hit = STAT(want, numa_hit), miss = STAT(want, numa_miss);
 			long foreign = STAT(n, numa_foreign), local = STAT(want, local_node);
 			long other = STAT(want, other_node);
-			np_pcp_init(&pcp, n, st);
+			np_pcp_init(&pcp, n, st, NULL);
+	np_pcp_count_thread(&pcp);
 			pcp.home_fixed = true; /* not the fake CPU's node */
 			struct np_page *pg = np_pcp_get(&pcp, 0, -1);
 			assert_non_null(pg);
@@ -369,7 +379,8 @@ static void named_fallbacks(void **state)
 	for (int cpu = 0; cpu < 8; cpu++) {
 		np_fake_os_set_cpu(cpu);
 		int home = np_topo_cpu_node(&np_topo_table, cpu);
-		np_pcp_init(&pcp, home, st);
+		np_pcp_init(&pcp, home, st, NULL);
+	np_pcp_count_thread(&pcp);
 		struct np_page *pg = np_pcp_get(&pcp, 0, -1);
 		assert_int_equal(np_topo_table.node[np_page_node(pg)].os_id, r7425[cpu]);
 		np_pcp_put(&pcp, pg);
@@ -382,7 +393,8 @@ static void named_fallbacks(void **state)
 	const int wx[4] = {0, 0, 2, 2};
 	for (int n = 0; n < 4; n++) {
 		np_fake_os_set_cpu(2 * n);
-		np_pcp_init(&pcp, n, st);
+		np_pcp_init(&pcp, n, st, NULL);
+	np_pcp_count_thread(&pcp);
 		struct np_page *pg = np_pcp_get(&pcp, 0, -1);
 		assert_int_equal(np_page_node(pg), wx[n]);
 		np_pcp_put(&pcp, pg);
@@ -398,7 +410,8 @@ static void exhausted_home_falls_through_without_hoarding(void **state)
 	(void)state;
 	start("2node", "PCP_BATCH", "8", "PCP_HIGH", "48", NULL);
 	np_topo_table.is_system = true; /* binds reach the fake, which can refuse them */
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	enum { N = NP_CHUNK_DATA_PAGES + 200 };
 	static struct np_page *got[N];
 	for (int i = 0; i < N; i++) {
@@ -431,7 +444,8 @@ static void explicit_node_bypasses_the_cache(void **state)
 {
 	(void)state;
 	start("4node", "PCP_BATCH", "8", NULL);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	struct np_page *pg = np_pcp_get(&pcp, 0, 2);
 	assert_int_equal(np_page_node(pg), 2);
 	assert_int_equal(pcp.count, 0);
@@ -463,119 +477,250 @@ static void explicit_node_bypasses_the_cache(void **state)
 	np_pcp_fini(&pcp);
 }
 
-/* ---- stealing, CPU, home ----------------------------------------------------------------- */
+/* ---- sharing, policies, home ------------------------------------------------------------- */
 
-static void memoryless_home_steals_from_fuller_pool(void **state)
+/* Takes n pages of order 0 for the thread's own memory, counting them per node into per[]. */
+static void take_own(int n, struct np_page **out, int per[NP_MAX_NODES])
 {
-	(void)state;
-	start("2990wx", "PCP_BATCH", "8", NULL);
-	/* Pool 2 holds a chunk of free pages, pool 0 nothing: node 1 (primary 0) takes from 2
-	 * instead of growing 0. */
-	struct np_page *r = np_pool_get_run(2, NP_CHUNK_DATA_PAGES, 1, NULL);
-	np_pool_put_run(r, NULL);
-	size_t free2 = np_pools[2].free_pages;
-	np_fake_os_set_cpu(2); /* node 1 */
-	np_pcp_init(&pcp, 1, st);
-	struct np_page *pg = np_pcp_get(&pcp, 0, -1);
-	assert_int_equal(np_page_node(pg), 2);
-	assert_int_equal(STAT(2, pages_stolen), 8);
-	assert_int_equal(np_pools[2].free_pages, free2 - 8);
-	assert_int_equal(np_pools[0].mapped_pages, 0);
-	/* Stolen pages are near (equidistant): at the head, reused first. */
-	np_pcp_put(&pcp, pg);
-	assert_ptr_equal(pcp.list[0].head, pg);
-	assert_int_equal(STAT(2, remote_free), 0);
-	check();
-	/* Once pool 0 is above the average, node 1 stays home. */
-	r = np_pool_get_run(0, NP_CHUNK_DATA_PAGES, 1, NULL);
-	np_pool_put_run(r, NULL);
-	np_pcp_drain(&pcp);
-	struct np_page *q = np_pcp_get(&pcp, 0, -1);
-	assert_int_equal(np_page_node(q), 0);
-	assert_int_equal(STAT(2, pages_stolen), 8);
-	np_pcp_put(&pcp, q);
-	/* Runs steal too. */
-	r = np_pool_get_run(0, NP_CHUNK_DATA_PAGES - 8, 1, NULL); /* pool 0 nearly empty */
-	struct np_page *s = np_pcp_get_run(&pcp, 30, 1, -1);
-	assert_int_equal(np_page_node(s), 2);
-	assert_int_equal(STAT(2, pages_stolen), 8 + 30);
-	np_pcp_put_run(&pcp, s);
-	np_pool_put_run(r, NULL);
-	np_pcp_drain(&pcp);
-	check();
-	np_pcp_fini(&pcp);
-}
-
-static void follows_the_cpu_on_refill(void **state)
-{
-	(void)state;
-	start("2node", "PCP_BATCH", "4", NULL);
-	np_pcp_init(&pcp, 0, st);
-	struct np_page *a = np_pcp_get(&pcp, 0, -1);
-	assert_int_equal(np_page_node(a), 0);
-	np_fake_os_set_cpu(2); /* node 1 */
-	/* The cached pages of node 0 are still served until the next refill. */
-	struct np_page *cached[3];
-	for (int i = 0; i < 3; i++) {
-		cached[i] = np_pcp_get(&pcp, 0, -1);
-		assert_int_equal(np_page_node(cached[i]), 0);
+	for (int i = 0; i < n; i++) {
+		out[i] = np_pcp_get(&pcp, 0, -1);
+		assert_non_null(out[i]);
+		per[np_page_node(out[i])]++;
 	}
-	assert_int_equal(pcp.home, 0);
-	struct np_page *b = np_pcp_get(&pcp, 0, -1);
-	assert_int_equal(pcp.home, 1);
-	assert_int_equal(np_page_node(b), 1);
-	/* Node 0's pages are remote now. */
-	np_pcp_put(&pcp, a);
-	assert_ptr_equal(pcp.list[0].tail, a);
-	check();
-	/* A fixed home does not follow. */
-	np_pcp_set_home(&pcp, 0);
-	pcp.home_fixed = true;
+}
+
+static void put_all(int n, struct np_page **pg)
+{
+	for (int i = 0; i < n; i++)
+		np_pcp_put(&pcp, pg[i]);
+}
+
+static void memoryless_home_shares_its_group_in_turn(void **state)
+{
+	(void)state;
+	start("2990wx", "PCP_BATCH", "8", "PCP_HIGH", "512", NULL);
+	struct np_page *r = np_pool_get_run(0, NP_CHUNK_DATA_PAGES, 1, NULL);
+	np_pool_put_run(r, NULL);
+	np_pcp_init(&pcp, 1, st, NULL);
+	np_pcp_count_thread(&pcp);
+	static struct np_page *pg[64];
+	/* A member without room is passed over: node 2 holds its whole size (a rehearsal's room
+	 * is the fixture's size against pages_in_use) and has no free pages to give. */
+	long full = (long)np_pools[2].limit_pages;
+	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, full);
+	int per0[NP_MAX_NODES] = {0};
+	take_own(32, pg, per0);
+	assert_int_equal(per0[0], 32);
+	assert_int_equal(np_pools[2].mapped_pages, 0);
+	put_all(32, pg);
 	np_pcp_drain(&pcp);
-	struct np_page *c = np_pcp_get(&pcp, 0, -1);
-	assert_int_equal(np_page_node(c), 0);
-	assert_int_equal(pcp.home, 0);
-	np_pcp_put(&pcp, c);
-	np_pcp_put(&pcp, b);
-	for (int i = 0; i < 3; i++)
-		np_pcp_put(&pcp, cached[i]);
+	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, -full);
+	/* Node 1 (memoryless, first choice 0) takes its batches from 0 and 2 in turn, though pool
+	 * 0 holds free pages and pool 2 none (the free-pages heuristic stole only from a pool that
+	 * had some: 97/3 in the guest). */
+	pcp.rotor = 0;
+	int per[NP_MAX_NODES] = {0};
+	take_own(8, pg, per);
+	assert_int_equal(per[0], 8);
+	assert_int_equal(STAT(2, pages_stolen), 0);
+	take_own(8, pg + 8, per);
+	assert_int_equal(per[2], 8);
+	assert_int_equal(STAT(2, pages_stolen), 8); /* taken from the member that is not first */
+	take_own(48, pg + 16, per);
+	assert_int_equal(per[0], 32);
+	assert_int_equal(per[2], 32);
+	/* Equidistant: both near, at the head when freed. */
+	put_all(64, pg);
+	assert_int_equal(STAT(0, remote_free) + STAT(2, remote_free), 0);
 	check();
 	np_pcp_drain(&pcp);
-	assert_int_equal(pages_in_use_total(), 0);
+	check();
 	np_pcp_fini(&pcp);
 }
 
-/* A request that names the node the thread was homed on is for that node, even when the
- * refill it prompts is where the thread notices it has moved. */
-static void explicit_old_home_after_migration(void **state)
+static void preferred_policy_targets_the_nearest_of_its_nodes(void **state)
+{
+	(void)state;
+	start("4node", "PCP_BATCH", "4", NULL);
+	/* numactl --preferred=2 on a thread of node 0: node 2's memory, counted as a hit there and
+	 * as other_node (the thread is on node 0). */
+	struct np_topo_policy pol = {.mode = NP_POLICY_PREFERRED, .nodes = 1ULL << 2};
+	np_pcp_init(&pcp, 0, st, &pol);
+	np_pcp_count_thread(&pcp);
+	assert_int_equal(pcp.home, 0);
+	assert_int_equal(pcp.target, 2);
+	struct np_page *a = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(a), 2);
+	assert_int_equal(STAT(2, numa_hit), 1);
+	assert_int_equal(STAT(2, other_node), 1);
+	assert_int_equal(STAT(0, threads), 1);
+	struct np_page *r = np_pcp_get_run(&pcp, 20, 1, -1);
+	assert_int_equal(np_page_node(r), 2);
+	/* A request naming a node is for that node. */
+	struct np_page *b = np_pcp_get(&pcp, 0, 0);
+	assert_int_equal(np_page_node(b), 0);
+	assert_int_equal(STAT(0, numa_hit), 1);
+	assert_int_equal(STAT(0, local_node), 1);
+	/* Pages of node 2 are the near ones: freed to the head. */
+	np_pcp_put(&pcp, a);
+	assert_ptr_equal(pcp.list[0].head, a);
+	np_pcp_put(&pcp, b);
+	assert_ptr_equal(pcp.list[0].tail, b);
+	np_pcp_put_run(&pcp, r);
+	check();
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+	/* --preferred-many=1,3: the nearest of them to the home (equidistant: the lowest id),
+	 * and the home itself once it is one of them. */
+	pol.nodes = (1ULL << 1) | (1ULL << 3);
+	np_pcp_init(&pcp, 0, st, &pol);
+	np_pcp_count_thread(&pcp);
+	assert_int_equal(pcp.target, 1);
+	np_pcp_set_home(&pcp, 3);
+	assert_int_equal(pcp.target, 3);
+	struct np_page *c = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(c), 3);
+	np_pcp_put(&pcp, c);
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+	assert_int_equal(pages_in_use_total(), 0);
+}
+
+static void interleave_policy_spreads_batches_and_runs(void **state)
+{
+	(void)state;
+	start("4node", "PCP_BATCH", "8", "PCP_HIGH", "512", NULL);
+	/* numactl --interleave=all: each batch from the next node, runs too; every page counts
+	 * as a hit and an interleave hit where it lands. */
+	struct np_topo_policy pol = {.mode = NP_POLICY_INTERLEAVE, .nodes = 0xf};
+	np_pcp_init(&pcp, 1, st, &pol);
+	np_pcp_count_thread(&pcp);
+	assert_int_equal(pcp.near, 0xf);
+	static struct np_page *pg[64];
+	int per[NP_MAX_NODES] = {0};
+	take_own(64, pg, per);
+	for (int n = 0; n < 4; n++) {
+		assert_int_equal(per[n], 16);
+		assert_int_equal(STAT(n, numa_hit), 16);
+		assert_int_equal(STAT(n, interleave_hit), 16);
+		assert_int_equal(STAT(n, numa_miss), 0);
+	}
+	assert_int_equal(STAT(1, local_node), 16);
+	struct np_page *runs[8];
+	int rper[NP_MAX_NODES] = {0};
+	for (int i = 0; i < 8; i++) {
+		runs[i] = np_pcp_get_run(&pcp, 20, 1, -1);
+		rper[np_page_node(runs[i])]++;
+	}
+	for (int n = 0; n < 4; n++)
+		assert_int_equal(rper[n], 2);
+	/* Every node of the interleave is near: all freed to the head. */
+	put_all(64, pg);
+	for (int n = 0; n < 4; n++)
+		assert_int_equal(STAT(n, remote_free), 0);
+	for (int i = 0; i < 8; i++)
+		np_pcp_put_run(&pcp, runs[i]);
+	check();
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+	assert_int_equal(pages_in_use_total(), 0);
+}
+
+/* A request that names the node the thread was homed on is for that node after a re-home. */
+static void explicit_old_home_after_rehome(void **state)
 {
 	(void)state;
 	start("2node", "PCP_BATCH", "4", NULL);
-	/* A run. */
-	np_pcp_init(&pcp, 0, st);
-	np_fake_os_set_cpu(2); /* moved to node 1, not noticed yet */
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
+	np_pcp_set_home(&pcp, 1);
 	struct np_page *r = np_pcp_get_run(&pcp, 20, 1, 0);
-	assert_non_null(r);
 	assert_int_equal(np_page_node(r), 0);
 	assert_int_equal(STAT(0, numa_hit), 20);
-	np_pcp_put_run(&pcp, r);
-	np_pcp_drain(&pcp);
-	np_pcp_fini(&pcp);
-	/* A cached order, with the cache empty: the refill notices the move. */
-	np_fake_os_set_cpu(0);
-	np_pcp_init(&pcp, 0, st);
-	np_fake_os_set_cpu(2);
+	assert_int_equal(STAT(0, other_node), 20);
 	struct np_page *a = np_pcp_get(&pcp, 0, 0);
-	assert_non_null(a);
 	assert_int_equal(np_page_node(a), 0);
-	assert_int_equal(STAT(0, numa_hit), 21);
 	struct np_page *b = np_pcp_get(&pcp, 0, -1); /* unnamed: the new home */
 	assert_int_equal(np_page_node(b), 1);
+	assert_int_equal(STAT(1, local_node), 1);
+	np_pcp_put_run(&pcp, r);
 	np_pcp_put(&pcp, a);
 	np_pcp_put(&pcp, b);
 	check();
 	np_pcp_drain(&pcp);
 	assert_int_equal(pages_in_use_total(), 0);
+	np_pcp_fini(&pcp);
+}
+
+/* A node the kernel filled: its new chunk's pages land elsewhere (MPOL_PREFERRED spills). The
+ * chunk is given back, the node is passed over, and the pages come from the next node,
+ * counted as a miss there and foreign on the full node. */
+static void spilled_chunk_moves_the_request_on(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "4", NULL);
+	np_topo_table.is_system = true;
+	np_fake_os_spill(np_topo_table.node[0].os_id, np_topo_table.node[1].os_id);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
+	long maps = np_fake_os_maps(), unmaps = np_fake_os_unmaps();
+	struct np_page *a = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(a), 1);
+	assert_int_equal(np_pools[0].mapped_pages, 0);
+	assert_int_equal(np_fake_os_maps() - maps, 2);     /* node 0's chunk, then node 1's */
+	assert_int_equal(np_fake_os_unmaps() - unmaps, 1); /* node 0's, given back */
+	assert_int_equal(STAT(1, numa_miss), 1);
+	assert_int_equal(STAT(0, numa_foreign), 1);
+	/* The node is passed over for a while without asking the kernel again. */
+	np_pcp_put(&pcp, a);
+	np_pcp_drain(&pcp);
+	maps = np_fake_os_maps();
+	struct np_page *b = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(b), 1);
+	assert_int_equal(np_fake_os_maps(), maps); /* node 1's chunk has room */
+	np_pcp_put(&pcp, b);
+	np_pcp_drain(&pcp);
+	np_fake_os_spill(np_topo_table.node[0].os_id, -1);
+	np_topo_table.is_system = false;
+	check();
+	np_pcp_fini(&pcp);
+}
+
+/* On this machine the room is what the kernel says the node has: a node with less than a
+ * batch plus its reserve is passed over before anything is mapped there. */
+static void node_without_room_is_passed_over(void **state)
+{
+	(void)state;
+	start("2node", "PCP_BATCH", "4", NULL);
+	np_topo_table.is_system = true;
+	np_node_init(&np_topo_table); /* reserves are for this machine's nodes */
+	np_fake_os_set_node_avail(np_topo_table.node[0].os_id, 1 << 20); /* 1 MiB: below the reserve */
+	np_fake_os_set_node_avail(np_topo_table.node[1].os_id, (int64_t)1 << 34);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
+	struct np_page *a = np_pcp_get(&pcp, 0, -1);
+	assert_int_equal(np_page_node(a), 1);
+	assert_int_equal(np_pools[0].mapped_pages, 0);
+	assert_int_equal(STAT(1, numa_miss), 1);
+	/* Asked again only every so often while full. */
+	long reads = np_fake_os_avail_reads();
+	np_pcp_put(&pcp, a);
+	np_pcp_drain(&pcp);
+	for (int i = 0; i < 10; i++) {
+		struct np_page *b = np_pcp_get(&pcp, 0, -1);
+		np_pcp_put(&pcp, b);
+		np_pcp_drain(&pcp);
+	}
+	assert_true(np_fake_os_avail_reads() - reads <= 2);
+	/* Every node full: the home serves after all (the kernel decides), no failure. */
+	np_fake_os_set_node_avail(np_topo_table.node[1].os_id, 1 << 20);
+	np_node_init(&np_topo_table);
+	struct np_page *big = np_pcp_get_run(&pcp, NP_POOL_MAX_RUN, 1, -1);
+	assert_non_null(big);
+	np_pcp_put_run(&pcp, big);
+	np_topo_table.is_system = false;
+	np_pcp_drain(&pcp);
+	check();
 	np_pcp_fini(&pcp);
 }
 
@@ -584,7 +729,8 @@ static void rehoming_resorts_the_lists(void **state)
 	(void)state;
 	start("2node", "PCP_BATCH", "64", NULL);
 	int t0 = np_pcp_threads[0], t1 = np_pcp_threads[1];
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	struct np_page *loc[6], *rem[6];
 	take(0, 6, loc);
 	take(1, 6, rem);
@@ -613,7 +759,8 @@ static void randomized_invariants(void **state)
 {
 	(void)state;
 	start("2990wx", "PCP_BATCH", "8", "PCP_HIGH", "40", "PURGE_MB", "1", NULL);
-	np_pcp_init(&pcp, 1, st);
+	np_pcp_init(&pcp, 1, st, NULL);
+	np_pcp_count_thread(&pcp);
 	enum { MAX_HELD = 256, STEPS = 4000 };
 	static struct np_page *held[MAX_HELD];
 	int nheld = 0;
@@ -644,8 +791,6 @@ static void randomized_invariants(void **state)
 				np_pcp_put(&pcp, pg);
 			else
 				np_pcp_put_run(&pcp, pg);
-		} else if (op == 14) {
-			np_fake_os_set_cpu((int)(lrand48() % 8)); /* noticed on the next refill */
 		} else if (lrand48() % 8 == 0) {
 			np_pcp_drain(&pcp);
 		} else {
@@ -683,9 +828,12 @@ int main(void)
 		cmocka_unit_test_teardown(named_fallbacks, teardown),
 		cmocka_unit_test_teardown(exhausted_home_falls_through_without_hoarding, teardown),
 		cmocka_unit_test_teardown(explicit_node_bypasses_the_cache, teardown),
-		cmocka_unit_test_teardown(memoryless_home_steals_from_fuller_pool, teardown),
-		cmocka_unit_test_teardown(follows_the_cpu_on_refill, teardown),
-		cmocka_unit_test_teardown(explicit_old_home_after_migration, teardown),
+		cmocka_unit_test_teardown(memoryless_home_shares_its_group_in_turn, teardown),
+		cmocka_unit_test_teardown(preferred_policy_targets_the_nearest_of_its_nodes, teardown),
+		cmocka_unit_test_teardown(interleave_policy_spreads_batches_and_runs, teardown),
+		cmocka_unit_test_teardown(spilled_chunk_moves_the_request_on, teardown),
+		cmocka_unit_test_teardown(node_without_room_is_passed_over, teardown),
+		cmocka_unit_test_teardown(explicit_old_home_after_rehome, teardown),
 		cmocka_unit_test_teardown(rehoming_resorts_the_lists, teardown),
 		cmocka_unit_test_teardown(randomized_invariants, teardown),
 	};

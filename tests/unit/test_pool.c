@@ -68,7 +68,7 @@ static void chunk_layout_and_lookup(void **state)
 {
 	(void)state;
 	start("sparse", NULL);
-	struct np_chunk *c = np_chunk_map(2); /* dense 2 = OS node 5 */
+	struct np_chunk *c = np_chunk_map(2, NULL); /* dense 2 = OS node 5 */
 	assert_non_null(c);
 	assert_int_equal((uintptr_t)c % NP_CHUNK_SIZE, 0);
 	assert_int_equal(c->magic, NP_CHUNK_MAGIC);
@@ -182,7 +182,7 @@ static void huge_chunk(void **state)
 	(void)state;
 	start("2node", NULL);
 	size_t bytes = 9 * NP_CHUNK_SIZE / 2 + 123; /* 18 MiB and a bit: five granules */
-	struct np_chunk *c = np_chunk_map_huge(1, bytes, NP_PAGE_SIZE);
+	struct np_chunk *c = np_chunk_map_huge(1, 0, bytes, NP_PAGE_SIZE, NULL);
 	assert_non_null(c);
 	assert_int_equal((uintptr_t)c % NP_CHUNK_SIZE, 0);
 	assert_int_equal(c->kind, NP_CHUNK_HUGE);
@@ -205,7 +205,7 @@ static void huge_chunk(void **state)
 	assert_null(np_chunk_find(data));
 	assert_null(np_chunk_find(data + 2 * NP_CHUNK_SIZE));
 	/* Absurd sizes are refused, not wrapped. */
-	assert_null(np_chunk_map_huge(0, SIZE_MAX - NP_PAGE_SIZE, NP_PAGE_SIZE));
+	assert_null(np_chunk_map_huge(0, 0, SIZE_MAX - NP_PAGE_SIZE, NP_PAGE_SIZE, NULL));
 }
 
 static void huge_chunk_aligned(void **state)
@@ -213,7 +213,7 @@ static void huge_chunk_aligned(void **state)
 	(void)state;
 	start("2node", NULL);
 	for (size_t align = NP_PAGE_SIZE; align <= 2 * NP_CHUNK_SIZE; align <<= 1) {
-		struct np_chunk *c = np_chunk_map_huge(0, 5 << 20, align);
+		struct np_chunk *c = np_chunk_map_huge(0, 0, 5 << 20, align, NULL);
 		assert_non_null(c);
 		char *data = (char *)c + c->data_offset;
 		assert_int_equal((uintptr_t)data % align, 0);
@@ -227,7 +227,7 @@ static void interleaved_chunk_round_robin(void **state)
 	(void)state;
 	start("4node", NULL);
 	np_topo_table.is_system = true;
-	struct np_chunk *c = np_chunk_map_huge(-1, 64 * NP_PAGE_SIZE, NP_PAGE_SIZE);
+	struct np_chunk *c = np_chunk_map_huge(-1, 0, 64 * NP_PAGE_SIZE, NP_PAGE_SIZE, NULL);
 	assert_non_null(c);
 	assert_int_equal(c->kind, NP_CHUNK_INTERLEAVE);
 	assert_int_equal(c->nilv, 4);

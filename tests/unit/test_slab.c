@@ -40,7 +40,8 @@ static int setup(void **state)
 	np_test_start_fixture_opts("2node", NULL);
 	st = calloc(1, sizeof *st);
 	np_vmstat_register(st);
-	np_pcp_init(&pcp, 0, st);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
 	np_slab_init_secret();
 	return 0;
 }
