@@ -225,11 +225,25 @@ int np_os_current_cpu(void) { return fake_cpu; }
 int np_os_tid(void) { return (int)gettid(); }
 
 static __thread int affinity_n = -1;
+static bool affinity_moves;
+static unsigned affinity_delay_us;
+
+void np_fake_os_affinity_moves(bool on, unsigned delay_us)
+{
+	affinity_moves = on;
+	affinity_delay_us = delay_us;
+}
 
 int np_os_set_affinity(const int *cpus, int n)
 {
-	(void)cpus;
 	affinity_n = n;
+	if (affinity_moves && n > 0) {
+		/* As the kernel does: the thread runs on one of its new CPUs when the call returns,
+		 * and moving it there takes a while. */
+		fake_cpu = cpus[0];
+		if (affinity_delay_us)
+			usleep(affinity_delay_us);
+	}
 	return 0;
 }
 

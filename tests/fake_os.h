@@ -11,6 +11,10 @@
 
 /* The CPU np_os_current_cpu() reports for the calling thread (default 0). */
 void np_fake_os_set_cpu(int cpu);
+/* on: np_os_set_affinity also moves the calling thread's CPU to the first of the new ones and
+ * then sleeps delay_us, as a real migration takes time (default off: affinity is only counted).
+ * Set before the threads that use it start. */
+void np_fake_os_affinity_moves(bool on, unsigned delay_us);
 /* Binds to this OS node fail with the given negative errno (0 = succeed again). */
 void np_fake_os_fail_bind(int node, int neg_errno);
 /* Maps fail after this many more successful maps (-1 = never, the default). */
