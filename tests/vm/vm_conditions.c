@@ -1121,9 +1121,9 @@ static int balance_child(int argc, char **argv)
 	for (int k = 0; k < nn; k++)
 		for (int c = 0; c < vm_topo.ncpus; c++)
 			for (int j = 0; vm_topo.cpu_node[c] == nodes[k] && j < BAL_PER_CPU && nb < BAL_MAX;
-			     j++)
-				b[nb++] = (struct bal){.cpu = c, .node = nodes[k],
-						       .seed = (unsigned)(run * 1000 + nb)};
+			     j++, nb++)
+				b[nb] = (struct bal){.cpu = c, .node = nodes[k],
+						     .seed = (unsigned)(run * 1000 + nb)};
 	if (!nb) {
 		vm_note("skipped: memoryless balance: no CPU on a memoryless node shares nearest nodes");
 		return 0;
