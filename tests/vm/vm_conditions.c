@@ -7,9 +7,9 @@
  *               (so its current slab of A never runs out), 32 MiB / 1 MiB / 64 KiB blocks at
  *               once; the same for a forked child that moves (that one allocates its small
  *               blocks first, the thread its large ones first, so both orders are covered);
- *   policy      the task's memory policy (numactl --preferred, --interleave=all, --membind) is
- *               followed, an explicit NUMAPAGE_BIND overrides it, NUMAPAGE_VERBOSE=1 and
- *               `numapage topology` name it;
+ *   policy      the task's memory policy (numactl --preferred, --preferred-many,
+ *               --interleave=all, --membind) is followed, an explicit NUMAPAGE_BIND overrides
+ *               it, NUMAPAGE_VERBOSE=1 and `numapage topology` name it;
  *   full        (a guest with a small node) a thread on the small node allocates past its free
  *               memory: numa_page_node_of agrees with move_pages on every page, the spill is
  *               counted (numa_miss / numa_foreign), and NUMAPAGE_BIND=strict is not OOM-killed;
@@ -721,13 +721,13 @@ static size_t alloc_mix(struct addrs *s)
 	return total; /* never freed: the child exits */
 }
 
-/* policy-child LABEL on NODE | interleave: the mix, where its pages are. */
+/* policy-child LABEL on NODES | interleave: the mix, where its pages are. NODES: "2" or "2,3". */
 static int policy_child(int argc, char **argv)
 {
 	if (argc < 4)
 		return 2;
 	const char *label = argv[2], *kind = argv[3];
-	int node = argc > 4 ? atoi(argv[4]) : -1;
+	const char *nodes = argc > 4 ? argv[4] : "-1";
 	struct addrs s;
 	struct tally t;
 	char buf[256];
@@ -737,13 +737,23 @@ static int policy_child(int argc, char **argv)
 	addrs_fini(&s);
 	per_node(&t, buf, sizeof buf);
 	if (!strcmp(kind, "on")) {
-		double sh = share(&t, node);
+		double sh = 0;
+		for (const char *q = nodes; *q;) {
+			char *end;
+			long n = strtol(q, &end, 10);
+			if (end == q)
+				break;
+			if (n >= 0 && n < VM_MAX_NODES)
+				sh += share(&t, (int)n);
+			q = *end == ',' ? end + 1 : end;
+		}
+		const char *nn = strchr(nodes, ',') ? "nodes" : "node";
 		if (sh >= 0.90)
-			vm_ok("policy, %s: %.0f%% of the %ld pages of %zu MiB of mixed mallocs on node "
-			      "%d (>= 90%%; %s)", label, 100 * sh, t.pages, total / MiB, node, buf);
+			vm_ok("policy, %s: %.0f%% of the %ld pages of %zu MiB of mixed mallocs on %s %s "
+			      "(>= 90%%; %s)", label, 100 * sh, t.pages, total / MiB, nn, nodes, buf);
 		else
-			vm_fail("policy, %s: %.0f%% of the %ld pages of %zu MiB of mixed mallocs on "
-				"node %d, not >= 90%% (%s)", label, 100 * sh, t.pages, total / MiB, node,
+			vm_fail("policy, %s: %.0f%% of the %ld pages of %zu MiB of mixed mallocs on %s "
+				"%s, not >= 90%% (%s)", label, 100 * sh, t.pages, total / MiB, nn, nodes,
 				buf);
 	} else {
 		int mem[VM_MAX_NODES], nm = vm_mem_nodes(mem);
@@ -847,6 +857,23 @@ static void group_policy(void)
 	child_done(label, st, NULL);
 	policy_named("policy, NUMAPAGE_VERBOSE=1 with an explicit NUMAPAGE_BIND under numactl "
 		     "--preferred", spawn_buf, "bind");
+
+	/* numactl --preferred-many: the preferred nodes first (N and, where there is one, a
+	 * second memory node other than the CPU's). */
+	int n2 = -1;
+	for (int k = nm - 1; k >= 0 && n2 < 0; k--)
+		if (mem[k] != n && mem[k] != m && node_meminfo_kb(mem[k], "MemFree") >= 128 * 1024)
+			n2 = mem[k];
+	char many[32], pm[64];
+	if (n2 >= 0)
+		snprintf(many, sizeof many, "%d,%d", n, n2);
+	else
+		snprintf(many, sizeof many, "%d", n);
+	snprintf(pm, sizeof pm, "--preferred-many=%s", many);
+	snprintf(label, sizeof label, "numactl %s on cpu %d", pm, cpu);
+	char *a6[] = {"numactl", pm, "--", self_exe, "policy-child", label, "on", many, NULL};
+	st = spawn(a6, NULL, cpu, 0, NULL, 0);
+	child_done(label, st, NULL);
 
 	/* numactl --membind=N: inside N (the issue says this works already). */
 	snprintf(label, sizeof label, "numactl %s on cpu %d", memb, cpu);
