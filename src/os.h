@@ -53,6 +53,9 @@ int np_os_nohuge(void *p, size_t size);
 /* Gives a range's physical pages back to the kernel (MADV_DONTNEED: the range stays mapped and
  * reads back as zeros, on the node it is bound to). 0 or -errno. */
 int np_os_purge(void *p, size_t size);
+/* Faults every page of a range in now (MADV_POPULATE_WRITE; before Linux 5.14, a write to
+ * each page), so that the kernel places them now. 0 or -errno. */
+int np_os_populate(void *p, size_t size);
 /* Where the pages at addrs[0..n) are: status[i] is an OS node id, or a negative errno
  * (-ENOENT: not yet touched). move_pages(2) in query mode. 0 or -errno for the call. */
 int np_os_nodes_of(void *const *addrs, int n, int *status);
@@ -64,12 +67,12 @@ int np_os_name(void *p, size_t size, const char *name);
  * registers for each thread (glibc 2.35+: __rseq_offset), else getcpu. Cheap enough for every
  * slow path of malloc: a thread that the scheduler moved is noticed at its next one. */
 int np_os_current_cpu(void);
-/* Bytes an allocation on OS node `node` can get there before the kernel takes memory
- * elsewhere: its free pages plus its inactive file pages (reclaimed first), from
+/* The memory of OS node `node` an allocation there can get: its free bytes (MemFree) and its
+ * inactive file pages (Inactive(file), the first the kernel reclaims), from
  * /sys/devices/system/node/node<N>/meminfo, read with open/read into a buffer on the stack
  * (libnuma's numa_node_size64 reads the same file with stdio, which allocates: not inside
  * malloc). 0 or -errno. */
-int np_os_node_avail(int node, uint64_t *bytes);
+int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes);
 /* The calling thread's OS thread id. */
 int np_os_tid(void);
 

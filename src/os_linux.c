@@ -166,6 +166,30 @@ int np_os_purge(void *p, size_t size)
 	RETURN_ERRNO(madvise(p, size, MADV_DONTNEED));
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int np_os_populate(void *p, size_t size)
+{
+	SAVE_ERRNO;
+	if (madvise(p, size, MADV_POPULATE_WRITE) == 0) {
+		errno = saved_errno_;
+		return 0;
+	}
+	if (errno != EINVAL) { /* EINVAL: a kernel before 5.14; anything else is the answer */
+		int rc = -errno;
+		errno = saved_errno_;
+		return rc;
+	}
+	errno = saved_errno_;
+	/* Touch each page: a write of the zero it already reads as faults it in. */
+	size_t ps = np_os_page_size();
+	for (size_t off = 0; off < size; off += ps)
+		__atomic_store_n((volatile char *)p + off, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
 int np_os_nodes_of(void *const *addrs, int n, int *status)
 {
 	SAVE_ERRNO;
@@ -253,7 +277,7 @@ static int64_t meminfo_field(const char *buf, const char *key)
 	return -1;
 }
 
-int np_os_node_avail(int node, uint64_t *bytes)
+int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
 {
 	SAVE_ERRNO;
 	if (node < 0 || node >= NP_OS_NODE_IDS)
@@ -289,7 +313,8 @@ int np_os_node_avail(int node, uint64_t *bytes)
 	int64_t free_kb = meminfo_field(buf, "MemFree"), inactive_kb = meminfo_field(buf, "Inactive(file)");
 	if (free_kb < 0)
 		return -EIO;
-	*bytes = ((uint64_t)free_kb + (uint64_t)(inactive_kb > 0 ? inactive_kb : 0)) << 10;
+	*free_bytes = (uint64_t)free_kb << 10;
+	*file_bytes = (uint64_t)(inactive_kb > 0 ? inactive_kb : 0) << 10;
 	return 0;
 }
 

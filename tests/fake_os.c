@@ -212,6 +212,16 @@ int np_os_purge(void *p, size_t size)
 	return rc;
 }
 
+static long n_populated;
+long np_fake_os_populated(void) { return __atomic_load_n(&n_populated, __ATOMIC_SEQ_CST); }
+
+int np_os_populate(void *p, size_t size)
+{
+	(void)p;
+	__atomic_fetch_add(&n_populated, (long)size, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 int np_os_nodes_of(void *const *addrs, int n, int *status)
 {
 	pthread_mutex_lock(&lock);
@@ -270,8 +280,9 @@ void np_fake_os_spill(int node, int to)
 	pthread_mutex_unlock(&lock);
 }
 
-int np_os_node_avail(int node, uint64_t *bytes)
+int np_os_node_avail(int node, uint64_t *bytes, uint64_t *file_bytes)
 {
+	*file_bytes = 0;
 	pthread_mutex_lock(&lock);
 	n_avail_reads++;
 	/* Nothing set: every node has plenty (as a test machine with room would say). */
@@ -288,11 +299,25 @@ int np_os_current_cpu(void) { return fake_cpu; }
 int np_os_tid(void) { return (int)gettid(); }
 
 static __thread int affinity_n = -1;
+static bool affinity_moves;
+static unsigned affinity_delay_us;
+
+void np_fake_os_affinity_moves(bool on, unsigned delay_us)
+{
+	affinity_moves = on;
+	affinity_delay_us = delay_us;
+}
 
 int np_os_set_affinity(const int *cpus, int n)
 {
-	(void)cpus;
 	affinity_n = n;
+	if (affinity_moves && n > 0) {
+		/* As the kernel does: the thread runs on one of its new CPUs when the call returns,
+		 * and moving it there takes a while. */
+		fake_cpu = cpus[0];
+		if (affinity_delay_us)
+			usleep(affinity_delay_us);
+	}
 	return 0;
 }
 

@@ -12,6 +12,10 @@
 
 /* The CPU np_os_current_cpu() reports for the calling thread (default 0). */
 void np_fake_os_set_cpu(int cpu);
+/* on: np_os_set_affinity also moves the calling thread's CPU to the first of the new ones and
+ * then sleeps delay_us, as a real migration takes time (default off: affinity is only counted).
+ * Set before the threads that use it start. */
+void np_fake_os_affinity_moves(bool on, unsigned delay_us);
 /* Binds to this OS node fail with the given negative errno (0 = succeed again). */
 void np_fake_os_fail_bind(int node, int neg_errno);
 /* Maps fail after this many more successful maps (-1 = never, the default). */
@@ -29,6 +33,8 @@ void np_fake_os_set_mempolicy(int mode, const int *nodes, int n);
  * node answers "plenty". Reads counted. */
 void np_fake_os_set_node_avail(int node, int64_t bytes);
 long np_fake_os_avail_reads(void);
+/* Bytes np_os_populate was asked to fault in (the fake faults nothing). */
+long np_fake_os_populated(void);
 /* Binds to OS node `node` land on node `to` (a full node whose pages the kernel put
  * elsewhere; -1: on the node again): np_os_nodes_of reports `to`. */
 void np_fake_os_spill(int node, int to);

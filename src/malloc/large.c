@@ -28,14 +28,14 @@ struct huge_try {
 	bool clean;
 };
 
-static bool try_huge(int node, bool shared, void *arg)
+static bool try_huge(int node, bool shared, bool grow, void *arg)
 {
 	struct huge_try *h = arg;
 	h->c = np_pool_get_huge(node, h->size, h->align, &h->th->st);
 	h->clean = h->c == NULL;
-	if (!h->c) {
+	if (!h->c && grow) {
 		bool spilled;
-		h->c = np_chunk_map_huge(node, 0, h->size, h->align, &spilled);
+		h->c = np_chunk_map_huge(node, 0, h->size, h->align, np_pool_is_low(node), &spilled);
 		if (spilled)
 			np_pool_note_spill(node);
 	}
@@ -150,7 +150,7 @@ bool np_large_interleave_wanted(const struct np_thread *th, size_t size)
 
 void *np_large_interleaved(struct np_thread *th, size_t size, uint64_t nodes)
 {
-	struct np_chunk *c = np_chunk_map_huge(-1, nodes, size ? size : 1, NP_PAGE_SIZE, NULL);
+	struct np_chunk *c = np_chunk_map_huge(-1, nodes, size ? size : 1, NP_PAGE_SIZE, false, NULL);
 	if (!c)
 		return NULL;
 	long share[NP_MAX_NODES];

@@ -28,12 +28,12 @@ void np_thread_init_key(void (*on_exit)(void *))
 	exit_key_ok = pthread_key_create(&exit_key, on_exit) == 0;
 }
 
-static bool struct_run(int node, bool shared, void *arg)
+static bool struct_run(int node, bool shared, bool grow, void *arg)
 {
 	(void)shared;
 	struct np_page **run = arg;
 	size_t pages = (sizeof(struct np_thread) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
-	*run = np_pool_get_run(node, pages, 1, NULL);
+	*run = np_pool_get_run(node, pages, 1, NULL, grow);
 	return *run != NULL;
 }
 

@@ -41,12 +41,21 @@ struct room {
 	bool known;
 };
 static struct room room[NP_MAX_NODES];
-static size_t reserve[NP_MAX_NODES];
+static size_t node_pages[NP_MAX_NODES]; /* this machine's nodes only: 0 in a rehearsal */
 #define ROOM_SKIP 64
-/* Kept free on each node: two chunks (what a few threads growing at once map), plus 1/64 of the
- * node (about the kernel's low watermark on a large node: below it the kernel takes our pages
- * elsewhere rather than reclaim). */
-#define RESERVE_CHUNKS 2
+/* A node is nearly full (np_pool_set_low: new chunks verified page by page) below this many
+ * reserves of room. */
+#define LOW_RESERVES 4
+
+/* Kept free on each node. With MPOL_PREFERRED binding, two chunks (what a few threads growing
+ * at once map) and 1/64 of the node; what goes past it spills, which the chunk checks catch.
+ * With strict binding going past it gets the process OOM-killed: twice as much, and only
+ * free memory counts (see reread). */
+static size_t reserve_of(int node)
+{
+	bool strict = np_opt_load(bind) == NP_BIND_STRICT;
+	return (strict ? 4 : 2) * NP_CHUNK_PAGES + node_pages[node] / (strict ? 32 : 64);
+}
 
 void np_node_init(const struct np_topo *t)
 {
@@ -61,7 +70,7 @@ void np_node_init(const struct np_topo *t)
 		primary[n] = n;
 		primary_at[n] = 0;
 		room[n] = (struct room){0};
-		reserve[n] = 0;
+		node_pages[n] = 0;
 	}
 	for (int n = 0; n < t->nnodes; n++) {
 		const struct np_topo_node *nd = &t->node[n];
@@ -71,7 +80,7 @@ void np_node_init(const struct np_topo *t)
 		for (int k = 0; !nd->mem_allowed && k < group_n[n]; k++)
 			near[n] |= 1ULL << group[n][k];
 		if (t->is_system && nd->mem_allowed)
-			reserve[n] = RESERVE_CHUNKS * NP_CHUNK_PAGES + (nd->mem_bytes >> NP_PAGE_SHIFT) / 64;
+			node_pages[n] = nd->mem_bytes >> NP_PAGE_SHIFT;
 		if (nd->mem_allowed || group_n[n] <= 1) {
 			primary[n] = group_n[n] ? group[n][0] : n;
 			continue;
@@ -116,7 +125,7 @@ int np_node_pick(int home, unsigned *rotor, size_t pages, bool *shared)
 		return first;
 	for (int k = 0; k < group_n[home]; k++) {
 		int cand = group[home][((unsigned)primary_at[home] + *rotor + (unsigned)k) % (unsigned)group_n[home]];
-		if (np_node_has_room(cand, pages)) {
+		if (np_node_can_serve(cand, pages)) {
 			*rotor += (unsigned)k + 1;
 			*shared = cand != first;
 			return cand;
@@ -218,9 +227,13 @@ void np_node_note_full(int node)
 /* Reads the node's available memory again. False when it cannot be read (no room check). */
 static bool reread(int node)
 {
-	uint64_t bytes;
-	if (np_os_node_avail(topo->node[node].os_id, &bytes) < 0)
+	uint64_t free_bytes, file_bytes;
+	if (np_os_node_avail(topo->node[node].os_id, &free_bytes, &file_bytes) < 0)
 		return false;
+	/* Inactive file pages are reclaimed before our pages would go elsewhere, but under strict
+	 * binding a node whose file pages are in use (the running programs' own) leaves the
+	 * kernel nothing to reclaim but to kill: only free memory counts there. */
+	uint64_t bytes = free_bytes + (np_opt_load(bind) == NP_BIND_STRICT ? 0 : file_bytes);
 	struct room *r = &room[node];
 	__atomic_store_n(&r->avail, (size_t)(bytes >> NP_PAGE_SHIFT), __ATOMIC_RELAXED);
 	__atomic_store_n(&r->in_use_at, in_use(node), __ATOMIC_RELAXED);
@@ -233,7 +246,12 @@ static long left(int node)
 {
 	struct room *r = &room[node];
 	long used = in_use(node) - __atomic_load_n(&r->in_use_at, __ATOMIC_RELAXED);
-	return (long)__atomic_load_n(&r->avail, __ATOMIC_RELAXED) - (used > 0 ? used : 0) - (long)reserve[node];
+	return (long)__atomic_load_n(&r->avail, __ATOMIC_RELAXED) - (used > 0 ? used : 0) - (long)reserve_of(node);
+}
+
+bool np_node_can_serve(int node, size_t pages)
+{
+	return np_pools[node].exists && (free_pages(node) >= pages || np_node_has_room(node, pages));
 }
 
 bool np_node_has_room(int node, size_t pages)
@@ -243,8 +261,6 @@ bool np_node_has_room(int node, size_t pages)
 		return false;
 	if (np_pool_take_spill(node))
 		np_node_note_full(node);
-	else if (free_pages(node) >= pages)
-		return true;
 	if (!topo->is_system) /* a rehearsal: the fixture's size, against what the node holds */
 		return in_use(node) + (long)pages <= (long)p->limit_pages;
 	struct room *r = &room[node];
@@ -266,6 +282,7 @@ bool np_node_has_room(int node, size_t pages)
 			have = left(node);
 		__atomic_store_n(&r->skip, have < (long)pages ? ROOM_SKIP : 0, __ATOMIC_RELAXED);
 	}
+	np_pool_set_low(node, have < (long)(LOW_RESERVES * reserve_of(node)));
 	return have >= (long)pages;
 }
 
@@ -273,27 +290,30 @@ bool np_node_has_room(int node, size_t pages)
 
 int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg)
 {
-	uint64_t allowed = r->only ? r->only : ~0ULL, tried = 0;
+	uint64_t allowed = r->only ? r->only : ~0ULL, tried = 0, grew = 0;
 	const struct np_topo_node *nd = &topo->node[r->intended];
-	for (int round = 0; round < 2; round++) {
-		bool need_room = round == 0;
+	for (int round = 0; round < (r->flags & NP_WALK_ROOM_ONLY ? 1 : 2); round++) {
+		/* Round 0: every node once, growing only where there is room; round 1: the nodes
+		 * that could not grow, growing now. */
 		if ((r->flags & NP_WALK_PICK) && round == 0) {
 			bool shared;
 			int first = np_node_pick(r->intended, r->rotor, r->pages, &shared);
-			if ((allowed >> first) & 1 && np_node_has_room(first, r->pages)) {
-				if (try(first, shared, arg))
+			if ((allowed >> first) & 1) {
+				bool grow = np_node_has_room(first, r->pages);
+				if (try(first, shared, grow, arg))
 					return first;
 				tried |= 1ULL << first;
+				grew |= (uint64_t)grow << first;
 			}
 		}
 		for (int k = 0; k < nd->nfallback; k++) {
 			int n = nd->fallback[k];
-			if ((tried >> n) & 1 || !((allowed >> n) & 1))
+			if (!((allowed >> n) & 1) || ((tried >> n) & 1 && (round == 0 || (grew >> n) & 1)))
 				continue;
-			if (need_room && !np_node_has_room(n, r->pages))
-				continue;
+			bool grow = round == 1 || np_node_has_room(n, r->pages);
 			tried |= 1ULL << n;
-			if (try(n, false, arg))
+			grew |= (uint64_t)grow << n;
+			if (try(n, false, grow, arg))
 				return n;
 		}
 	}

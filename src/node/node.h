@@ -68,13 +68,15 @@ NP_INLINE bool np_node_interleaves(const struct np_topo_policy *pol, int node)
 
 /* ---- Room ------------------------------------------------------------------------------ */
 
-/* Whether dense node `node` can serve `pages` more without the kernel taking memory
- * elsewhere: its pool's free pages cover them, or the node's memory, less a reserve, does.
- * On this machine the node's available memory (np_os_node_avail) is read again after the
- * library's own use of the node (pages_in_use) has eaten an eighth of what was left, and at
- * most every 64 questions while the node is full; in a rehearsal the node's memory is its
+/* Whether dense node `node` has memory for `pages` more pages of fresh memory (a new chunk's,
+ * a huge block's) without the kernel taking memory elsewhere: the node's memory, less a
+ * reserve. On this machine the node's available memory (np_os_node_avail) is read again after
+ * the library's own use of the node (pages_in_use) has eaten an eighth of what was left, and
+ * at most every 64 questions while the node is full; in a rehearsal the node's memory is its
  * size in the fixture and pages_in_use is what it holds. */
 bool np_node_has_room(int node, size_t pages);
+/* Whether the node can serve `pages` at all: its pool's free pages cover them, or it has room. */
+bool np_node_can_serve(int node, size_t pages);
 /* The kernel put a chunk's pages for `node` elsewhere (np_pool_note_spill): full until read
  * again. */
 void np_node_note_full(int node);
@@ -82,11 +84,13 @@ void np_node_note_full(int node);
 /* ---- The walk -------------------------------------------------------------------------- */
 
 /* One try of a walk: serve from dense node `node` (shared: it was picked over the first
- * choice); true when it did. */
-typedef bool (*np_node_try_fn)(int node, bool shared, void *arg);
+ * choice); grow: fresh memory may be taken there (new chunks: the node has room, or no node
+ * had); else only what its pool holds. True when it did. */
+typedef bool (*np_node_try_fn)(int node, bool shared, bool grow, void *arg);
 
 enum np_node_walk_flags {
-	NP_WALK_PICK = 1, /* try np_node_pick(intended) first (requests for the home node) */
+	NP_WALK_PICK = 1,      /* try np_node_pick(intended) first (requests for the home node) */
+	NP_WALK_ROOM_ONLY = 2, /* no second round: the caller has something else to fall back on */
 };
 
 struct np_node_req {
@@ -99,10 +103,10 @@ struct np_node_req {
 
 /* Tries, for request r, each allowed node with memory in order until try() succeeds: the
  * picked pool first with NP_WALK_PICK, then the intended node's fallback order (nearest
- * first). Nodes without room (np_node_has_room) are passed over, and tried in a second round,
- * in the same order, only when no node with room served: a process is served by a full node
- * (the kernel reclaims, swaps or, with NUMAPAGE_BIND=strict, refuses) only when every allowed
- * node is full. Each node is tried once. Returns the node that served, or -1. */
+ * first). A node without room (np_node_has_room) is tried without growing (what its pool
+ * holds), and again with growing in a second round, in the same order, only when no node
+ * served in the first: fresh memory comes from a full node (where the kernel reclaims, swaps
+ * or spills) only when every allowed node is full. Returns the node that served, or -1. */
 int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg);
 
 #endif /* NP_NODE_H */

@@ -173,19 +173,19 @@ struct take {
 	int got;
 };
 
-static bool take_batch(int node, bool shared, void *arg)
+static bool take_batch(int node, bool shared, bool grow, void *arg)
 {
 	struct take *t = arg;
-	t->got = np_pool_get_batch(node, t->order, t->want, t->runs, t->pcp->st);
+	t->got = np_pool_get_batch(node, t->order, t->want, t->runs, t->pcp->st, grow);
 	if (t->got && shared)
 		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->got << t->order);
 	return t->got > 0;
 }
 
-static bool take_run(int node, bool shared, void *arg)
+static bool take_run(int node, bool shared, bool grow, void *arg)
 {
 	struct take *t = arg;
-	t->runs[0] = np_pool_get_run(node, t->npages, t->align_pages, t->pcp->st);
+	t->runs[0] = np_pool_get_run(node, t->npages, t->align_pages, t->pcp->st, grow);
 	if (t->runs[0] && shared)
 		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->npages);
 	return t->runs[0] != NULL;
@@ -211,8 +211,10 @@ static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 	want = want < 1 ? 1 : want > MAX_BATCH_RUNS ? MAX_BATCH_RUNS : want;
 	struct np_page *runs[MAX_BATCH_RUNS];
 	struct take t = {.pcp = pcp, .order = order, .want = want, .runs = runs};
-	struct np_node_req r = {.intended = next_target(pcp), .flags = NP_WALK_PICK, .only = near_only ? pcp->near : 0,
-				.pages = (size_t)want << order, .rotor = &pcp->rotor};
+	/* With remote runs still cached, a full near node is not grown: those runs serve first. */
+	struct np_node_req r = {.intended = next_target(pcp),
+				.flags = NP_WALK_PICK | (near_only ? NP_WALK_ROOM_ONLY : 0),
+				.only = near_only ? pcp->near : 0, .pages = (size_t)want << order, .rotor = &pcp->rotor};
 	int from = np_node_walk(&r, take_batch, &t);
 	if (from < 0)
 		return false;

@@ -47,19 +47,34 @@ static int bind_range(void *p, size_t size, int node)
 	return rc;
 }
 
-/* The kernel placed the page just written at `touched` on another node than `node`: with
- * MPOL_PREFERRED it does so once the node is below its watermark. Strict binding never
- * spills (it fails or reclaims instead) and no binding lets first touch decide: not asked. */
-static bool spilled_elsewhere(void *touched, int node)
+/* Where the kernel put the pages of [start, start + size) bound to `node` just now: with
+ * MPOL_PREFERRED it puts them elsewhere once the node is below its watermark. Strict binding
+ * never does (it fails or reclaims instead) and no binding lets first touch decide: not asked.
+ * Always the page just written at `touched`; when the node is nearly full (`low`), the whole
+ * range is faulted in first and 64 pages spread over it are asked as well (when it is at most
+ * NP_CHUNK_VERIFY_MAX: a larger one would fault in memory the program may never touch). True
+ * when any of them is on another node. */
+#define VERIFY_SAMPLES 64
+#define NP_CHUNK_VERIFY_MAX ((size_t)64 << 20)
+static bool spilled_elsewhere(void *touched, char *start, size_t size, int node, bool low)
 {
 	const struct np_topo *t = &np_topo_table;
 	if (!t->is_system || np_opt_load(bind) != NP_BIND_PREFERRED)
 		return false;
-	void *addr = (void *)((uintptr_t)touched & ~(uintptr_t)(NP_PAGE_SIZE - 1));
-	int status = -1;
-	if (np_os_nodes_of(&addr, 1, &status) < 0 || status < 0)
+	void *addr[VERIFY_SAMPLES + 1];
+	int status[VERIFY_SAMPLES + 1], n = 0;
+	addr[n++] = (void *)((uintptr_t)touched & ~(uintptr_t)(NP_PAGE_SIZE - 1));
+	if (low && size <= NP_CHUNK_VERIFY_MAX && np_os_populate(start, size) == 0) {
+		size_t pages = size >> NP_PAGE_SHIFT, step = pages / VERIFY_SAMPLES ? pages / VERIFY_SAMPLES : 1;
+		for (size_t k = 0; k < pages && n <= VERIFY_SAMPLES; k += step)
+			addr[n++] = start + (k << NP_PAGE_SHIFT);
+	}
+	if (np_os_nodes_of(addr, n, status) < 0)
 		return false;
-	return status != t->node[node].os_id;
+	for (int i = 0; i < n; i++)
+		if (status[i] >= 0 && status[i] != t->node[node].os_id)
+			return true;
+	return false;
 }
 
 static void name_range(void *p, size_t size, int node)
@@ -69,7 +84,7 @@ static void name_range(void *p, size_t size, int node)
 	np_os_name(p, size, name);
 }
 
-struct np_chunk *np_chunk_map(int node, bool *spilled)
+struct np_chunk *np_chunk_map(int node, bool low, bool *spilled)
 {
 	if (spilled)
 		*spilled = false;
@@ -81,7 +96,8 @@ struct np_chunk *np_chunk_map(int node, bool *spilled)
 		return NULL;
 	}
 	c->magic = NP_CHUNK_MAGIC; /* the first write: it faults the fields' page in */
-	if (spilled_elsewhere(&c->magic, node)) {
+	char *data = (char *)c + NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
+	if (spilled_elsewhere(&c->magic, data, NP_CHUNK_SIZE - NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE, node, low)) {
 		np_os_unmap(c, NP_CHUNK_SIZE);
 		if (spilled)
 			*spilled = true;
@@ -107,7 +123,7 @@ size_t np_chunk_huge_size(size_t bytes)
 	return (bytes + step - 1) & ~(step - 1);
 }
 
-struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_t align, bool *spilled)
+struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_t align, bool low, bool *spilled)
 {
 	if (spilled)
 		*spilled = false;
@@ -130,7 +146,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 			return NULL;
 		}
 		c->kind = NP_CHUNK_HUGE; /* the first write: it faults the fields' page in */
-		if (spilled_elsewhere(&c->kind, node)) {
+		if (spilled_elsewhere(&c->kind, (char *)c, size, node, low)) {
 			np_os_unmap(c, size);
 			if (spilled)
 				*spilled = true;

@@ -169,18 +169,20 @@ struct np_chunk *np_chunk_find(const void *p);
  * default binding (MPOL_PREFERRED), where the header page landed is checked (move_pages): the
  * kernel puts pages elsewhere when the node is below its watermark, and a chunk whose pages
  * are not on its node is unmapped rather than counted as that node's (*spilled set: the node
- * is full). spilled may be NULL. */
-struct np_chunk *np_chunk_map(int node, bool *spilled);
+ * is full). low: the node is nearly full (np_pool.low): every page is faulted in now and a
+ * sample of them checked, so that the pages handed out later are where the chunk says.
+ * spilled may be NULL. */
+struct np_chunk *np_chunk_map(int node, bool low, bool *spilled);
 /* The mapping size of a huge chunk of `bytes` (header included): rounded up to one of four
  * sizes per doubling (steps of at most 4 MiB), so that requests of nearly the same size share
  * a size and a freed chunk kept by its pool fits the next one. The tail is address space the
  * program may use (malloc_usable_size says so) but is not made resident by us. */
 size_t np_chunk_huge_size(size_t bytes);
 /* Maps a huge chunk of at least `bytes` user bytes aligned to `align` (a power of two <= the
- * chunk size), bound to `node` (its header's placement checked as np_chunk_map does, *spilled
- * may be NULL), or interleaved page by page when node < 0: over the dense nodes of mask
- * `nodes` that have allowed memory, or over every allowed memory node when it is 0. */
-struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_t align, bool *spilled);
+ * chunk size), bound to `node` (its placement checked as np_chunk_map does, up to 64 MiB when
+ * low; *spilled may be NULL), or interleaved page by page when node < 0: over the dense nodes
+ * of mask `nodes` that have allowed memory, or over every allowed memory node when it is 0. */
+struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_t align, bool low, bool *spilled);
 /* Unmaps a huge chunk and clears its granules. */
 void np_chunk_unmap_huge(struct np_chunk *c);
 /* True when p is where the data of one of the last 64 huge or interleaved chunks unmapped

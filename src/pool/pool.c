@@ -254,7 +254,7 @@ static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
 	}
 	np_pool_unlock(p);
 	bool spilled;
-	struct np_chunk *c = np_chunk_map(p->node, &spilled);
+	struct np_chunk *c = np_chunk_map(p->node, np_pool_is_low(p->node), &spilled);
 	np_pool_lock(p, st);
 	if (!c) {
 		p->grow_backoff = 64;
@@ -279,7 +279,7 @@ static bool fits_in_chunk(size_t n, size_t align)
 
 /* ---- the pool's interface ----------------------------------------------------------------- */
 
-int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st)
+int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st, bool grow)
 {
 	struct np_pool *p = &np_pools[node];
 	if (!p->exists || n <= 0)
@@ -292,7 +292,7 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
 	while (got < n) {
 		struct np_page *run = take_locked(p, len, len);
 		if (!run) {
-			if (got || !grow_locked(p, st))
+			if (got || !grow || !grow_locked(p, st))
 				break; /* partial batches are fine; grow only when empty-handed */
 			continue;
 		}
@@ -306,7 +306,7 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
 	return got;
 }
 
-struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st)
+struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st, bool grow)
 {
 	struct np_pool *p = &np_pools[node];
 	if (!p->exists || npages == 0 || npages > NP_POOL_MAX_RUN)
@@ -318,7 +318,7 @@ struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, str
 	np_pool_lock(p, st);
 	struct np_page *run;
 	while (!(run = take_locked(p, npages, align_pages)))
-		if (!grow_locked(p, st))
+		if (!grow || !grow_locked(p, st))
 			break;
 	if (run)
 		np_pool_mark_used(run, npages, NP_ORDER_NONE);

@@ -46,6 +46,7 @@ struct np_pool {
 	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
 	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
 	uint8_t spilled;             /* a chunk mapped for the node landed elsewhere (np_pool_note_spill) */
+	uint8_t low;                 /* the node is nearly full: verify new chunks page by page (np_pool_set_low) */
 	struct np_chunk *chunks;     /* every normal chunk of the node */
 	struct np_chunk *cache;      /* freed huge chunks (kind CACHED), newest first */
 	size_t cached_pages;         /* data pages of the cached chunks (all counted dirty) */
@@ -61,6 +62,17 @@ NP_INLINE void np_pool_note_spill(int node)
 {
 	__atomic_store_n(&np_pools[node].spilled, 1, __ATOMIC_RELAXED);
 }
+/* The node layer's judgement that the node is nearly full (racy hint): its new chunks are
+ * faulted in and checked when mapped (np_chunk_map). */
+NP_INLINE void np_pool_set_low(int node, bool low)
+{
+	if (__atomic_load_n(&np_pools[node].low, __ATOMIC_RELAXED) != low)
+		__atomic_store_n(&np_pools[node].low, low, __ATOMIC_RELAXED);
+}
+NP_INLINE bool np_pool_is_low(int node)
+{
+	return __atomic_load_n(&np_pools[node].low, __ATOMIC_RELAXED);
+}
 NP_INLINE bool np_pool_take_spill(int node)
 {
 	uint8_t *f = &np_pools[node].spilled;
@@ -71,13 +83,15 @@ NP_INLINE bool np_pool_take_spill(int node)
 void np_pool_init(const struct np_topo *t);
 
 /* Up to n runs of exactly 1 << order pages from node's pool, in one lock hold, growing the
- * pool by a chunk if it is empty. Returns how many were stored in out[]. Runs come back with
- * state NP_PAGE_USED and their order set. st: the caller's statistics deltas (may be NULL). */
-int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st);
+ * pool by a chunk if it is empty and grow allows (the node layer's room check said the node
+ * can take more). Returns how many were stored in out[]. Runs come back with state
+ * NP_PAGE_USED and their order set. st: the caller's statistics deltas (may be NULL). */
+int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st, bool grow);
 /* One run of npages (<= NP_POOL_MAX_RUN) whose address is aligned to align_pages (a power of
- * two), or NULL when the node can give none, or at once when no chunk could hold it at that
- * alignment (the caller maps it as a huge chunk instead). */
-struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st);
+ * two), growing the pool when no free run fits and grow allows; NULL when the node gives
+ * none, or at once when no chunk could hold it at that alignment (the caller maps it as a huge
+ * chunk instead). */
+struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st, bool grow);
 /* Returns runs (of any nodes and lengths) to their own nodes' pools, one lock hold per node,
  * and purges a pool that passed its watermark. Consumes runs[]: every slot is set to NULL. */
 void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st);

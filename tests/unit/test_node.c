@@ -41,7 +41,7 @@ static int teardown(void **state)
 /* Fills pool `node` with `pages` free pages (maps what it needs). */
 static void fill(int node, size_t pages)
 {
-	struct np_page *r = np_pool_get_run(node, pages, 1, NULL);
+	struct np_page *r = np_pool_get_run(node, pages, 1, NULL, true);
 	assert_non_null(r);
 	np_pool_put_run(r, NULL);
 }
@@ -78,10 +78,12 @@ static void pick_on_2990wx(void **state)
 		assert_int_equal(np_node_pick(0, &r0, 8, &shared), 0);
 		assert_false(shared);
 	}
-	/* A member without room is passed over (rehearsal: the node holds its fixture size). */
+	/* A member without room, whose pool cannot serve either, is passed over (rehearsal: the
+	 * node holds its fixture size). */
 	long full = (long)np_pools[0].limit_pages;
 	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, full);
-	assert_false(np_node_has_room(0, NP_CHUNK_DATA_PAGES + 1));
+	assert_false(np_node_has_room(0, 1));
+	assert_false(np_node_can_serve(0, NP_CHUNK_DATA_PAGES + 1));
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(np_node_pick(1, &r1, NP_CHUNK_DATA_PAGES + 1, &shared), 2);
 	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -full);
@@ -184,19 +186,22 @@ static void served_cpus_and_near_masks(void **state)
 	assert_int_equal(np_node_near(2), 1ULL << 2);
 }
 
-/* A walk's tries in order; the try succeeds at node `accept` (-1: never). */
+/* A walk's tries in order; the try succeeds at node `accept` (-1: never), and only when it may
+ * grow there when needs_grow is set (a request the pool's free pages cannot serve). */
 struct log {
 	int tried[64];
-	bool stolen[64];
+	bool stolen[64], grow[64];
 	int n, accept;
+	bool needs_grow;
 };
 
-static bool record(int node, bool stolen, void *arg)
+static bool record(int node, bool stolen, bool grow, void *arg)
 {
 	struct log *l = arg;
 	l->stolen[l->n] = stolen;
+	l->grow[l->n] = grow;
 	l->tried[l->n++] = node;
-	return node == l->accept;
+	return node == l->accept && (grow || !l->needs_grow);
 }
 
 static void walk_orders_every_node_once(void **state)
@@ -251,31 +256,34 @@ static void walk_passes_over_full_nodes_first(void **state)
 {
 	(void)state;
 	start("4node", NULL);
-	/* Node 2 and 0 hold their whole size: 1 serves; 2 and 0 only when nobody with room does,
-	 * in the same order. */
+	/* Node 2 and 0 hold their whole size: every node is tried, 2 and 0 without growing; then
+	 * 2 and 0 again, growing, only when nobody else served, in the same order. */
 	long full2 = (long)np_pools[2].limit_pages, full0 = (long)np_pools[0].limit_pages;
 	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, full2);
 	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, full0);
 	struct log l = {.accept = -1};
 	struct np_node_req r = {.intended = 2, .pages = 16};
 	assert_int_equal(np_node_walk(&r, record, &l), -1);
-	int want[] = {1, 3, 2, 0};
-	assert_int_equal(l.n, 4);
-	for (int i = 0; i < 4; i++)
+	const int want[] = {2, 0, 1, 3, 2, 0};
+	const bool grow[] = {false, false, true, true, true, true};
+	assert_int_equal(l.n, 6);
+	for (int i = 0; i < 6; i++) {
 		assert_int_equal(l.tried[i], want[i]);
-	l = (struct log){.accept = 1};
+		assert_int_equal(l.grow[i], grow[i]);
+	}
+	l = (struct log){.accept = 1, .needs_grow = true};
 	assert_int_equal(np_node_walk(&r, record, &l), 1);
-	assert_int_equal(l.n, 1);
-	l = (struct log){.accept = 2};
+	assert_int_equal(l.n, 3);
+	l = (struct log){.accept = 2, .needs_grow = true};
 	r.only = (1ULL << 2) | (1ULL << 0);
-	assert_int_equal(np_node_walk(&r, record, &l), 2); /* no room anywhere allowed: home */
-	assert_int_equal(l.n, 1);
-	/* A request the pool's free pages cover needs no room: served at home. */
-	fill(2, 64);
+	assert_int_equal(np_node_walk(&r, record, &l), 2); /* no room anywhere allowed: home grows */
+	assert_int_equal(l.n, 3);
+	/* What the full node's pool already holds it serves, in the first round. */
 	l = (struct log){.accept = 2};
 	r = (struct np_node_req){.intended = 2, .pages = 16};
 	assert_int_equal(np_node_walk(&r, record, &l), 2);
 	assert_int_equal(l.n, 1);
+	assert_false(l.grow[0]);
 	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, -full2);
 	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -full0);
 }

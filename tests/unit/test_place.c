@@ -1,7 +1,8 @@
 /*
  * Unit tests of thread placement (src/malloc/place.c) on fixture topologies with the fake OS:
  * spread and fill counts per node, rebalancing after threads exit, threads the program pinned
- * are left alone.
+ * are left alone, and threads placed at the same moment (behind a barrier, their first
+ * allocation places them in this static link) still spread within one thread per node.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "topology/topology.h"
 
 static pthread_barrier_t started, release;
+static pthread_barrier_t *go; /* non-NULL: workers wait here together before allocating */
 static int pin_cpu = -1; /* >= 0: workers pin themselves to this CPU before allocating */
 
 static void *worker(void *arg)
@@ -29,6 +31,8 @@ static void *worker(void *arg)
 		np_fake_os_set_cpu(pin_cpu);
 		np_os_set_affinity(&pin_cpu, 1);
 	}
+	if (go)
+		pthread_barrier_wait(go);
 	void *p = numa_page_malloc(64);
 	assert_non_null(p);
 	pthread_barrier_wait(&started);
@@ -90,6 +94,58 @@ static void fill_2990wx_in_order(void **state)
 	assert_int_equal(counts[3], 0);
 }
 
+/* Rounds of n threads placed together: every round, the live threads per node (the main
+ * thread included) within one of each other over the nnodes nodes. As on a real machine, a
+ * placed thread's affinity is set (the fixture poses as this system, and the fake OS moves the
+ * thread to its new CPUs, taking 200 us to do it, inside the placement): threads that start
+ * together then meet inside the placement, as they do in the VM guests. */
+static void spread_together(int n, int nnodes, int rounds)
+{
+	pthread_barrier_t together;
+	int counts[NP_MAX_NODES], bad = 0;
+	char first[128] = "";
+	np_topo_table.is_system = true;
+	np_fake_os_affinity_moves(true, 200);
+	go = &together;
+	for (int r = 0; r < rounds; r++) {
+		pthread_barrier_init(&together, NULL, (unsigned)n);
+		run_workers(n, counts);
+		pthread_barrier_destroy(&together);
+		int lo = counts[0], hi = counts[0], sum = 0;
+		for (int k = 0; k < nnodes; k++) {
+			lo = counts[k] < lo ? counts[k] : lo;
+			hi = counts[k] > hi ? counts[k] : hi;
+			sum += counts[k];
+		}
+		assert_int_equal(sum, n + 1);
+		if (hi - lo > 1 && !bad++) {
+			size_t o = (size_t)snprintf(first, sizeof first, "round %d:", r + 1);
+			for (int k = 0; k < nnodes && o < sizeof first; k++)
+				o += (size_t)snprintf(first + o, sizeof first - o, " %d", counts[k]);
+		}
+	}
+	go = NULL;
+	np_fake_os_affinity_moves(false, 0);
+	np_topo_table.is_system = false;
+	if (bad)
+		fail_msg("%d threads placed together: %d of %d rounds off by more than one thread "
+			 "per node; first %s", n, bad, rounds, first);
+}
+
+static void spread_4node_together(void **state)
+{
+	(void)state;
+	spread_together(9, 4, 100);  /* 2n + 1 */
+	spread_together(16, 4, 100); /* 4n */
+}
+
+static void spread_r7425_together(void **state)
+{
+	(void)state;
+	spread_together(17, 8, 50);
+	spread_together(32, 8, 50);
+}
+
 static void pinned_threads_left_alone(void **state)
 {
 	(void)state;
@@ -119,7 +175,8 @@ int main(int argc, char **argv)
 	/* One process per scenario: the topology and policy are frozen at initialisation. */
 	const char *which = argc > 1 ? argv[1] : "all";
 	if (strcmp(which, "all") == 0) {
-		const char *names[] = {"spread-r7425", "spread-2990wx", "fill-2990wx", "pinned"};
+		const char *names[] = {"spread-r7425", "spread-2990wx", "fill-2990wx", "pinned",
+				       "together-4node", "together-r7425"};
 		int rc = 0;
 		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 			char cmd[1024];
@@ -135,6 +192,12 @@ int main(int argc, char **argv)
 	} else if (strcmp(which, "spread-2990wx") == 0) {
 		setup_env("2990wx.xml", "spread");
 		test = (struct CMUnitTest)cmocka_unit_test(spread_2990wx_two_per_node);
+	} else if (strcmp(which, "together-4node") == 0) {
+		setup_env("4node.xml", "spread");
+		test = (struct CMUnitTest)cmocka_unit_test(spread_4node_together);
+	} else if (strcmp(which, "together-r7425") == 0) {
+		setup_env("r7425.xml", "spread");
+		test = (struct CMUnitTest)cmocka_unit_test(spread_r7425_together);
 	} else if (strcmp(which, "fill-2990wx") == 0) {
 		setup_env("2990wx.xml", "fill");
 		test = (struct CMUnitTest)cmocka_unit_test(fill_2990wx_in_order);

@@ -68,7 +68,7 @@ static void chunk_layout_and_lookup(void **state)
 {
 	(void)state;
 	start("sparse", NULL);
-	struct np_chunk *c = np_chunk_map(2, NULL); /* dense 2 = OS node 5 */
+	struct np_chunk *c = np_chunk_map(2, false, NULL); /* dense 2 = OS node 5 */
 	assert_non_null(c);
 	assert_int_equal((uintptr_t)c % NP_CHUNK_SIZE, 0);
 	assert_int_equal(c->magic, NP_CHUNK_MAGIC);
@@ -105,7 +105,7 @@ static void chunks_bind_by_os_id(void **state)
 	np_topo_table.is_system = true; /* the fake records binds as a real kernel would see them */
 	for (int n = 0; n < 3; n++) {
 		struct np_page *run;
-		assert_int_equal(np_pool_get_batch(n, 0, 1, &run, NULL), 1);
+		assert_int_equal(np_pool_get_batch(n, 0, 1, &run, NULL, true), 1);
 		int os = np_topo_table.node[n].os_id;
 		assert_int_equal(np_fake_os_bound_node(np_page_addr(run)), os);
 		assert_int_equal(np_fake_os_bound_node((char *)np_chunk_of(run) + NP_CHUNK_SIZE - 1), os);
@@ -123,20 +123,20 @@ static void strict_bind_failure_means_no_memory(void **state)
 	np_fake_os_fail_bind(1, -ENOMEM);
 	struct np_page *run;
 	long unmaps = np_fake_os_unmaps();
-	assert_int_equal(np_pool_get_batch(1, 0, 1, &run, NULL), 0);
-	assert_null(np_pool_get_run(1, 20, 1, NULL));
+	assert_int_equal(np_pool_get_batch(1, 0, 1, &run, NULL, true), 0);
+	assert_null(np_pool_get_run(1, 20, 1, NULL, true));
 	assert_int_equal(STAT(1, bind_fail), 1); /* the second request did not even try */
 	assert_int_equal(np_fake_os_unmaps(), unmaps + 1); /* the refused chunk went back */
 	assert_null(np_pools[1].chunks);
 	/* The other node is untouched. */
-	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL), 1);
+	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL, true), 1);
 	np_pool_put_run(run, NULL);
 	check_node(0);
 	check_node(1);
 	/* Once the kernel agrees again, the pool grows again (after a bounded back-off). */
 	np_fake_os_fail_bind(1, 0);
 	int tries = 0;
-	while (np_pool_get_batch(1, 0, 1, &run, NULL) == 0)
+	while (np_pool_get_batch(1, 0, 1, &run, NULL, true) == 0)
 		assert_true(++tries <= 64);
 	assert_int_equal(np_page_node(run), 1);
 	assert_int_equal(np_fake_os_bound_node(np_page_addr(run)), 1);
@@ -153,12 +153,12 @@ static void preferred_bind_failures(void **state)
 	np_topo_table.is_system = true;
 	np_fake_os_fail_bind(1, -ENOSYS);
 	struct np_page *run;
-	assert_int_equal(np_pool_get_batch(1, 0, 1, &run, NULL), 1);
+	assert_int_equal(np_pool_get_batch(1, 0, 1, &run, NULL, true), 1);
 	assert_int_equal(np_page_node(run), 1);
 	assert_int_equal(STAT(1, bind_fail), 1);
 	np_pool_put_run(run, NULL);
 	np_fake_os_fail_bind(0, -EINVAL);
-	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL), 0);
+	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL, true), 0);
 	assert_int_equal(STAT(0, bind_fail), 1);
 	assert_null(np_pools[0].chunks);
 	check_node(0);
@@ -171,8 +171,8 @@ static void map_failure_means_no_memory(void **state)
 	start("2node", NULL);
 	np_fake_os_fail_map_after(0);
 	struct np_page *run;
-	assert_int_equal(np_pool_get_batch(0, 0, 4, &run, NULL), 0);
-	assert_null(np_pool_get_run(0, 100, 1, NULL));
+	assert_int_equal(np_pool_get_batch(0, 0, 4, &run, NULL, true), 0);
+	assert_null(np_pool_get_run(0, 100, 1, NULL, true));
 	assert_int_equal(np_pools[0].mapped_pages, 0);
 	check_node(0);
 }
@@ -182,7 +182,7 @@ static void huge_chunk(void **state)
 	(void)state;
 	start("2node", NULL);
 	size_t bytes = 9 * NP_CHUNK_SIZE / 2 + 123; /* 18 MiB and a bit: five granules */
-	struct np_chunk *c = np_chunk_map_huge(1, 0, bytes, NP_PAGE_SIZE, NULL);
+	struct np_chunk *c = np_chunk_map_huge(1, 0, bytes, NP_PAGE_SIZE, false, NULL);
 	assert_non_null(c);
 	assert_int_equal((uintptr_t)c % NP_CHUNK_SIZE, 0);
 	assert_int_equal(c->kind, NP_CHUNK_HUGE);
@@ -205,7 +205,7 @@ static void huge_chunk(void **state)
 	assert_null(np_chunk_find(data));
 	assert_null(np_chunk_find(data + 2 * NP_CHUNK_SIZE));
 	/* Absurd sizes are refused, not wrapped. */
-	assert_null(np_chunk_map_huge(0, 0, SIZE_MAX - NP_PAGE_SIZE, NP_PAGE_SIZE, NULL));
+	assert_null(np_chunk_map_huge(0, 0, SIZE_MAX - NP_PAGE_SIZE, NP_PAGE_SIZE, false, NULL));
 }
 
 static void huge_chunk_aligned(void **state)
@@ -213,7 +213,7 @@ static void huge_chunk_aligned(void **state)
 	(void)state;
 	start("2node", NULL);
 	for (size_t align = NP_PAGE_SIZE; align <= 2 * NP_CHUNK_SIZE; align <<= 1) {
-		struct np_chunk *c = np_chunk_map_huge(0, 0, 5 << 20, align, NULL);
+		struct np_chunk *c = np_chunk_map_huge(0, 0, 5 << 20, align, false, NULL);
 		assert_non_null(c);
 		char *data = (char *)c + c->data_offset;
 		assert_int_equal((uintptr_t)data % align, 0);
@@ -227,7 +227,7 @@ static void interleaved_chunk_round_robin(void **state)
 	(void)state;
 	start("4node", NULL);
 	np_topo_table.is_system = true;
-	struct np_chunk *c = np_chunk_map_huge(-1, 0, 64 * NP_PAGE_SIZE, NP_PAGE_SIZE, NULL);
+	struct np_chunk *c = np_chunk_map_huge(-1, 0, 64 * NP_PAGE_SIZE, NP_PAGE_SIZE, false, NULL);
 	assert_non_null(c);
 	assert_int_equal(c->kind, NP_CHUNK_INTERLEAVE);
 	assert_int_equal(c->nilv, 4);
@@ -253,8 +253,8 @@ static void init_marks_memory_nodes(void **state)
 		assert_int_equal(np_pools[n].exists, n == 1 || n == 5);
 	assert_int_equal(np_pools[1].limit_pages, np_topo_table.node[1].mem_bytes >> NP_PAGE_SHIFT);
 	struct np_page *run;
-	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL), 0); /* memoryless: no pool */
-	assert_null(np_pool_get_run(3, 1, 1, NULL));
+	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL, true), 0); /* memoryless: no pool */
+	assert_null(np_pool_get_run(3, 1, 1, NULL, true));
 }
 
 static void batch_of_aligned_runs(void **state)
@@ -263,7 +263,7 @@ static void batch_of_aligned_runs(void **state)
 	start("2node", NULL);
 	for (unsigned order = 0; order < 5; order++) {
 		struct np_page *runs[64];
-		int got = np_pool_get_batch(1, order, 40, runs, NULL);
+		int got = np_pool_get_batch(1, order, 40, runs, NULL, true);
 		assert_int_equal(got, 40);
 		for (int i = 0; i < got; i++) {
 			struct np_page *pg = runs[i];
@@ -300,12 +300,12 @@ static void batch_grows_only_when_empty(void **state)
 	start("2node", NULL);
 	struct np_page *runs[64];
 	/* Take all but 3 pages of the first chunk, then ask for 8: a partial batch, no growth. */
-	struct np_page *big = np_pool_get_run(0, NP_CHUNK_DATA_PAGES - 3, 1, NULL);
+	struct np_page *big = np_pool_get_run(0, NP_CHUNK_DATA_PAGES - 3, 1, NULL, true);
 	assert_non_null(big);
-	assert_int_equal(np_pool_get_batch(0, 0, 8, runs, NULL), 3);
+	assert_int_equal(np_pool_get_batch(0, 0, 8, runs, NULL, true), 3);
 	assert_int_equal(np_fake_os_maps(), 1);
 	/* Now empty: the next batch maps a second chunk. */
-	assert_int_equal(np_pool_get_batch(0, 0, 8, runs + 3, NULL), 8);
+	assert_int_equal(np_pool_get_batch(0, 0, 8, runs + 3, NULL, true), 8);
 	assert_int_equal(np_fake_os_maps(), 2);
 	assert_int_equal(np_pools[0].mapped_pages, 2 * NP_CHUNK_DATA_PAGES);
 	check_node(0);
@@ -319,9 +319,9 @@ static void exact_runs_with_alignment(void **state)
 {
 	(void)state;
 	start("2node", NULL);
-	assert_null(np_pool_get_run(0, 0, 1, NULL));
-	assert_null(np_pool_get_run(0, NP_POOL_MAX_RUN + 1, 1, NULL));
-	struct np_page *whole = np_pool_get_run(0, NP_POOL_MAX_RUN, 1, NULL);
+	assert_null(np_pool_get_run(0, 0, 1, NULL, true));
+	assert_null(np_pool_get_run(0, NP_POOL_MAX_RUN + 1, 1, NULL, true));
+	struct np_page *whole = np_pool_get_run(0, NP_POOL_MAX_RUN, 1, NULL, true);
 	assert_non_null(whole);
 	assert_int_equal(whole->npages, NP_POOL_MAX_RUN);
 	assert_int_equal(whole->order, 0xff);
@@ -330,7 +330,7 @@ static void exact_runs_with_alignment(void **state)
 	int n = 0;
 	for (size_t align = 1; align <= 256; align <<= 1) {
 		for (size_t len = 1; len <= 300; len += 97) {
-			struct np_page *r = np_pool_get_run(0, len, align, NULL);
+			struct np_page *r = np_pool_get_run(0, len, align, NULL, true);
 			assert_non_null(r);
 			assert_int_equal(page_index(r) % align, 0);
 			assert_int_equal(r->npages, len);
@@ -350,11 +350,11 @@ static void unfittable_alignment_fails_fast(void **state)
 {
 	(void)state;
 	start("2node", NULL);
-	assert_null(np_pool_get_run(0, 896, 256, NULL));
+	assert_null(np_pool_get_run(0, 896, 256, NULL, true));
 	assert_true(np_fake_os_maps() <= 1);
 	assert_true(np_pools[0].mapped_pages <= NP_CHUNK_DATA_PAGES);
 	/* ... while what does fit is served: 768 pages at page 256. */
-	struct np_page *r = np_pool_get_run(0, 768, 256, NULL);
+	struct np_page *r = np_pool_get_run(0, 768, 256, NULL, true);
 	assert_non_null(r);
 	assert_int_equal(page_index(r), 256);
 	np_pool_put_run(r, NULL);
@@ -372,7 +372,7 @@ static void node_size_does_not_cap_mapping(void **state)
 	np_pool_init(&np_topo_table);
 	struct np_page *r[4];
 	for (int i = 0; i < 4; i++) {
-		r[i] = np_pool_get_run(1, NP_POOL_MAX_RUN, 1, NULL);
+		r[i] = np_pool_get_run(1, NP_POOL_MAX_RUN, 1, NULL, true);
 		assert_non_null(r[i]);
 	}
 	assert_int_equal(np_fake_os_maps(), 4);
@@ -387,10 +387,10 @@ static void coalesces_both_sides(void **state)
 {
 	(void)state;
 	start("2node", NULL);
-	struct np_page *a = np_pool_get_run(0, 10, 1, NULL);
-	struct np_page *b = np_pool_get_run(0, 20, 1, NULL);
-	struct np_page *c = np_pool_get_run(0, 30, 1, NULL);
-	struct np_page *d = np_pool_get_run(0, 5, 1, NULL);
+	struct np_page *a = np_pool_get_run(0, 10, 1, NULL, true);
+	struct np_page *b = np_pool_get_run(0, 20, 1, NULL, true);
+	struct np_page *c = np_pool_get_run(0, 30, 1, NULL, true);
+	struct np_page *d = np_pool_get_run(0, 5, 1, NULL, true);
 	assert_ptr_equal(b, a + 10);
 	assert_ptr_equal(c, b + 20);
 	assert_ptr_equal(d, c + 30);
@@ -410,7 +410,7 @@ static void coalesces_both_sides(void **state)
 	 * otherwise pass free()'s state check and corrupt the pool. */
 	assert_int_not_equal(b->state, NP_PAGE_USED);
 	assert_int_not_equal(c->state, NP_PAGE_USED);
-	struct np_page *e = np_pool_get_run(0, 60, 1, NULL);
+	struct np_page *e = np_pool_get_run(0, 60, 1, NULL, true);
 	assert_ptr_equal(e, a);
 	np_pool_put_run(e, NULL);
 	np_pool_put_run(d, NULL);
@@ -422,8 +422,8 @@ static void grow_run_in_place(void **state)
 {
 	(void)state;
 	start("2node", NULL);
-	struct np_page *a = np_pool_get_run(0, 10, 1, NULL);
-	struct np_page *b = np_pool_get_run(0, 10, 1, NULL);
+	struct np_page *a = np_pool_get_run(0, 10, 1, NULL, true);
+	struct np_page *b = np_pool_get_run(0, 10, 1, NULL, true);
 	assert_ptr_equal(b, a + 10);
 	assert_false(np_pool_grow_run(a, 11, NULL)); /* b is in the way */
 	assert_true(np_pool_grow_run(b, 10, NULL));  /* not larger: nothing to do */
@@ -480,7 +480,7 @@ static void randomized_invariants(void **state)
 				struct np_page *runs[64];
 				unsigned order = (unsigned)(lrand48() % 5);
 				int want = 1 + (int)(lrand48() % 16);
-				int got = np_pool_get_batch(node, order, want, runs, NULL);
+				int got = np_pool_get_batch(node, order, want, runs, NULL, true);
 				assert_true(got >= 1 && got <= want); /* partial batches are allowed */
 				for (int i = 0; i < got; i++) {
 					assert_int_equal(page_index(runs[i]) % (1u << order), 0);
@@ -492,7 +492,7 @@ static void randomized_invariants(void **state)
 			} else {
 				size_t len = 1 + (size_t)(lrand48() % (lrand48() % 16 ? 40 : 600));
 				size_t align = (size_t)1 << (lrand48() % 7);
-				struct np_page *r = np_pool_get_run(node, len, align, NULL);
+				struct np_page *r = np_pool_get_run(node, len, align, NULL, true);
 				assert_non_null(r);
 				assert_int_equal(page_index(r) % align, 0);
 				assert_int_equal(r->npages, len);
@@ -547,7 +547,7 @@ static void purge_past_watermark(void **state)
 	start("2node", "PURGE_MB", "1", NULL); /* 256 dirty pages kept at most */
 	struct np_page *runs[4];
 	for (int i = 0; i < 4; i++) {
-		runs[i] = np_pool_get_run(0, 80, 1, NULL);
+		runs[i] = np_pool_get_run(0, 80, 1, NULL, true);
 		assert_non_null(runs[i]);
 		assert_true(runs[i]->clean); /* fresh from the kernel */
 		memset(np_page_addr(runs[i]), 0xab, 80 * NP_PAGE_SIZE);
@@ -565,7 +565,7 @@ static void purge_past_watermark(void **state)
 	/* Purge everything: the memory reads back as zeros and is marked clean. */
 	np_pool_purge(0, 0, NULL);
 	assert_int_equal(np_pools[0].dirty_pages, 0);
-	struct np_page *r = np_pool_get_run(0, 400, 1, NULL);
+	struct np_page *r = np_pool_get_run(0, 400, 1, NULL, true);
 	assert_non_null(r);
 	assert_true(r->clean);
 	const uint64_t *w = np_page_addr(r);
@@ -583,7 +583,7 @@ static void purge_off_keeps_nothing_dirty(void **state)
 {
 	(void)state;
 	start("2node", "PURGE_MB", "0", NULL);
-	struct np_page *r = np_pool_get_run(1, 8, 1, NULL);
+	struct np_page *r = np_pool_get_run(1, 8, 1, NULL, true);
 	memset(np_page_addr(r), 1, 8 * NP_PAGE_SIZE);
 	np_pool_put_run(r, NULL);
 	assert_int_equal(np_pools[1].dirty_pages, 0);
@@ -594,7 +594,7 @@ static void purge_off_keeps_nothing_dirty(void **state)
 static void *take_one(void *arg)
 {
 	struct np_page **out = arg;
-	np_pool_get_batch(0, 0, 1, out, NULL);
+	np_pool_get_batch(0, 0, 1, out, NULL, true);
 	return NULL;
 }
 
