@@ -24,6 +24,7 @@ enum np_lock_rank {
 	NP_LOCK_RANK_THREADS = 2, /* malloc/thread.c: the live and recycled thread structs */
 	NP_LOCK_RANK_ORPHANS = 3, /* malloc/slab.c: one orphan list per node */
 	NP_LOCK_RANK_POOL = 4,    /* pool/pool.c: one page pool per node */
+	NP_LOCK_RANK_HUGE = 5,    /* pool/huge.c: one cache of freed huge chunks per node */
 	NP_LOCK_RANKS
 };
 

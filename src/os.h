@@ -117,6 +117,9 @@ int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms
 
 /* Writes all of buf to fd, retrying on EINTR and short writes; errno is kept. */
 void np_os_write(int fd, const char *buf, size_t len);
+/* A monotonic clock in nanoseconds, coarse (a few milliseconds; no system call through the
+ * vDSO): for decays, never for measurements. */
+uint64_t np_os_clock_ns(void);
 /* Lets another thread run (sched_yield). */
 void np_os_yield(void);
 /* CPUs configured, and bytes of physical memory, as the C library reports them (sysconf): the

@@ -197,10 +197,30 @@ int np_os_nodes_of(void *const *addrs, int n, int *status)
 	RETURN_ERRNO(rc);
 }
 
+/* Set once the kernel said EINVAL (no CONFIG_ANON_VMA_NAME): every later call would too, one
+ * system call per mapping for nothing (625 of them in a large-block workload). */
+static int name_unsupported;
+
 int np_os_name(void *p, size_t size, const char *name)
 {
+	if (__atomic_load_n(&name_unsupported, __ATOMIC_RELAXED))
+		return -EINVAL;
 	SAVE_ERRNO;
-	RETURN_ERRNO(prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, size, (unsigned long)name));
+	int rc = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, size, (unsigned long)name) < 0 ? -errno : 0;
+	errno = saved_errno_;
+	if (rc == -EINVAL)
+		__atomic_store_n(&name_unsupported, 1, __ATOMIC_RELAXED);
+	return rc;
+}
+
+uint64_t np_os_clock_ns(void)
+{
+	struct timespec ts;
+	SAVE_ERRNO;
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	errno = saved_errno_;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "os.h"
@@ -460,4 +461,14 @@ int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), vo
 	closedir(d);
 	errno = saved;
 	return 0;
+}
+
+static uint64_t clock_offset;
+void np_fake_os_advance_clock(uint64_t ns) { __atomic_fetch_add(&clock_offset, ns, __ATOMIC_SEQ_CST); }
+
+uint64_t np_os_clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + __atomic_load_n(&clock_offset, __ATOMIC_SEQ_CST);
 }

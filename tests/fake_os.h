@@ -38,6 +38,8 @@ long np_fake_os_populated(void);
 /* Binds to OS node `node` land on node `to` (a full node whose pages the kernel put
  * elsewhere; -1: on the node again): np_os_nodes_of reports `to`. */
 void np_fake_os_spill(int node, int to);
+/* np_os_clock_ns runs this much ahead from now on (decays without waiting). */
+void np_fake_os_advance_clock(uint64_t ns);
 /* Forgets binds, counters, policy, spills and node memory (not the mappings). */
 void np_fake_os_reset(void);
 

@@ -20,6 +20,7 @@
 #include "malloc/large.h"
 #include "malloc/ring.h"
 #include "pcp/pcp.h"
+#include "pool/huge.h"
 #include "pool/pool.h"
 #include "topology/topology.h"
 
@@ -59,13 +60,13 @@ void *np_malloc_slow(size_t size)
 			np_tls.self->requested[node] += size;
 		}
 	} else {
-		bool clean;
+		size_t dirty;
 		if (size > NP_MAX_REQUEST)
 			return np_enomem();
 		np_thread_fold_bytes(th);
 		p = np_large_interleave_wanted(th, size) ? np_large_interleaved(th, size, 0) : NULL;
 		if (!p)
-			p = np_large_alloc(th, size, NP_PAGE_SIZE, -1, &clean);
+			p = np_large_alloc(th, size, NP_PAGE_SIZE, -1, &dirty);
 		if (p)
 			np_large_count(th, p, size);
 	}
@@ -92,16 +93,17 @@ void *np_calloc(size_t nmemb, size_t size)
 		if (th) {
 			if (n > NP_MAX_REQUEST)
 				return np_enomem();
-			bool clean = true;
+			size_t dirty = 0;
 			np_thread_fold_bytes(th);
 			void *p = np_large_interleave_wanted(th, n) ? np_large_interleaved(th, n, 0) : NULL;
 			if (!p)
-				p = np_large_alloc(th, n, NP_PAGE_SIZE, -1, &clean);
+				p = np_large_alloc(th, n, NP_PAGE_SIZE, -1, &dirty);
 			if (!p)
 				return np_enomem();
 			np_large_count(th, p, n);
-			if (!clean) /* fresh or purged pages already read as zeros */
-				memset(p, 0, n);
+			/* Fresh or purged pages already read as zeros: only what a previous user may
+			 * have written is cleared. */
+			memset(p, 0, NP_MIN(dirty, n));
 			return p;
 		}
 	}
@@ -130,6 +132,6 @@ int numa_page_trim(void)
 	}
 	released += np_slab_sweep_orphans();
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		released += np_pool_trim(n, th ? &th->st : NULL);
+		released += np_pool_trim(n, th ? &th->st : NULL) + np_huge_trim(n, th ? &th->st : NULL);
 	return released > 0;
 }

@@ -1,6 +1,7 @@
 /*
  * init.c — start-up and fork handlers (see init.h). Lock order at fork, outermost first:
- * placement, statistics registry, thread list, orphan lists, node pools; released in reverse in the parent
+ * placement, statistics registry, thread list, orphan lists, node pools, huge caches; released
+ * in reverse in the parent
  * and re-created in the child, where only the forking thread survives.
  */
 #include "malloc/init.h"
@@ -16,6 +17,7 @@
 #include "node/node.h"
 #include "options.h"
 #include "os.h"
+#include "pool/huge.h"
 #include "pool/pool.h"
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
@@ -30,10 +32,12 @@ static void fork_prepare(void)
 	np_thread_atfork_prepare();
 	np_slab_atfork_prepare();
 	np_pool_atfork_prepare();
+	np_huge_atfork_prepare();
 }
 
 static void fork_parent(void)
 {
+	np_huge_atfork_parent();
 	np_pool_atfork_parent();
 	np_slab_atfork_parent();
 	np_thread_atfork_parent();
@@ -47,6 +51,7 @@ static void fork_child(void)
 	np_vmstat_atfork_child(np_tls.self ? &np_tls.self->st : NULL);
 	np_vmstat_output_atfork_child();
 	np_pool_atfork_child();
+	np_huge_atfork_child();
 	np_slab_atfork_child();
 	np_thread_atfork_child();
 	np_place_atfork_child();
@@ -84,6 +89,7 @@ void np_init(void)
 	np_vmstat_verbose_nodes(&np_topo_table);
 	np_vmstat_read_hook = fold_self;
 	np_pool_init(&np_topo_table);
+	np_huge_init(&np_topo_table);
 	np_node_init(&np_topo_table);
 	np_thread_init_key(np_thread_exit_hook);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);

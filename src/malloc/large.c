@@ -9,6 +9,7 @@
 #include "options.h"
 #include "os.h"
 #include "pcp/pcp.h"
+#include "pool/huge.h"
 #include "pool/pool.h"
 #include "topology/topology.h"
 
@@ -25,19 +26,23 @@ struct huge_try {
 	struct np_thread *th;
 	size_t size, align;
 	struct np_chunk *c;
-	bool clean;
+	size_t dirty;
 };
 
 static bool try_huge(int node, bool shared, bool grow, void *arg)
 {
 	struct huge_try *h = arg;
-	h->c = np_pool_get_huge(node, h->size, h->align, &h->th->st);
-	h->clean = h->c == NULL;
+	h->c = np_huge_get(node, h->size, h->align, &h->dirty, &h->th->st);
 	if (!h->c && grow) {
 		bool spilled;
 		h->c = np_chunk_map_huge(node, 0, h->size, h->align, np_pool_is_low(node), &spilled);
+		if (!h->c && !spilled && np_huge_trim(node, &h->th->st)) /* address space back: once more */
+			h->c = np_chunk_map_huge(node, 0, h->size, h->align, np_pool_is_low(node), &spilled);
 		if (spilled)
 			np_pool_note_spill(node);
+		h->dirty = 0;
+		if (h->c)
+			np_huge_count_live(node, (long)(np_chunk_data_bytes(h->c) >> NP_PAGE_SHIFT));
 	}
 	if (h->c && shared)
 		np_vmstat_add(&h->th->st, node, NUMA_PAGE_STAT_pages_stolen,
@@ -45,7 +50,7 @@ static bool try_huge(int node, bool shared, bool grow, void *arg)
 	return h->c != NULL;
 }
 
-void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, bool *clean)
+void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, size_t *dirty)
 {
 	np_home_follow(th); /* a thread the scheduler moved gets its large blocks on its new node */
 	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
@@ -58,7 +63,7 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 		run = np_pcp_get_run(&th->pcp, npages, align_pages, node);
 	}
 	if (run) {
-		*clean = run->clean;
+		*dirty = run->clean ? 0 : SIZE_MAX;
 		return np_page_addr(run);
 	}
 	/* Huge, or no pool had a fitting run. Under an interleave policy a huge block is spread
@@ -67,7 +72,7 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 	    npages > NP_POOL_MAX_RUN) {
 		void *p = np_large_interleaved(th, size, th->pcp.policy.nodes);
 		if (p) {
-			*clean = true;
+			*dirty = 0;
 			return p;
 		}
 	}
@@ -81,7 +86,7 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 	int from = np_node_walk(&r, try_huge, &h);
 	if (from < 0)
 		return NULL;
-	*clean = h.clean;
+	*dirty = h.dirty;
 	np_pcp_count_alloc(&th->pcp, intended, from, (long)(np_chunk_data_bytes(h.c) >> NP_PAGE_SHIFT));
 	return (char *)h.c + h.c->data_offset;
 }
@@ -120,7 +125,9 @@ void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep)
 	} else {
 		np_pcp_count_free(pcp, c->node, pages);
 	}
-	if (!keep || !np_pool_put_huge(c, pcp ? &th->st : NULL))
+	if (c->kind == NP_CHUNK_HUGE && !keep)
+		np_huge_count_live(c->node, -pages);
+	if (!keep || !np_huge_put(c, pcp ? &th->st : NULL))
 		np_chunk_unmap_huge(c);
 }
 

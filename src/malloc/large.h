@@ -20,9 +20,10 @@
 #define NP_MAX_REQUEST ((size_t)1 << 46)
 
 /* Pages for size bytes aligned to align (a power of two >= the page size) intended for dense
- * node `node` (-1: the thread's target node, np_pcp.target), or NULL. *clean: the memory reads
- * as zeros. Follows a moved thread to its new node first (np_home_follow). */
-void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, bool *clean);
+ * node `node` (-1: the thread's target node, np_pcp.target), or NULL. *dirty: bytes from the
+ * start that may not read as zeros (0: all clean; SIZE_MAX: any). Follows a moved thread to
+ * its new node first (np_home_follow). */
+void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, size_t *dirty);
 /* A chunk of at least size bytes interleaved page by page over the dense nodes of mask `nodes`
  * (0: every allowed memory node), or NULL. Counted as interleave_hit per node; with a mask (the
  * task's interleave policy) as numa_hit and local/other_node too, as its batches are. */

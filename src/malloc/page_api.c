@@ -25,8 +25,8 @@ static void *pages_for(size_t size, int node)
 	struct np_thread *th = np_thread_or_init();
 	if (!th || size > NP_MAX_REQUEST)
 		return np_enomem();
-	bool clean;
-	void *p = np_large_alloc(th, size, NP_PAGE_SIZE, node, &clean);
+	size_t dirty;
+	void *p = np_large_alloc(th, size, NP_PAGE_SIZE, node, &dirty);
 	return p ? p : np_enomem();
 }
 

@@ -47,8 +47,8 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 		np_tls.self->requested[node] += size;
 		return p;
 	}
-	bool clean;
-	void *p = np_large_alloc(th, size, alignment < NP_PAGE_SIZE ? NP_PAGE_SIZE : alignment, -1, &clean);
+	size_t dirty;
+	void *p = np_large_alloc(th, size, alignment < NP_PAGE_SIZE ? NP_PAGE_SIZE : alignment, -1, &dirty);
 	if (!p)
 		return np_enomem();
 	np_large_count(th, p, size);

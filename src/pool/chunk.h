@@ -55,8 +55,8 @@ struct np_page {
 	uint8_t user;                /* free for the layer above (malloc marks its runs) */
 };
 
-/* CACHED: a freed huge chunk its node's pool keeps for the next huge request (see pool.h); its
- * memory belongs to nobody, so a free of it is a double free. */
+/* CACHED: a freed huge chunk its node's cache keeps for the next huge request (pool/huge.h);
+ * its memory belongs to nobody, so a free of it is a double free. */
 enum np_chunk_kind { NP_CHUNK_NORMAL = 1, NP_CHUNK_HUGE = 2, NP_CHUNK_INTERLEAVE = 3, NP_CHUNK_CACHED = 4 };
 
 /* A normal chunk starts with its page descriptors, then the metadata slots. The chunk's own
@@ -80,6 +80,10 @@ struct np_chunk {
 			size_t data_offset;        /* huge: offset of the user's memory */
 			struct np_chunk *next;     /* the owning pool's chunk list (normal), cache (cached) */
 			uint8_t ilv[NP_MAX_NODES]; /* interleave: page a is on ilv[(a >> 12) % nilv] */
+			/* Huge, and cached (pool/huge.c): bytes from the data's start that may not read
+			 * as zeros (0: all clean), and when it was cached (np_os_clock_ns). */
+			size_t dirty;
+			uint64_t cached_at;
 		};
 		/* Room for the layer above (the malloc layer's slab headers): one slot per 64 KiB,
 		 * for runs that start on a 64 KiB boundary. Untouched slots cost no memory. */
@@ -91,7 +95,7 @@ struct np_chunk {
 #define NP_CHUNK_DATA_PAGES (NP_CHUNK_PAGES - NP_CHUNK_HEADER_PAGES)
 _Static_assert(sizeof(struct np_page) == 32, "page descriptors are 32 bytes");
 _Static_assert(sizeof(struct np_chunk) % NP_PAGE_SIZE == 0, "the chunk header is whole pages");
-_Static_assert(offsetof(struct np_chunk, ilv) + NP_MAX_NODES <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
+_Static_assert(offsetof(struct np_chunk, cached_at) + sizeof(uint64_t) <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
 	       "the chunk's fields fit in metadata slot 0");
 _Static_assert(sizeof(struct np_chunk) <= ((size_t)1 << NP_META_SHIFT), "slot 0 covers every header page");
 

@@ -346,7 +346,7 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 			np_pool_put_locked(p, runs[j], false);
 			runs[j] = NULL;
 		}
-		bool purge = p->dirty_pages + p->cached_pages > np_pool_purge_pages;
+		bool purge = p->dirty_pages > np_pool_purge_pages;
 		np_pool_debug_check_locked(p, "put");
 		np_pool_unlock(p);
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_free, pages);
@@ -439,16 +439,6 @@ static const char *check_locked(struct np_pool *p)
 	}
 	for (struct np_chunk *c = p->chunks; c && !err; c = c->next)
 		err = np_chunk_check(c);
-	size_t cached = 0;
-	for (struct np_chunk *c = p->cache; c && !err; c = c->next) {
-		if (c->magic != NP_CHUNK_MAGIC || c->kind != NP_CHUNK_CACHED)
-			err = "a cached huge chunk is not marked cached";
-		else if (c->node != p->node)
-			err = "a pool caches a huge chunk of another node";
-		cached += np_pool_huge_pages(c);
-	}
-	if (!err && cached != p->cached_pages)
-		err = "cached page count disagrees with the cache";
 	if (!err && free_pages != p->free_pages)
 		err = "free page count disagrees with the bins";
 	return err;

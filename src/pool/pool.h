@@ -5,15 +5,12 @@
  * once it holds more than NUMAPAGE_PURGE_MB of dirty free pages. A pool only ever holds pages
  * of its own node: memory never changes node.
  *
- * Freed huge chunks (allocations too large for a chunk) are kept too, in the pool of their
- * node, and count against the same NUMAPAGE_PURGE_MB: a program that frees and allocates big
- * buffers in a loop reuses the mapping, its binding and its resident pages instead of paying
- * mmap, mbind, munmap and a page fault per page each time (docs/design.md). When the pool is over its watermark, cached chunks are unmapped first
- * (oldest first), then dirty runs are purged; a chunk larger than the watermark is never kept.
+ * Freed huge chunks (allocations too large for a chunk) are kept by the node's huge cache
+ * (pool/huge.h), with its own budget and lock.
  *
  * Lock: one per pool, rank NP_LOCK_RANK_POOL (lock.h): the innermost lock; a thread holds at
  * most one pool lock at a time (fork takes them all, in node order). The pool's files:
- * pool.c (runs), pool_huge.c (cached huge chunks), pool_purge.c (purge and trim).
+ * pool.c (runs), pool_purge.c (purge and trim).
  * Invariants: see np_pool_check().
  */
 #ifndef NP_POOL_H
@@ -48,8 +45,6 @@ struct np_pool {
 	uint8_t spilled;             /* a chunk mapped for the node landed elsewhere (np_pool_note_spill) */
 	uint8_t low;                 /* the node is nearly full: verify new chunks page by page (np_pool_set_low) */
 	struct np_chunk *chunks;     /* every normal chunk of the node */
-	struct np_chunk *cache;      /* freed huge chunks (kind CACHED), newest first */
-	size_t cached_pages;         /* data pages of the cached chunks (all counted dirty) */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	struct np_page *bins[NP_POOL_BINS];
 } NP_ALIGNED(NP_CACHELINE);
@@ -99,25 +94,17 @@ NP_INLINE void np_pool_put_run(struct np_page *run, struct np_vmstat_diffs *st)
 {
 	np_pool_put_batch(&run, 1, st);
 }
-/* Keeps a freed huge chunk of this pool's node for reuse (kind CACHED from then on), purging
- * the pool when that passes its watermark; false when it may not be kept (interleaved, too
- * large, no pool): the caller unmaps it. */
-bool np_pool_put_huge(struct np_chunk *c, struct np_vmstat_diffs *st);
-/* A cached huge chunk of node with at least `bytes` data bytes starting at a multiple of
- * align, kind HUGE again (the smallest that fits; a tail past a quarter more than needed is
- * unmapped), or NULL. Its memory is not known to read as zeros. */
-struct np_chunk *np_pool_get_huge(int node, size_t bytes, size_t align, struct np_vmstat_diffs *st);
 /* Grows a run handed out by np_pool_get_run in place to new_npages by taking the free run
  * right behind it; false (nothing changed) when that run is not free or too short. */
 bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_diffs *st);
-/* Gives dirty free pages of node's pool back to the OS until at most keep_pages remain dirty:
- * cached huge chunks first (unmapped), then runs (madvise). The system calls are made outside
- * the lock. Returns pages given back. */
+/* Gives dirty free pages of node's pool back to the OS (madvise) until at most keep_pages
+ * remain dirty, largest runs first. The system calls are made outside the lock. Returns pages
+ * given back. */
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st);
 
-/* malloc_trim's part: every cached huge chunk unmapped and every free run of the pool's chunks
- * given back to the OS, clean ones included (all counted in pages_purged). Returns the pages
- * known to have been resident (cached chunks and dirty runs), malloc_trim's answer. */
+/* malloc_trim's part: every free run of the pool's chunks given back to the OS, clean ones
+ * included (all counted in pages_purged). Returns the pages known to have been resident (dirty
+ * runs), malloc_trim's answer. */
 size_t np_pool_trim(int node, struct np_vmstat_diffs *st);
 
 /* Pages mapped and free over all pools (racy reads: mallinfo2's answer). */

@@ -1,5 +1,5 @@
 /*
- * pool_locked.h — what the pool's own files share (pool.c, pool_huge.c, pool_purge.c); no
+ * pool_locked.h — what the pool's own files share (pool.c, pool_purge.c); no
  * other module includes it. Functions named *_locked expect the caller to hold the pool's lock
  * (np_pool_lock); they check it at debug_level >= 2.
  */
@@ -31,11 +31,5 @@ void np_pool_put_locked(struct np_pool *p, struct np_page *pg, bool clean);
 void np_pool_mark_used(struct np_page *pg, size_t n, uint8_t order);
 /* debug_level 3: the whole pool after every change made under its lock. */
 void np_pool_debug_check_locked(struct np_pool *p, const char *where);
-
-/* Data pages of a huge chunk. */
-size_t np_pool_huge_pages(const struct np_chunk *c);
-/* Takes up to n of the oldest cached chunks off the pool while it holds more than keep_pages
- * dirty pages. */
-int np_pool_evict_cached_locked(struct np_pool *p, size_t keep_pages, struct np_chunk **out, int n);
 
 #endif /* NP_POOL_LOCKED_H */

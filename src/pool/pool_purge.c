@@ -1,7 +1,7 @@
 /*
  * pool_purge.c — giving a pool's free memory back to the operating system (see pool.h): past
- * the watermark, the oldest cached huge chunks are unmapped first, then dirty runs are purged
- * (madvise), largest first; malloc_trim gives back everything free. The system calls are made
+ * the watermark, dirty runs are purged (madvise), largest first; malloc_trim gives back
+ * everything free. The system calls are made
  * with the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which
  * holds the lock so that no allocation can take a run while its pages go.
  */
@@ -12,35 +12,12 @@
 
 #define PURGE_BATCH 32
 
-/* Unmaps cached huge chunks, oldest first, while the pool holds more than keep_pages dirty
- * pages. Returns their pages. */
-static size_t purge_cached(struct np_pool *p, size_t keep_pages, struct np_vmstat_diffs *st)
-{
-	size_t total = 0;
-	for (;;) {
-		struct np_chunk *huge[PURGE_BATCH];
-		np_pool_lock(p, st);
-		int n = np_pool_evict_cached_locked(p, keep_pages, huge, PURGE_BATCH);
-		np_pool_unlock(p);
-		if (n == 0)
-			break;
-		size_t pages = 0;
-		for (int i = 0; i < n; i++) {
-			pages += np_pool_huge_pages(huge[i]);
-			np_chunk_unmap_huge(huge[i]);
-		}
-		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
-		total += pages;
-	}
-	return total;
-}
-
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 {
 	struct np_pool *p = &np_pools[node];
 	if (!p->exists)
 		return 0;
-	size_t total = purge_cached(p, keep_pages, st);
+	size_t total = 0;
 	for (;;) {
 		struct np_page *runs[PURGE_BATCH];
 		int n = 0;
@@ -83,7 +60,7 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 	struct np_pool *p = &np_pools[node];
 	if (!p->exists)
 		return 0;
-	size_t total = purge_cached(p, 0, st);
+	size_t total = 0;
 	/* Every free run, under the lock, as glibc's malloc_trim: the runs stay in their bins, so
 	 * no allocation may take one while its pages go. Runs the pool thinks clean are given back
 	 * too: with transparent huge pages set to "always" the kernel backs a whole 2 MiB of a

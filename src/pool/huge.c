@@ -1,0 +1,336 @@
+/*
+ * huge.c — freed huge chunks kept for reuse, per node (see huge.h). The list is newest first;
+ * purging and unmapping take the oldest. The system calls (madvise, mremap, munmap) are made
+ * with the lock dropped, on chunks taken off the list meanwhile.
+ */
+#include "pool/huge.h"
+
+#include "lock.h"
+#include "options.h"
+#include "os.h"
+
+#define DECAY_PERIOD_NS 1000000000ull /* the peak halves at most once a second */
+#define CLEAN_MAX 8                   /* clean chunks a node keeps mapped */
+#define SLACK_KEPT ((size_t)32 << 20) /* tail of a larger chunk kept resident for a request */
+#define BATCH 16
+
+struct cache {
+	struct np_lock lock;    /* rank NP_LOCK_RANK_HUGE, index node */
+	bool exists;
+	struct np_chunk *list;  /* CACHED chunks, newest first */
+	size_t dirty_pages;     /* pages of cached chunks that may be resident */
+	size_t clean_pages;     /* data pages of cached chunks given back (mapped, not resident) */
+	unsigned nclean;        /* cached chunks that are wholly clean */
+	long live_pages;        /* pages of huge blocks handed out (relaxed atomic) */
+	size_t peak_pages;      /* the recent peak of live_pages */
+	uint64_t decay_at;      /* np_os_clock_ns when the peak halves next */
+} NP_ALIGNED(NP_CACHELINE);
+
+static struct cache caches[NP_MAX_NODES];
+
+static size_t pages_of(const struct np_chunk *c)
+{
+	return np_chunk_data_bytes(c) >> NP_PAGE_SHIFT;
+}
+
+static size_t dirty_pages_of(const struct np_chunk *c)
+{
+	return (c->dirty + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
+}
+
+static void init_lock(struct cache *h, int node)
+{
+	np_lock_init(&h->lock, NP_LOCK_RANK_HUGE, node, true);
+}
+
+void np_huge_init(const struct np_topo *t)
+{
+	for (int i = 0; i < NP_MAX_NODES; i++) {
+		caches[i] = (struct cache){.exists = i < t->nnodes && t->node[i].mem_allowed};
+		init_lock(&caches[i], i);
+	}
+}
+
+void np_huge_count_live(int node, long pages)
+{
+	long now = __atomic_add_fetch(&caches[node].live_pages, pages, __ATOMIC_RELAXED);
+	if (now > 0 && (size_t)now > __atomic_load_n(&caches[node].peak_pages, __ATOMIC_RELAXED))
+		__atomic_store_n(&caches[node].peak_pages, (size_t)now, __ATOMIC_RELAXED);
+}
+
+/* What the resident part of the cache may reach: the recent peak of huge memory in use, at
+ * least the pool's purge watermark. */
+static size_t budget(const struct cache *h)
+{
+	size_t floor = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
+	size_t peak = __atomic_load_n(&h->peak_pages, __ATOMIC_RELAXED);
+	return peak > floor ? peak : floor;
+}
+
+static void unlink_locked(struct cache *h, struct np_chunk **link)
+{
+	struct np_chunk *c = *link;
+	*link = c->next;
+	c->next = NULL;
+	h->dirty_pages -= dirty_pages_of(c);
+	h->clean_pages -= pages_of(c) - dirty_pages_of(c);
+	h->nclean -= c->dirty == 0;
+}
+
+static void link_locked(struct cache *h, struct np_chunk *c)
+{
+	c->next = h->list;
+	h->list = c;
+	h->dirty_pages += dirty_pages_of(c);
+	h->clean_pages += pages_of(c) - dirty_pages_of(c);
+	h->nclean += c->dirty == 0;
+}
+
+/* Chunks to give back: the oldest dirty ones while the resident part is over the budget, or
+ * older than the decay, into purge[]; the oldest clean ones past CLEAN_MAX (or past four
+ * budgets of address space) into unmap[]. Called with the lock held. */
+static void choose_locked(struct cache *h, uint64_t now, struct np_chunk **purge, int *np, struct np_chunk **unmap,
+			  int *nu)
+{
+	uint64_t decay = (uint64_t)np_opt_load(decay_ms) * 1000000u;
+	if (!h->decay_at)
+		h->decay_at = now + DECAY_PERIOD_NS;
+	else if (now >= h->decay_at) {
+		size_t live = (size_t)NP_MAX(__atomic_load_n(&h->live_pages, __ATOMIC_RELAXED), 0L);
+		size_t half = __atomic_load_n(&h->peak_pages, __ATOMIC_RELAXED) / 2;
+		__atomic_store_n(&h->peak_pages, live > half ? live : half, __ATOMIC_RELAXED);
+		h->decay_at = now + DECAY_PERIOD_NS;
+	}
+	size_t keep = budget(h);
+	*np = *nu = 0;
+	/* Oldest first: walk to the end, remembering the links. */
+	struct np_chunk **links[256];
+	int n = 0;
+	for (struct np_chunk **l = &h->list; *l && n < (int)NP_ARRAY_SIZE(links); l = &(*l)->next)
+		links[n++] = l;
+	size_t dirty = h->dirty_pages, clean_pages = h->clean_pages;
+	unsigned nclean = h->nclean;
+	for (int i = n - 1; i >= 0 && (*np < BATCH || *nu < BATCH); i--) {
+		struct np_chunk *c = *links[i];
+		bool old = decay && now - c->cached_at >= decay;
+		if (c->dirty && (dirty > keep || old) && *np < BATCH) {
+			dirty -= dirty_pages_of(c);
+			clean_pages += pages_of(c) - dirty_pages_of(c);
+			purge[(*np)++] = c;
+		} else if (!c->dirty && (nclean > CLEAN_MAX || clean_pages > 4 * keep) && *nu < BATCH) {
+			nclean--;
+			clean_pages -= pages_of(c);
+			unmap[(*nu)++] = c;
+		}
+	}
+	/* Off the list, last first so the links stay valid. */
+	for (int i = n - 1; i >= 0; i--) {
+		struct np_chunk *c = *links[i];
+		for (int k = 0; k < *np; k++)
+			if (purge[k] == c)
+				unlink_locked(h, links[i]);
+		for (int k = 0; k < *nu; k++)
+			if (unmap[k] == c)
+				unlink_locked(h, links[i]);
+	}
+}
+
+/* Gives back what choose_locked picked: the lock is not held. Purged chunks come back clean. */
+static void give_back(struct cache *h, int node, struct np_chunk **purge, int np, struct np_chunk **unmap, int nu,
+		      struct np_vmstat_diffs *st)
+{
+	long pages = 0;
+	for (int i = 0; i < np; i++) {
+		struct np_chunk *c = purge[i];
+		size_t first = (c->data_offset + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
+		size_t end = (c->data_offset + c->dirty + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
+		if (end > first)
+			np_os_purge((char *)c + first, end - first);
+		pages += (long)dirty_pages_of(c);
+		c->dirty = 0;
+	}
+	for (int i = 0; i < nu; i++)
+		np_chunk_unmap_huge(unmap[i]);
+	if (np) {
+		np_lock(&h->lock);
+		for (int i = 0; i < np; i++)
+			link_locked(h, purge[i]);
+		np_unlock(&h->lock);
+	}
+	if (pages)
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, pages);
+}
+
+bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st)
+{
+	if (c->kind != NP_CHUNK_HUGE)
+		return false;
+	int node = c->node;
+	struct cache *h = &caches[node];
+	size_t pages = pages_of(c);
+	np_huge_count_live(node, -(long)pages);
+	if (!h->exists || pages > budget(h))
+		return false;
+	uint64_t now = np_os_clock_ns();
+	c->kind = NP_CHUNK_CACHED;
+	c->user = 0;
+	c->dirty = np_chunk_data_bytes(c); /* its user may have written all of it */
+	c->cached_at = now;
+	struct np_chunk *purge[BATCH], *unmap[BATCH];
+	int np, nu;
+	np_lock(&h->lock);
+	link_locked(h, c);
+	choose_locked(h, now, purge, &np, unmap, &nu);
+	np_unlock(&h->lock);
+	if (np || nu)
+		give_back(h, node, purge, np, unmap, nu, st);
+	return true;
+}
+
+struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty, struct np_vmstat_diffs *st)
+{
+	struct cache *h = &caches[node];
+	if (!h->exists || !__atomic_load_n(&h->list, __ATOMIC_RELAXED))
+		return NULL;
+	size_t need = (bytes + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
+	uint64_t now = np_os_clock_ns();
+	struct np_chunk *purge[BATCH], *unmap[BATCH];
+	int np, nu;
+	np_lock(&h->lock);
+	/* The smallest that fits (resident before clean on a tie); else the largest, to grow. */
+	struct np_chunk **best = NULL, **largest = NULL;
+	for (struct np_chunk **l = &h->list; *l; l = &(*l)->next) {
+		struct np_chunk *c = *l;
+		size_t have = pages_of(c);
+		bool aligned = ((uintptr_t)c + c->data_offset) % align == 0;
+		if (aligned && have >= need &&
+		    (!best || have < pages_of(*best) || (have == pages_of(*best) && c->dirty > (*best)->dirty)))
+			best = l;
+		if (aligned && c->data_offset < NP_CHUNK_SIZE && (!largest || have > pages_of(*largest)))
+			largest = l;
+	}
+	struct np_chunk **take = best ? best : largest;
+	struct np_chunk *c = NULL;
+	if (take) {
+		c = *take;
+		unlink_locked(h, take);
+		c->kind = NP_CHUNK_HUGE;
+	}
+	choose_locked(h, now, purge, &np, unmap, &nu); /* the rest, after the pick */
+	np_unlock(&h->lock);
+	if (np || nu)
+		give_back(h, node, purge, np, unmap, nu, st);
+	if (!c)
+		return NULL;
+	if (!best) {
+		/* Grow it in place or move it with its pages (mremap): no new mapping, no bind. */
+		size_t had = np_chunk_data_bytes(c);
+		struct np_chunk *g = np_chunk_grow_huge(c, bytes);
+		if (!g) { /* no address space for it: back to the cache, and the caller maps */
+			c->kind = NP_CHUNK_CACHED;
+			np_lock(&h->lock);
+			link_locked(h, c);
+			np_unlock(&h->lock);
+			return NULL;
+		}
+		c = g;
+		c->dirty = NP_MIN(c->dirty, had); /* what grew is fresh */
+	}
+	/* A much larger chunk keeps its tail resident only up to the request's size or 32 MiB:
+	 * a small block must not hold a large one's pages. */
+	size_t used = need << NP_PAGE_SHIFT;
+	size_t keep = used + NP_MAX(used, SLACK_KEPT);
+	if (c->dirty > keep) {
+		size_t from = (c->data_offset + keep + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
+		size_t to = (c->data_offset + c->dirty + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
+		if (to > from && np_os_purge((char *)c + from, to - from) == 0) {
+			np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)((to - from) >> NP_PAGE_SHIFT));
+			c->dirty = from - c->data_offset;
+		}
+	}
+	*dirty = c->dirty;
+	np_huge_count_live(node, (long)pages_of(c));
+	return c;
+}
+
+size_t np_huge_trim(int node, struct np_vmstat_diffs *st)
+{
+	struct cache *h = &caches[node];
+	if (!h->exists)
+		return 0;
+	size_t resident = 0;
+	for (;;) {
+		struct np_chunk *out[BATCH];
+		int n = 0;
+		np_lock(&h->lock);
+		while (h->list && n < BATCH) {
+			out[n++] = h->list;
+			unlink_locked(h, &h->list);
+		}
+		np_unlock(&h->lock);
+		if (!n)
+			break;
+		long pages = 0;
+		for (int i = 0; i < n; i++) {
+			pages += (long)dirty_pages_of(out[i]);
+			np_chunk_unmap_huge(out[i]);
+		}
+		resident += (size_t)pages;
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, pages);
+	}
+	return resident;
+}
+
+void np_huge_cached(int node, size_t *dirty_pages, size_t *clean_pages)
+{
+	struct cache *h = &caches[node];
+	np_lock(&h->lock);
+	*dirty_pages = h->dirty_pages;
+	*clean_pages = h->clean_pages;
+	np_unlock(&h->lock);
+}
+
+void np_huge_atfork_prepare(void)
+{
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		if (caches[i].exists)
+			np_lock(&caches[i].lock);
+}
+
+void np_huge_atfork_parent(void)
+{
+	for (int i = NP_MAX_NODES - 1; i >= 0; i--)
+		if (caches[i].exists)
+			np_unlock(&caches[i].lock);
+}
+
+void np_huge_atfork_child(void)
+{
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		if (caches[i].exists)
+			init_lock(&caches[i], i);
+}
+
+const char *np_huge_check(int node)
+{
+	struct cache *h = &caches[node];
+	const char *err = NULL;
+	size_t dirty = 0, clean = 0;
+	unsigned nclean = 0;
+	np_lock(&h->lock);
+	for (struct np_chunk *c = h->list; c && !err; c = c->next) {
+		if (c->magic != NP_CHUNK_MAGIC || c->kind != NP_CHUNK_CACHED)
+			err = "a cached huge chunk is not marked cached";
+		else if (c->node != node)
+			err = "a node caches a huge chunk of another node";
+		else if (c->dirty > np_chunk_data_bytes(c))
+			err = "a cached chunk is dirtier than it is large";
+		dirty += dirty_pages_of(c);
+		clean += pages_of(c) - dirty_pages_of(c);
+		nclean += c->dirty == 0;
+	}
+	if (!err && (dirty != h->dirty_pages || clean != h->clean_pages || nclean != h->nclean))
+		err = "the cache's counts disagree with its list";
+	np_unlock(&h->lock);
+	return err;
+}

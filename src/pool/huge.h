@@ -1,0 +1,59 @@
+/*
+ * huge.h — freed huge chunks (allocations too large for a pool's chunk) kept for reuse, one
+ * cache per node. A program that frees and allocates big buffers in a loop then reuses the
+ * mapping, its binding and its resident pages instead of paying mmap, mbind, munmap and a
+ * fault per page each time.
+ *
+ * What is kept follows the program: the resident (dirty) part of the cache may reach the recent
+ * peak of the node's huge blocks in use (at least NUMAPAGE_PURGE_MB), a peak that halves every
+ * second it is not reached again. Beyond it, and for chunks left unused longer than
+ * NUMAPAGE_DECAY_MS, the pages go back to the kernel (MADV_DONTNEED) but the mapping stays
+ * cached, clean: its next user needs no mmap, no bind and no zeroing, only the faults. Only
+ * clean chunks past a few per node (or past four budgets of address space) are unmapped.
+ * A request takes the smallest cached chunk that fits; when none does, the largest grows in
+ * place (mremap). A chunk much larger than the request keeps its tail resident only up to
+ * the request's own size or 32 MiB; the rest is given back. Decays happen when the cache is
+ * used (no background thread): a program that stops allocating keeps what is cached until
+ * malloc_trim.
+ *
+ * Lock: one per node, rank NP_LOCK_RANK_HUGE; never held with a pool lock; system calls are
+ * made with it dropped. Invariants: np_huge_check().
+ */
+#ifndef NP_HUGE_H
+#define NP_HUGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "internal.h"
+#include "pool/chunk.h"
+#include "topology/topology.h"
+#include "vmstat/vmstat.h"
+
+/* Sets up one cache per node with allowed memory. */
+void np_huge_init(const struct np_topo *t);
+/* Pages of huge blocks of dense node `node` handed out (+) or given back (-): the peak the
+ * budget follows. */
+void np_huge_count_live(int node, long pages);
+/* Keeps freed huge chunk c of its node (kind CACHED from then on; its data counted dirty);
+ * false when it may not be kept (interleaved, larger than the budget allows): the caller
+ * unmaps it. A huge chunk's pages leave the live count either way. */
+bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st);
+/* A cached chunk of node with at least `bytes` data bytes starting at a multiple of align,
+ * kind HUGE again (the smallest that fits, or the largest grown to fit), or NULL. *dirty:
+ * bytes from its data's start that may not read as zeros (calloc clears only those). */
+struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty, struct np_vmstat_diffs *st);
+/* malloc_trim: every cached chunk of the node unmapped. Returns the pages that were resident. */
+size_t np_huge_trim(int node, struct np_vmstat_diffs *st);
+/* Pages cached for node: resident and clean (for tests and statistics). */
+void np_huge_cached(int node, size_t *dirty_pages, size_t *clean_pages);
+
+/* fork(): hold every cache lock across the fork, release (parent) or re-create (child). */
+void np_huge_atfork_prepare(void);
+void np_huge_atfork_parent(void);
+void np_huge_atfork_child(void);
+
+/* Walks one node's cache (kinds, nodes, counts); NULL when sound, else what is wrong. */
+const char *np_huge_check(int node);
+
+#endif /* NP_HUGE_H */

@@ -1,0 +1,213 @@
+/*
+ * Unit tests of src/pool/huge.c: freed huge chunks kept per node. The smallest cached chunk
+ * that fits is reused whole (no tail cut off unless it is far larger than the request); when
+ * none fits the largest grows in place; the resident part follows the recent peak of huge
+ * memory in use (at least NUMAPAGE_PURGE_MB), a peak that halves each second it is not
+ * reached; chunks left longer than NUMAPAGE_DECAY_MS give their pages back but stay mapped
+ * and clean; only clean chunks past a few are unmapped; trim unmaps everything. The counts
+ * checked against the list (np_huge_check) after every step.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "fake_os.h"
+#include "pool/huge.h"
+#include "unit_fixture.h"
+
+#define MB ((size_t)1 << 20)
+#define PAGES(bytes) ((bytes) >> NP_PAGE_SHIFT)
+
+static void start(const char *fixture, ...)
+{
+	va_list ap;
+	va_start(ap, fixture);
+	np_test_start_fixture(fixture, ap);
+	va_end(ap);
+	np_huge_init(&np_topo_table);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	np_huge_trim(0, NULL);
+	np_huge_trim(1, NULL);
+	np_test_unmap_pools();
+	np_fake_os_reset();
+	return 0;
+}
+
+static void check(void)
+{
+	for (int n = 0; n < 2; n++) {
+		const char *err = np_huge_check(n);
+		if (err)
+			fail_msg("huge cache of node %d: %s", n, err);
+	}
+}
+
+/* A huge chunk of node 0 as large.c makes one: mapped, counted live, written. */
+static struct np_chunk *make(size_t bytes)
+{
+	struct np_chunk *c = np_chunk_map_huge(0, 0, bytes, NP_PAGE_SIZE, false, NULL);
+	assert_non_null(c);
+	np_huge_count_live(0, (long)PAGES(np_chunk_data_bytes(c)));
+	memset((char *)c + c->data_offset, 0x77, bytes);
+	return c;
+}
+
+static size_t cached_dirty(void)
+{
+	size_t d, cl;
+	np_huge_cached(0, &d, &cl);
+	return d;
+}
+
+static size_t cached_clean(void)
+{
+	size_t d, cl;
+	np_huge_cached(0, &d, &cl);
+	return cl;
+}
+
+static void reuse_whole_and_grow(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_chunk *a = make(20 * MB);
+	size_t a_pages = PAGES(np_chunk_data_bytes(a));
+	assert_true(np_huge_put(a, NULL));
+	assert_int_equal(cached_dirty(), a_pages);
+	check();
+	/* A smaller request takes it whole: its tail (15 MiB) is within 32 MiB, kept resident. */
+	long unmaps = np_fake_os_unmaps(), purged = np_fake_os_purged_bytes();
+	size_t dirty;
+	struct np_chunk *b = np_huge_get(0, 5 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	assert_ptr_equal(b, a);
+	assert_int_equal(b->kind, NP_CHUNK_HUGE);
+	assert_int_equal(np_chunk_data_bytes(b), a_pages << NP_PAGE_SHIFT);
+	assert_int_equal(dirty, np_chunk_data_bytes(b)); /* the last user may have written it all */
+	assert_int_equal(np_fake_os_unmaps(), unmaps);
+	assert_int_equal(np_fake_os_purged_bytes(), purged);
+	assert_int_equal(cached_dirty(), 0);
+	/* None fits a larger one: the largest grows (no new mapping), its new part clean. */
+	assert_true(np_huge_put(b, NULL));
+	long maps = np_fake_os_maps();
+	struct np_chunk *g = np_huge_get(0, 30 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	assert_non_null(g);
+	assert_true(np_chunk_data_bytes(g) >= 30 * MB);
+	assert_int_equal(dirty, a_pages << NP_PAGE_SHIFT);
+	assert_true(np_fake_os_maps() - maps <= 1); /* mremap in place, or one range to move into */
+	assert_int_equal(((char *)g + g->data_offset)[MB], 0x77); /* the pages came along */
+	check();
+	assert_true(np_huge_put(g, NULL));
+	/* A request far smaller than a chunk: its tail past 32 MiB goes back to the kernel, the
+	 * mapping stays, and what was given back reads as zeros (not counted dirty). */
+	struct np_chunk *big = make(100 * MB);
+	assert_true(np_huge_put(big, NULL));
+	purged = np_fake_os_purged_bytes();
+	struct np_chunk *s = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	assert_ptr_equal(s, big);
+	assert_int_equal(dirty, 80 * MB);
+	assert_int_equal(np_fake_os_purged_bytes() - purged, (long)(np_chunk_data_bytes(big) - 80 * MB));
+	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(s)));
+	np_chunk_unmap_huge(s);
+	check();
+}
+
+static void budget_follows_the_peak(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "8", "DECAY_MS", "0", NULL);
+	/* Four 20 MiB blocks live at once: the peak is 80 MiB, so all four are kept when freed,
+	 * though the purge watermark is 8 MiB. */
+	struct np_chunk *c[4];
+	for (int i = 0; i < 4; i++)
+		c[i] = make(20 * MB);
+	for (int i = 0; i < 4; i++)
+		assert_true(np_huge_put(c[i], NULL));
+	size_t one = PAGES(np_chunk_data_bytes(c[0]));
+	assert_int_equal(cached_dirty(), 4 * one);
+	assert_int_equal(cached_clean(), 0);
+	check();
+	/* A second later the peak halves (nothing is live): the next use gives back the oldest
+	 * pages over the budget; they stay mapped, clean. */
+	np_fake_os_advance_clock(1100000000ull);
+	long unmaps = np_fake_os_unmaps();
+	size_t dirty;
+	struct np_chunk *t = np_huge_get(0, 1 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	assert_non_null(t);
+	assert_true(cached_dirty() <= 2 * one);
+	assert_true(cached_clean() >= one);
+	assert_int_equal(np_fake_os_unmaps(), unmaps);
+	check();
+	/* A chunk larger than what the budget allows is not kept: once the peak has decayed to
+	 * the floor, a 200 MiB block that was live only briefly long ago is not cached. */
+	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(t)));
+	np_chunk_unmap_huge(t);
+	for (int i = 0; i < 12; i++) { /* each second the peak halves, at the next use */
+		np_fake_os_advance_clock(1100000000ull);
+		struct np_chunk *k = make(1 * MB);
+		assert_true(np_huge_put(k, NULL));
+	}
+	struct np_chunk *huge = np_chunk_map_huge(0, 0, 200 * MB, NP_PAGE_SIZE, false, NULL);
+	assert_non_null(huge);
+	assert_false(np_huge_put(huge, NULL)); /* never counted live: no peak to follow */
+	np_chunk_unmap_huge(huge);
+	check();
+}
+
+static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "1000", NULL);
+	struct np_chunk *c[12];
+	for (int i = 0; i < 12; i++)
+		c[i] = make(6 * MB);
+	for (int i = 0; i < 12; i++)
+		assert_true(np_huge_put(c[i], NULL));
+	size_t one = PAGES(np_chunk_data_bytes(c[0]));
+	assert_int_equal(cached_dirty(), 12 * one);
+	/* After the decay every chunk's pages go back; past 8 clean ones, the oldest unmap. */
+	np_fake_os_advance_clock(2000000000ull);
+	long unmaps = np_fake_os_unmaps(), purged = np_fake_os_purged_bytes();
+	size_t dirty;
+	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	assert_non_null(t);
+	assert_int_equal(dirty, np_chunk_data_bytes(t)); /* picked before the decay: reused resident */
+	assert_true(np_fake_os_purged_bytes() - purged >= (long)(11 * one) << NP_PAGE_SHIFT);
+	/* The others were purged: they read as zeros, and a request one serves clears nothing. */
+	struct np_chunk *z = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	assert_non_null(z);
+	assert_int_equal(dirty, 0);
+	assert_true(np_huge_put(z, NULL));
+	assert_true(np_huge_put(t, NULL));
+	np_fake_os_advance_clock(2000000000ull);
+	struct np_chunk *k = make(1 * MB); /* a put: the cache is used, and decays */
+	assert_true(np_huge_put(k, NULL));
+	np_fake_os_advance_clock(2000000000ull);
+	struct np_chunk *k2 = make(1 * MB);
+	assert_true(np_huge_put(k2, NULL));
+	assert_true(cached_dirty() <= PAGES(np_chunk_data_bytes(k2)));
+	assert_true(cached_clean() <= 8 * one + PAGES(np_chunk_data_bytes(k)));
+	assert_true(np_fake_os_unmaps() - unmaps >= 4);
+	check();
+	/* Trim unmaps what is left. */
+	np_huge_trim(0, NULL);
+	assert_int_equal(cached_clean(), 0);
+	check();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(reuse_whole_and_grow, teardown),
+		cmocka_unit_test_teardown(budget_follows_the_peak, teardown),
+		cmocka_unit_test_teardown(decay_gives_pages_back_then_unmaps_the_clean, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
