@@ -16,6 +16,11 @@
 #include "malloc/thread.h"
 #include "pool/chunk.h"
 
+/* The longest page run taken from a pool; longer blocks get a chunk of their own. A third of a
+ * chunk's data: two 2 MiB runs do not fit one chunk, so a pool run of 1.4-4 MiB took a whole
+ * 4 MiB chunk of address space (under ulimit -v, half the blocks glibc gives); a chunk of its
+ * own takes the block and its header, rounded to a quarter of the size's power of two. */
+#define NP_LARGE_RUN_MAX (NP_CHUNK_DATA_PAGES / 3)
 /* The largest request served; above it, ENOMEM (the address space could not hold it). */
 #define NP_MAX_REQUEST ((size_t)1 << 46)
 
