@@ -960,14 +960,19 @@ def best_peer_markdown(suite, summary, keys):
 
 def page_markdown(suite):
     agg = {}
+    cpu = {}
     for r in suite.page_runs:
         key = (r["mode"], int(r["threads"]), int(r["size"]))
         agg.setdefault(key, {}).setdefault(r["api"], []).append(float(r["ns"]))
+        if r["api"] == "numapage" and "cpu_ns" in r:
+            cpu.setdefault(key, []).append(float(r["cpu_ns"]))
     L = ["### Page API (ns per alloc+free pair, median of %d round(s))" % suite.rounds, "",
          "bare: allocate and free; touch: also write one byte per page. ×r: that API's time / "
-         "numa_page_alloc_onnode's.", "",
-         "| mode | threads | size | numapage | libnuma numa_alloc_onnode | mmap+mbind |",
-         "|---|---:|---:|---:|---:|---:|"]
+         "numa_page_alloc_onnode's. numapage cpu: the thread's CPU time per pair (on a busy "
+         "machine, wall time at 2+ threads also counts waiting for a CPU; CPU time keeps lock "
+         "spinning).", "",
+         "| mode | threads | size | numapage | numapage cpu | libnuma numa_alloc_onnode | mmap+mbind |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
     for key in sorted(agg):
         per = {api: statistics.median(v) for api, v in agg[key].items()}
         b = per.get("numapage")
@@ -979,6 +984,7 @@ def page_markdown(suite):
                 cells.append("%.0f" % per[api])
             else:
                 cells.append("%.0f ×%.1f" % (per[api], per[api] / b))
+        cells.insert(1, "%.0f" % statistics.median(cpu[key]) if key in cpu else "-")
         size = key[2]
         L.append("| %s | %d | %s | %s |" % (key[0], key[1],
                                              "%d KiB" % (size // 1024), " | ".join(cells)))
@@ -996,7 +1002,7 @@ def write_csv_json(suite, summary):
             w.writerow({k: r.get(k) for k in fields})
     if suite.page_runs:
         with open(os.path.join(suite.out, "page_runs.csv"), "w", newline="") as f:
-            fields_p = ["round", "api", "mode", "size", "threads", "iters", "ns"]
+            fields_p = ["round", "api", "mode", "size", "threads", "iters", "ns", "cpu_ns"]
             w = csv.DictWriter(f, fieldnames=fields_p, extrasaction="ignore")
             w.writeheader()
             w.writerows(suite.page_runs)
