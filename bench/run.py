@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 C_WORKLOADS = ["larson", "xmalloc", "cache-scratch", "cache-thrash", "alloc-test", "mstress",
-               "realloc-grow", "large-blocks", "churn"]
+               "realloc-grow", "large-blocks", "churn", "large-calloc", "rptest"]
 REAL_WORKLOADS = ["python", "gcc", "sqlite", "redis"]
 ALL_WORKLOADS = C_WORKLOADS + REAL_WORKLOADS + ["page-api"]
 
@@ -761,10 +761,12 @@ def summarize(suite):
     groups = {}
     for r in suite.runs:
         g = groups.setdefault((r["workload"], r["threads"]), {}).setdefault(
-            r["allocator"], {"t": [], "rss": [], "fail": []})
+            r["allocator"], {"t": [], "rss": [], "cpu": [], "fail": []})
         if r["ok"]:
             g["t"].append(r["time_s"])
             g["rss"].append(r["maxrss_kb"])
+            if r.get("cpu_s") is not None:
+                g["cpu"].append(r["cpu_s"])
         else:
             g["fail"].append(r["error"].splitlines()[0][:80])
     out = {}
@@ -775,6 +777,8 @@ def summarize(suite):
             if g["t"]:
                 s.update(median=statistics.median(g["t"]), min=min(g["t"]), max=max(g["t"]),
                          rss=statistics.median(g["rss"]), rss_min=min(g["rss"]), rss_max=max(g["rss"]))
+            if g["cpu"]:
+                s["cpu"] = statistics.median(g["cpu"])
             out[key][al] = s
     return out
 
@@ -891,6 +895,7 @@ def markdown(suite, summary):
                 inv = 1 / g
                 L.append("| %s | %.2f %s |" % (desc, inv, "met" if inv <= goal else "not met"))
         L.append("")
+        L.extend(best_peer_markdown(suite, summary, keys))
     if suite.page_runs:
         L.extend(page_markdown(suite))
     if suite.vmstat_output:
@@ -913,16 +918,71 @@ def markdown(suite, summary):
     return "\n".join(L)
 
 
+BEST_PEER_LIMIT = 1.25  # issue 15: no workload more than 1.25x the best peer's time
+
+
+def best_peer_markdown(suite, summary, keys):
+    """Issue 15's targets: libnumapage's time geometric mean at or below each peer's, its peak-RSS
+    geometric mean at or below mimalloc's, and no benchmark above 1.25x the best peer's median
+    time; then every benchmark's ratio to its best peer, those over the limit marked."""
+    names = suite.names
+    peers = [n for n in names if n != BASELINE]
+    if BASELINE not in names or not peers:
+        return []
+    L = ["### Targets (issue 15)", "", "| target | measured |", "|---|---:|"]
+    for n in peers:
+        g = geomean(ratios(summary, [n], BASELINE, "median")[n])
+        if g:
+            L.append("| time libnumapage/%s, geometric mean, all ≤ 1.00 | %.2f %s |" % (
+                n, 1 / g, "met" if 1 / g <= 1.0 else "not met"))
+    if "mimalloc" in names:
+        g = geomean(ratios(summary, ["mimalloc"], BASELINE, "rss")["mimalloc"])
+        if g:
+            L.append("| peak RSS libnumapage/mimalloc, geometric mean ≤ 1.00 | %.2f %s |" % (
+                1 / g, "met" if 1 / g <= 1.0 else "not met"))
+    rows, over = [], 0
+    for key in keys:
+        per = summary[key]
+        b = per.get(BASELINE, {})
+        best = min(((per[n]["median"], n) for n in peers if "median" in per.get(n, {})), default=None)
+        if "median" not in b or not best or best[0] <= 0:
+            continue
+        r = b["median"] / best[0]
+        mark = " **over**" if r > BEST_PEER_LIMIT else ""
+        over += bool(mark)
+        bc = per[best[1]].get("cpu")
+        cpu = "%.2f" % (b["cpu"] / bc) if b.get("cpu") and bc else "-"
+        rows.append("| %s | %s | %s %s | %.2f%s | %s |" % (label(key), fmt_time(b["median"]), best[1],
+                                                           fmt_time(best[0]), r, mark, cpu))
+    L.append("| benchmarks above %.2fx the best peer's time | %d of %d %s |" % (
+        BEST_PEER_LIMIT, over, len(rows), "met" if over == 0 else "not met"))
+    L += ["", "Time of libnumapage over the best peer's (the fastest other allocator's median); "
+          "**over**: above %.2f. cpu: the same ratio of the median CPU time (user + system of the "
+          "whole process, start-up included): on a busy machine wall time also counts the time a "
+          "process waited for a CPU, CPU time does not (it keeps spinning and the kernel's work)."
+          % BEST_PEER_LIMIT, "",
+          "| benchmark | libnumapage | best peer | libnumapage / best | cpu: libnumapage / best |",
+          "|---|---:|---:|---:|---:|"]
+    L += rows
+    L.append("")
+    return L
+
+
 def page_markdown(suite):
     agg = {}
+    cpu = {}
     for r in suite.page_runs:
         key = (r["mode"], int(r["threads"]), int(r["size"]))
         agg.setdefault(key, {}).setdefault(r["api"], []).append(float(r["ns"]))
+        if r["api"] == "numapage" and "cpu_ns" in r:
+            cpu.setdefault(key, []).append(float(r["cpu_ns"]))
     L = ["### Page API (ns per alloc+free pair, median of %d round(s))" % suite.rounds, "",
          "bare: allocate and free; touch: also write one byte per page. ×r: that API's time / "
-         "numa_page_alloc_onnode's.", "",
-         "| mode | threads | size | numapage | libnuma numa_alloc_onnode | mmap+mbind |",
-         "|---|---:|---:|---:|---:|---:|"]
+         "numa_page_alloc_onnode's. numapage cpu: the thread's CPU time per pair (on a busy "
+         "machine, wall time at 2+ threads also counts waiting for a CPU; CPU time keeps lock "
+         "spinning).", "",
+         "| mode | threads | size | numapage | numapage cpu | libnuma numa_alloc_onnode | mmap+mbind |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
     for key in sorted(agg):
         per = {api: statistics.median(v) for api, v in agg[key].items()}
         b = per.get("numapage")
@@ -934,6 +994,7 @@ def page_markdown(suite):
                 cells.append("%.0f" % per[api])
             else:
                 cells.append("%.0f ×%.1f" % (per[api], per[api] / b))
+        cells.insert(1, "%.0f" % statistics.median(cpu[key]) if key in cpu else "-")
         size = key[2]
         L.append("| %s | %d | %s | %s |" % (key[0], key[1],
                                              "%d KiB" % (size // 1024), " | ".join(cells)))
@@ -951,7 +1012,7 @@ def write_csv_json(suite, summary):
             w.writerow({k: r.get(k) for k in fields})
     if suite.page_runs:
         with open(os.path.join(suite.out, "page_runs.csv"), "w", newline="") as f:
-            fields_p = ["round", "api", "mode", "size", "threads", "iters", "ns"]
+            fields_p = ["round", "api", "mode", "size", "threads", "iters", "ns", "cpu_ns"]
             w = csv.DictWriter(f, fieldnames=fields_p, extrasaction="ignore")
             w.writeheader()
             w.writerows(suite.page_runs)
