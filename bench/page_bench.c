@@ -81,11 +81,15 @@ static void *pb_alloc(enum pb_api api, size_t size, int node)
 {
 	void *p;
 	switch (api) {
-	case PB_NUMAPAGE:
+	case PB_NUMAPAGE: {
+		/* numa_page_node_of asks the kernel (move_pages) where a touched page is: a system
+		 * call, not part of the page API's cost. Checked on one call in 256. */
+		static _Thread_local unsigned checks;
 		p = np_alloc_onnode(size, node);
-		if (p && np_node_of(p) != node)
+		if (p && (checks++ & 255) == 0 && np_node_of(p) != node)
 			pb_fail("numa_page_node_of(%p) = %d, expected %d", p, np_node_of(p), node);
 		return p;
+	}
 	case PB_LIBNUMA:
 		return numa_alloc_onnode(size, node);
 	case PB_MMAP: {

@@ -26,6 +26,8 @@ static bool is_near(const struct np_pcp *pcp, int node)
 	return (pcp->near >> node) & 1;
 }
 
+static void flush_runs(struct np_pcp *pcp, int keep);
+
 static void push_head(struct np_page_list *l, struct np_page *pg)
 {
 	pg->prev = NULL;
@@ -120,9 +122,11 @@ void np_pcp_set_home(struct np_pcp *pcp, int home)
 		pcp->target = np_node_target(&pcp->policy, home, &pcp->ilv_rotor);
 	uint64_t near = np_node_target_near(&pcp->policy, pcp->target);
 	if (near != pcp->near) {
-		/* Pages that were local are remote now: near ones to the head, the rest to the tail. */
+		/* Pages that were local are remote now: near ones to the head, the rest to the tail;
+		 * cached long runs go home. */
 		pcp->near = near;
 		resort(pcp);
+		flush_runs(pcp, 0);
 	}
 }
 
@@ -323,8 +327,51 @@ void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
 	}
 }
 
+/* A cached long run of npages at align_pages, off the list; NULL when none. */
+static struct np_page *take_cached_run(struct np_pcp *pcp, size_t npages, size_t align_pages)
+{
+	for (int i = pcp->nruns - 1; i >= 0; i--) {
+		struct np_page *r = pcp->runs[i];
+		struct np_chunk *c = np_chunk_of(r);
+		if (r->npages != npages || ((size_t)(r - c->pages) & (align_pages ? align_pages - 1 : 0)))
+			continue;
+		for (int k = i; k + 1 < pcp->nruns; k++)
+			pcp->runs[k] = pcp->runs[k + 1];
+		pcp->nruns--;
+		pcp->run_pages -= (int)npages;
+		np_page_set_state(r, NP_PAGE_USED);
+		return r;
+	}
+	return NULL;
+}
+
+/* The cached long runs back to their pools: all of them (keep 0), or the oldest until `keep`
+ * are left. */
+static void flush_runs(struct np_pcp *pcp, int keep)
+{
+	int n = pcp->nruns - keep;
+	if (n <= 0)
+		return;
+	struct np_page *out[NP_PCP_RUNS];
+	for (int i = 0; i < n; i++) {
+		out[i] = pcp->runs[i];
+		pcp->run_pages -= (int)out[i]->npages;
+	}
+	for (int i = n; i < pcp->nruns; i++)
+		pcp->runs[i - n] = pcp->runs[i];
+	pcp->nruns = keep;
+	np_pool_put_batch(out, n, pcp->st);
+}
+
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node)
 {
+	if (pcp->nruns && (node < 0 || node == pcp->target) && pcp->policy.mode != NP_POLICY_INTERLEAVE) {
+		struct np_page *r = take_cached_run(pcp, npages, align_pages);
+		if (r) {
+			np_pcp_count_alloc(pcp, node >= 0 ? node : pcp->target, np_page_node(r), (long)npages);
+			return r;
+		}
+	}
 	int intended = node >= 0 ? node : next_target(pcp);
 	struct np_page *run = NULL;
 	struct take t = {.pcp = pcp, .npages = npages, .align_pages = align_pages, .runs = &run};
@@ -341,12 +388,23 @@ void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)
 {
 	np_pcp_count_free(pcp, np_page_node(run), run->npages);
 	run->owner = NULL;
+	if (pcp && run->npages > 1u << (NP_PCP_ORDERS - 1) && run->npages <= NP_PCP_RUN_PAGES / 2 &&
+	    is_near(pcp, np_page_node(run))) {
+		run->clean = 0;
+		np_page_set_state(run, NP_PAGE_PCP);
+		while (pcp->nruns && (pcp->nruns == NP_PCP_RUNS || pcp->run_pages + (int)run->npages > NP_PCP_RUN_PAGES))
+			flush_runs(pcp, pcp->nruns - 1);
+		pcp->runs[pcp->nruns++] = run;
+		pcp->run_pages += (int)run->npages;
+		return;
+	}
 	np_pool_put_run(run, pcp ? pcp->st : NULL);
 }
 
 void np_pcp_drain(struct np_pcp *pcp)
 {
 	flush(pcp, pcp->count);
+	flush_runs(pcp, 0);
 }
 
 const char *np_pcp_check(const struct np_pcp *pcp)
@@ -371,5 +429,16 @@ const char *np_pcp_check(const struct np_pcp *pcp)
 		if (pcp->list[o].tail != prev)
 			return "tail pointer disagrees with the list";
 	}
+	int run_pages = 0;
+	for (int i = 0; i < pcp->nruns; i++) {
+		const struct np_page *r = pcp->runs[i];
+		if (r->state != NP_PAGE_PCP)
+			return "a cached long run is not in state PCP";
+		if (!is_near(pcp, np_page_node(r)))
+			return "a cached long run is not near";
+		run_pages += (int)r->npages;
+	}
+	if (pcp->nruns < 0 || pcp->nruns > NP_PCP_RUNS || run_pages != pcp->run_pages || run_pages > NP_PCP_RUN_PAGES)
+		return "cached long runs disagree with their count";
 	return count == pcp->count ? NULL : "count disagrees with the lists";
 }

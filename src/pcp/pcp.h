@@ -29,6 +29,11 @@
 #include "vmstat/vmstat.h"
 
 #define NP_PCP_ORDERS 5 /* 4 KiB .. 64 KiB */
+/* Runs longer than the orders (a page-API call of 256 KiB, a 128 KiB slab) that a thread keeps
+ * after freeing them, for the next request of the same length: up to this many, this many
+ * pages in all. Without them every such call took the node's pool lock twice. */
+#define NP_PCP_RUNS 4
+#define NP_PCP_RUN_PAGES 1024
 #define NP_PCP_BATCH_DEFAULT 32
 #define NP_PCP_HIGH_FACTOR 6
 
@@ -47,6 +52,8 @@ struct np_pcp {
 	unsigned rotor;        /* rotating iterator for sharing among equidistant pools */
 	unsigned ilv_rotor;    /* the next node of an interleave */
 	struct np_topo_policy policy; /* the task memory policy the thread follows */
+	struct np_page *runs[NP_PCP_RUNS]; /* freed long runs of near nodes, oldest first */
+	int nruns, run_pages;
 	struct np_vmstat_diffs *st;
 };
 
@@ -75,7 +82,8 @@ struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node);
 /* A run of 1 << order pages back into the cache (head if near, tail if remote). */
 void np_pcp_put(struct np_pcp *pcp, struct np_page *run);
 /* Runs that are not cache-sized (any length, a page run of the page API or a large malloc):
- * served straight from the pools along the fallback order, with the same accounting. */
+ * a run of the same length the thread freed lately (NP_PCP_RUNS), else straight from the pools
+ * along the fallback order, with the same accounting. */
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node);
 void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run);
 /* Gives every cached run back to its pool (thread exit, trim). */

@@ -720,6 +720,55 @@ static void nearly_full_node_verifies_new_chunks(void **state)
 	np_pcp_fini(&pcp);
 }
 
+/* Long runs (over the orders) a thread frees are kept for its next request of the same length,
+ * without the pool: up to NP_PCP_RUNS of them, oldest out first; a drain and a re-home give
+ * them back. */
+static void long_runs_are_kept_for_the_next(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
+	struct np_page *r = np_pcp_get_run(&pcp, 64, 1, -1);
+	size_t free0 = np_pools[0].free_pages;
+	np_pcp_put_run(&pcp, r);
+	assert_int_equal(np_page_state(r), NP_PAGE_PCP);
+	assert_int_equal(np_pools[0].free_pages, free0); /* not back in the pool */
+	assert_int_equal(STAT(0, pages_in_use), 0);
+	check();
+	struct np_page *again = np_pcp_get_run(&pcp, 64, 1, -1);
+	assert_ptr_equal(again, r);
+	assert_int_equal(np_page_state(again), NP_PAGE_USED);
+	assert_int_equal(STAT(0, pages_in_use), 64);
+	assert_int_equal(STAT(0, numa_hit), 64 + 64);
+	/* Another length comes from the pool; five kept ones push the oldest out. */
+	struct np_page *k[5];
+	for (int i = 0; i < 5; i++)
+		k[i] = np_pcp_get_run(&pcp, 20 + (size_t)i, 1, -1);
+	for (int i = 0; i < 5; i++)
+		np_pcp_put_run(&pcp, k[i]);
+	assert_int_equal(pcp.nruns, NP_PCP_RUNS);
+	assert_int_equal(np_page_state(k[0]), NP_PAGE_FREE);
+	check();
+	/* Runs longer than half the limit are never kept. */
+	struct np_page *big = np_pcp_get_run(&pcp, NP_PCP_RUN_PAGES / 2 + 1, 1, -1);
+	np_pcp_put_run(&pcp, big);
+	assert_int_equal(pcp.nruns, NP_PCP_RUNS);
+	/* A re-home gives them back; so does a drain. */
+	np_pcp_set_home(&pcp, 1);
+	assert_int_equal(pcp.nruns, 0);
+	check();
+	np_pcp_set_home(&pcp, 0);
+	np_pcp_put_run(&pcp, again);
+	assert_int_equal(pcp.nruns, 1);
+	np_pcp_drain(&pcp);
+	assert_int_equal(pcp.nruns, 0);
+	assert_int_equal(pcp.run_pages, 0);
+	check();
+	assert_int_equal(pages_in_use_total(), 0);
+	np_pcp_fini(&pcp);
+}
+
 /* A request that names the node the thread was homed on is for that node after a re-home. */
 static void explicit_old_home_after_rehome(void **state)
 {
@@ -930,6 +979,7 @@ int main(void)
 		cmocka_unit_test_teardown(node_without_room_is_passed_over, teardown),
 		cmocka_unit_test_teardown(nearly_full_node_verifies_new_chunks, teardown),
 		cmocka_unit_test_teardown(explicit_old_home_after_rehome, teardown),
+		cmocka_unit_test_teardown(long_runs_are_kept_for_the_next, teardown),
 		cmocka_unit_test_teardown(rehoming_resorts_the_lists, teardown),
 		cmocka_unit_test_teardown(randomized_invariants, teardown),
 	};
