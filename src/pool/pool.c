@@ -333,33 +333,6 @@ struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, str
 	return run;
 }
 
-void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
-{
-	/* One lock hold per node: take the first remaining run's node, return every run of that
-	 * node (clearing its slot), repeat. Batches are small, so the quadratic scan is cheap. */
-	for (int i = 0; i < n; i++) {
-		if (!runs[i])
-			continue;
-		int node = np_page_node(runs[i]);
-		struct np_pool *p = &np_pools[node];
-		long pages = 0;
-		np_pool_lock(p, st);
-		for (int j = i; j < n; j++) {
-			if (!runs[j] || np_page_node(runs[j]) != node)
-				continue;
-			pages += runs[j]->npages;
-			np_pool_put_locked(p, runs[j], false);
-			runs[j] = NULL;
-		}
-		bool purge = p->dirty_pages > np_pool_purge_pages;
-		np_pool_debug_check_locked(p, "put");
-		np_pool_unlock(p);
-		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_free, pages);
-		if (purge)
-			np_pool_purge(node, np_pool_purge_pages / 2, st);
-	}
-}
-
 bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_diffs *st)
 {
 	struct np_chunk *c = np_chunk_of(run);

@@ -10,7 +10,7 @@
  *
  * Lock: one per pool, rank NP_LOCK_RANK_POOL (lock.h): the innermost lock; a thread holds at
  * most one pool lock at a time (fork takes them all, in node order). The pool's files:
- * pool.c (runs), pool_purge.c (purge and trim).
+ * pool.c (taking runs: bins, growth), pool_return.c (runs coming back, purge and trim).
  * Invariants: see np_pool_check().
  */
 #ifndef NP_POOL_H
@@ -90,10 +90,7 @@ struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, str
 /* Returns runs (of any nodes and lengths) to their own nodes' pools, one lock hold per node,
  * and purges a pool that passed its watermark. Consumes runs[]: every slot is set to NULL. */
 void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st);
-NP_INLINE void np_pool_put_run(struct np_page *run, struct np_vmstat_diffs *st)
-{
-	np_pool_put_batch(&run, 1, st);
-}
+void np_pool_put_run(struct np_page *run, struct np_vmstat_diffs *st);
 /* Grows a run handed out by np_pool_get_run in place to new_npages by taking the free run
  * right behind it; false (nothing changed) when that run is not free or too short. */
 bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_diffs *st);

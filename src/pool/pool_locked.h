@@ -1,5 +1,5 @@
 /*
- * pool_locked.h — what the pool's own files share (pool.c, pool_purge.c); no
+ * pool_locked.h — what the pool's own files share (pool.c, pool_return.c); no
  * other module includes it. Functions named *_locked expect the caller to hold the pool's lock
  * (np_pool_lock); they check it at debug_level >= 2.
  */

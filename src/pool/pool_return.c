@@ -1,7 +1,9 @@
 /*
- * pool_purge.c — giving a pool's free memory back to the operating system (see pool.h): past
- * the watermark, dirty runs are purged (madvise), largest first; malloc_trim gives back
- * everything free. The system calls are made
+ * pool_return.c — runs coming back to their pools, and the pools' free memory going back to
+ * the operating system (see pool.h): returned runs merge with their free neighbours
+ * (np_pool_put_locked, pool.c); past the watermark, dirty runs are purged (madvise), largest
+ * first; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
+ * back and never calls the other way. The system calls are made
  * with the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which
  * holds the lock so that no allocation can take a run while its pages go.
  */
@@ -11,6 +13,38 @@
 #include "pool/pool_locked.h"
 
 #define PURGE_BATCH 32
+
+void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
+{
+	/* One lock hold per node: take the first remaining run's node, return every run of that
+	 * node (clearing its slot), repeat. Batches are small, so the quadratic scan is cheap. */
+	for (int i = 0; i < n; i++) {
+		if (!runs[i])
+			continue;
+		int node = np_page_node(runs[i]);
+		struct np_pool *p = &np_pools[node];
+		long pages = 0;
+		np_pool_lock(p, st);
+		for (int j = i; j < n; j++) {
+			if (!runs[j] || np_page_node(runs[j]) != node)
+				continue;
+			pages += runs[j]->npages;
+			np_pool_put_locked(p, runs[j], false);
+			runs[j] = NULL;
+		}
+		bool purge = p->dirty_pages > np_pool_purge_pages;
+		np_pool_debug_check_locked(p, "put");
+		np_pool_unlock(p);
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_free, pages);
+		if (purge)
+			np_pool_purge(node, np_pool_purge_pages / 2, st);
+	}
+}
+
+void np_pool_put_run(struct np_page *run, struct np_vmstat_diffs *st)
+{
+	np_pool_put_batch(&run, 1, st);
+}
 
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 {
