@@ -1,0 +1,290 @@
+/*
+ * os_linux_proc.c — the Linux implementation of os.h, process level: shared-memory files, the
+ * process's identity and privileges, randomness, isolation in a child process, writes, the
+ * C library's CPU and memory counts, directory listing. Memory and NUMA are os_linux.c's.
+ */
+#include "os.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "os_errno.h"
+
+int np_os_shm_create(const char *path, size_t size, void **out)
+{
+	SAVE_ERRNO;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		RETURN_ERRNO(-1);
+	/* The umask may have removed bits: the file is 0600 whatever it says. */
+	void *p = MAP_FAILED;
+	int rc = fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+	if (rc == 0) {
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			rc = -errno;
+	}
+	close(fd);
+	if (rc) {
+		unlink(path);
+		errno = saved_errno_;
+		return rc;
+	}
+	*out = p;
+	errno = saved_errno_;
+	return 0;
+}
+
+int np_os_unlink(const char *path)
+{
+	SAVE_ERRNO;
+	RETURN_ERRNO(unlink(path));
+}
+
+int np_os_pid(void)
+{
+	return (int)getpid();
+}
+
+unsigned np_os_euid(void)
+{
+	return (unsigned)geteuid();
+}
+
+int np_os_pid_alive(int pid)
+{
+	SAVE_ERRNO;
+	if (pid <= 0) {
+		errno = saved_errno_;
+		return -EINVAL;
+	}
+	int rc = kill((pid_t)pid, 0) == 0 ? 1 : errno == EPERM ? 1 : errno == ESRCH ? 0 : -errno;
+	errno = saved_errno_;
+	return rc;
+}
+
+bool np_os_is_secure(void)
+{
+	return getauxval(AT_SECURE) != 0;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x7fb5d329728ea185ULL;
+	x ^= x >> 27;
+	x *= 0x81dadef4bc2dd44dULL;
+	return x ^ (x >> 33);
+}
+
+void np_os_random(void *buf, size_t n)
+{
+	SAVE_ERRNO;
+	char *out = buf;
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = getrandom(out + got, n - got, GRND_NONBLOCK);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got < n) {
+		/* No getrandom (old kernel, seccomp) or no entropy yet: the 16 bytes the kernel put
+		 * on our stack at exec, stretched with the clock and where things were mapped. */
+		const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t seed = (at ? at[0] ^ mix(at[1]) : 0) ^ mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32)) ^
+				mix((uint64_t)(uintptr_t)buf ^ (uint64_t)(uintptr_t)&seed);
+		for (; got < n; got++) {
+			seed = mix(seed + 0x9e3779b97f4a7c15ULL);
+			out[got] ^= (char)seed;
+		}
+	}
+	errno = saved_errno_;
+}
+
+int np_os_file_info(const char *path, uint64_t *size)
+{
+	SAVE_ERRNO;
+	struct stat st;
+	if (stat(path, &st) < 0)
+		RETURN_ERRNO(-1);
+	errno = saved_errno_;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+void *np_os_map_shared(size_t size)
+{
+	SAVE_ERRNO;
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	errno = saved_errno_;
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* The data field of /proc/self/statm (pages), or 0 when it cannot be read. No stdio. */
+static uint64_t data_pages(void)
+{
+	char buf[256];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	uint64_t field[7] = {0};
+	int k = 0;
+	for (const char *c = buf; *c && k < 7; c++) {
+		if (*c >= '0' && *c <= '9')
+			field[k] = field[k] * 10 + (uint64_t)(*c - '0');
+		else if (*c == ' ')
+			k++;
+	}
+	return k >= 5 ? field[5] : 0;
+}
+
+int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms, int *sig)
+{
+	SAVE_ERRNO;
+	/* clone with no flags and exit signal 0: a fork that runs no pthread_atfork handler
+	 * (the program's would run inside our malloc) and whose end raises no SIGCHLD (a
+	 * handler of the program's could reap it); only waitpid with __WALL sees it. */
+	long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
+	if (pid < 0)
+		RETURN_ERRNO(-1);
+	if (pid == 0) {
+		/* mem_limit more than the data the child already has (a sanitizer runtime maps
+		 * terabytes of shadow up front): /proc/self/statm's sixth field, in pages. */
+		uint64_t data = data_pages();
+		struct rlimit lim;
+		if (data && getrlimit(RLIMIT_DATA, &lim) == 0) {
+			uint64_t want = data * np_os_page_size() + mem_limit;
+			if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > want) {
+				lim.rlim_cur = want;
+				setrlimit(RLIMIT_DATA, &lim);
+			}
+		}
+		_exit(fn(arg) & 0xff);
+	}
+	/* Poll: the child usually ends within milliseconds; sleeps grow to 10 ms. */
+	long waited = 0, step = 100000, limit = (long)timeout_ms * 1000000L;
+	int status = 0, rc;
+	for (;;) {
+		long r = waitpid((pid_t)pid, &status, __WALL | WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			rc = -errno; /* reaped behind our back: the result is unknown */
+			kill((pid_t)pid, SIGKILL);
+			errno = saved_errno_;
+			return rc == -ECHILD ? -ESRCH : rc;
+		}
+		if (waited >= limit) {
+			kill((pid_t)pid, SIGKILL);
+			while (waitpid((pid_t)pid, &status, __WALL) < 0 && errno == EINTR)
+				;
+			errno = saved_errno_;
+			return -ETIMEDOUT;
+		}
+		sleep_ns(step);
+		waited += step;
+		step = NP_MIN(step * 2, 10000000L);
+	}
+	if (WIFSIGNALED(status)) {
+		*sig = WTERMSIG(status);
+		rc = -ECHILD;
+	} else {
+		rc = WEXITSTATUS(status);
+	}
+	errno = saved_errno_;
+	return rc;
+}
+
+void np_os_write(int fd, const char *buf, size_t len)
+{
+	SAVE_ERRNO;
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf += n;
+		len -= (size_t)n;
+	}
+	errno = saved_errno_;
+}
+
+void np_os_yield(void)
+{
+	SAVE_ERRNO;
+	sched_yield();
+	errno = saved_errno_;
+}
+
+int np_os_cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	return n > 0 && n < (1L << 30) ? (int)n : 0;
+}
+
+uint64_t np_os_memory_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+}
+
+struct np_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), void *ctx)
+{
+	SAVE_ERRNO;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		RETURN_ERRNO(-1);
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+		for (long off = 0; off < n;) {
+			struct np_dirent64 *d = (struct np_dirent64 *)(buf + off);
+			fn(d->d_name, ctx);
+			off += d->d_reclen;
+		}
+	int rc = n < 0 ? -errno : 0;
+	close(fd);
+	errno = saved_errno_;
+	return rc;
+}
