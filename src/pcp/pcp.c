@@ -371,6 +371,10 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 			np_pcp_count_alloc(pcp, node >= 0 ? node : pcp->target, np_page_node(r), (long)npages);
 			return r;
 		}
+		/* A miss: the program's long runs are not of a few repeated lengths, and kept ones
+		 * would only stop the pool from merging them (large-blocks, 64 KiB..4 MiB at
+		 * random, ran 15% slower): they go back now. */
+		flush_runs(pcp, 0);
 	}
 	int intended = node >= 0 ? node : next_target(pcp);
 	struct np_page *run = NULL;

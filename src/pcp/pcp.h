@@ -31,7 +31,8 @@
 #define NP_PCP_ORDERS 5 /* 4 KiB .. 64 KiB */
 /* Runs longer than the orders (a page-API call of 256 KiB, a 128 KiB slab) that a thread keeps
  * after freeing them, for the next request of the same length: up to this many, this many
- * pages in all. Without them every such call took the node's pool lock twice. */
+ * pages in all; a request that finds none of its length gives them all back. Without them every
+ * such call took the node's pool lock twice. */
 #define NP_PCP_RUNS 4
 #define NP_PCP_RUN_PAGES 1024
 #define NP_PCP_BATCH_DEFAULT 32

@@ -741,7 +741,7 @@ static void long_runs_are_kept_for_the_next(void **state)
 	assert_int_equal(np_page_state(again), NP_PAGE_USED);
 	assert_int_equal(STAT(0, pages_in_use), 64);
 	assert_int_equal(STAT(0, numa_hit), 64 + 64);
-	/* Another length comes from the pool; five kept ones push the oldest out. */
+	/* Five kept ones push the oldest out. */
 	struct np_page *k[5];
 	for (int i = 0; i < 5; i++)
 		k[i] = np_pcp_get_run(&pcp, 20 + (size_t)i, 1, -1);
@@ -750,10 +750,26 @@ static void long_runs_are_kept_for_the_next(void **state)
 	assert_int_equal(pcp.nruns, NP_PCP_RUNS);
 	assert_int_equal(np_page_state(k[0]), NP_PAGE_FREE);
 	check();
+	/* A request of a length none has gives them all back (random lengths: keeping them would
+	 * only stop the pool merging them), and comes from the pool. */
+	struct np_page *other = np_pcp_get_run(&pcp, 50, 1, -1);
+	assert_int_equal(pcp.nruns, 0);
+	np_pcp_put_run(&pcp, other);
+	for (int i = 1; i < 5; i++)
+		k[i] = np_pcp_get_run(&pcp, 20 + (size_t)i, 1, -1);
+	for (int i = 1; i < 5; i++)
+		np_pcp_put_run(&pcp, k[i]);
+	assert_int_equal(pcp.nruns, NP_PCP_RUNS);
+	check();
 	/* Runs longer than half the limit are never kept. */
 	struct np_page *big = np_pcp_get_run(&pcp, NP_PCP_RUN_PAGES / 2 + 1, 1, -1);
 	np_pcp_put_run(&pcp, big);
-	assert_int_equal(pcp.nruns, NP_PCP_RUNS);
+	assert_int_equal(pcp.nruns, 0);
+	for (int i = 1; i < 3; i++) {
+		k[i] = np_pcp_get_run(&pcp, 20 + (size_t)i, 1, -1);
+		np_pcp_put_run(&pcp, k[i]);
+	}
+	assert_true(pcp.nruns >= 1);
 	/* A re-home gives them back; so does a drain. */
 	np_pcp_set_home(&pcp, 1);
 	assert_int_equal(pcp.nruns, 0);
