@@ -38,6 +38,8 @@ int bench_mstress(const struct bench_args *, struct bench_result *);
 int bench_realloc_grow(const struct bench_args *, struct bench_result *);
 int bench_large_blocks(const struct bench_args *, struct bench_result *);
 int bench_churn(const struct bench_args *, struct bench_result *);
+int bench_large_calloc(const struct bench_args *, struct bench_result *);
+int bench_rptest(const struct bench_args *, struct bench_result *);
 
 /* ---- generator: splitmix64, so a seed of 0 is fine and streams for different threads differ */
 struct bench_rng {

@@ -33,6 +33,8 @@ static const struct {
 	{"realloc-grow", bench_realloc_grow, "buffers grown by realloc to 512 KiB, contents checked"},
 	{"large-blocks", bench_large_blocks, "64 KiB..4 MiB blocks, every page touched"},
 	{"churn", bench_churn, "small-object malloc/free churn, per thread, no sharing"},
+	{"large-calloc", bench_large_calloc, "5..25 MiB zeroed blocks (calloc, malloc+memset), 3 live per thread, every page used"},
+	{"rptest", bench_rptest, "rpmalloc's rptest pattern: per-thread working sets of random sizes, batches freed by the next thread"},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 C_WORKLOADS = ["larson", "xmalloc", "cache-scratch", "cache-thrash", "alloc-test", "mstress",
-               "realloc-grow", "large-blocks", "churn"]
+               "realloc-grow", "large-blocks", "churn", "large-calloc", "rptest"]
 REAL_WORKLOADS = ["python", "gcc", "sqlite", "redis"]
 ALL_WORKLOADS = C_WORKLOADS + REAL_WORKLOADS + ["page-api"]
 
@@ -891,6 +891,7 @@ def markdown(suite, summary):
                 inv = 1 / g
                 L.append("| %s | %.2f %s |" % (desc, inv, "met" if inv <= goal else "not met"))
         L.append("")
+        L.extend(best_peer_markdown(suite, summary, keys))
     if suite.page_runs:
         L.extend(page_markdown(suite))
     if suite.vmstat_output:
@@ -911,6 +912,50 @@ def markdown(suite, summary):
         L.extend("- " + f.replace("\n", " ")[:600] for f in suite.failures)
         L.append("")
     return "\n".join(L)
+
+
+BEST_PEER_LIMIT = 1.25  # issue 15: no workload more than 1.25x the best peer's time
+
+
+def best_peer_markdown(suite, summary, keys):
+    """Issue 15's targets: libnumapage's time geometric mean at or below each peer's, its peak-RSS
+    geometric mean at or below mimalloc's, and no benchmark above 1.25x the best peer's median
+    time; then every benchmark's ratio to its best peer, those over the limit marked."""
+    names = suite.names
+    peers = [n for n in names if n != BASELINE]
+    if BASELINE not in names or not peers:
+        return []
+    L = ["### Targets (issue 15)", "", "| target | measured |", "|---|---:|"]
+    for n in peers:
+        g = geomean(ratios(summary, [n], BASELINE, "median")[n])
+        if g:
+            L.append("| time libnumapage/%s, geometric mean, all ≤ 1.00 | %.2f %s |" % (
+                n, 1 / g, "met" if 1 / g <= 1.0 else "not met"))
+    if "mimalloc" in names:
+        g = geomean(ratios(summary, ["mimalloc"], BASELINE, "rss")["mimalloc"])
+        if g:
+            L.append("| peak RSS libnumapage/mimalloc, geometric mean ≤ 1.00 | %.2f %s |" % (
+                1 / g, "met" if 1 / g <= 1.0 else "not met"))
+    rows, over = [], 0
+    for key in keys:
+        per = summary[key]
+        b = per.get(BASELINE, {})
+        best = min(((per[n]["median"], n) for n in peers if "median" in per.get(n, {})), default=None)
+        if "median" not in b or not best or best[0] <= 0:
+            continue
+        r = b["median"] / best[0]
+        mark = " **over**" if r > BEST_PEER_LIMIT else ""
+        over += bool(mark)
+        rows.append("| %s | %s | %s %s | %.2f%s |" % (label(key), fmt_time(b["median"]), best[1],
+                                                      fmt_time(best[0]), r, mark))
+    L.append("| benchmarks above %.2fx the best peer's time | %d of %d %s |" % (
+        BEST_PEER_LIMIT, over, len(rows), "met" if over == 0 else "not met"))
+    L += ["", "Time of libnumapage over the best peer's (the fastest other allocator's median); "
+          "**over**: above %.2f." % BEST_PEER_LIMIT, "",
+          "| benchmark | libnumapage | best peer | libnumapage / best |", "|---|---:|---:|---:|"]
+    L += rows
+    L.append("")
+    return L
 
 
 def page_markdown(suite):
