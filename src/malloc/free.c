@@ -46,10 +46,11 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 			np_ring_emptied(s);
 		return;
 	}
-	/* Another thread's slab (or nobody's): a block that looks free may be on its owner's
-	 * lists already, freed by the owner or another thread. The owner may be changing them,
-	 * so the walk is the careful racy one (no link followed unchecked); found means free. */
-	if (np_slab_looks_free(s, a) && np_slab_holds_free_racy(s, a))
+	/* Another thread's slab (or nobody's): a block that looks free, or keeps the mark of a
+	 * remote free, may be on its owner's lists already, freed by the owner or another thread.
+	 * The owner may be changing them, so the walk is the careful racy one (no link followed
+	 * unchecked); found means free. */
+	if ((np_slab_looks_free(s, a) || np_slab_has_mark(s, a)) && np_slab_holds_free_racy(s, a))
 		invalid("double free of", a);
 	if (NP_LIKELY(th != NULL)) {
 		th->in_use[s->node] -= s->block;
@@ -64,7 +65,7 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 	}
 	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	bool first;
-	bool claimed = np_slab_push_remote(s, a, &first);
+	bool claimed = np_slab_push_remote(s, a, i, &first);
 	/* The owner's next sweep has work now (thread structs are recycled, never unmapped: a
 	 * stale owner only costs that thread one sweep). */
 	if (first && owner != NULL && owner != NP_NO_OWNER && owner != th &&
