@@ -9,6 +9,8 @@
  *                threads it no longer has, mallocs and frees in a loop (and in a new thread)
  *   exact_stats  the statistics after threads exit equal what the threads did, byte for byte;
  *                and a thread's frees of a live thread's blocks count exactly at its own read
+ *   orphans      an exited thread's slabs, emptied by another thread's frees, give their pages
+ *                back at that thread's next sweep, with no trim
  *   beyond_node_memory  (run with a rehearsed topology of two 16 MiB nodes) 32 times the
  *                memory of the nodes in small blocks, each written once: address space is not
  *                memory, nothing may be refused because of what is mapped (issue 13)
@@ -649,6 +651,48 @@ static void exact_stats(void)
 	exact_stats_remote();
 }
 
+/* ---- orphans emptied by remote frees ----------------------------------------------------- */
+
+#define OR_BLOCKS 20000 /* 48-byte blocks: 15 slabs */
+
+static void *or_blocks[OR_BLOCKS];
+
+static void *or_worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < OR_BLOCKS; i++) {
+		or_blocks[i] = S_MALLOC(ES_SMALL_SIZE);
+		CHECK(or_blocks[i] != NULL, "malloc");
+		memset(or_blocks[i], i, ES_SMALL_SIZE);
+	}
+	return NULL; /* its slabs become orphans: every block is still in use */
+}
+
+static void orphans(void)
+{
+	warm_up(1);
+	join(spawn(or_worker, NULL));
+	struct numa_page_node_stats held = np_t_stats();
+	for (int i = 0; i < OR_BLOCKS; i++)
+		S_FREE(or_blocks[i]); /* remote frees into orphans: nobody owns them */
+	/* This thread's slab slow paths (a class of its own, 16 bytes: one every 256 blocks
+	 * while its slab grows) reach the periodic sweep, which must find the emptied orphans. */
+	static void *mine[40000];
+	for (int i = 0; i < 40000; i++)
+		CHECK((mine[i] = S_MALLOC(16)) != NULL, "malloc");
+	struct numa_page_node_stats after = np_t_stats();
+	for (int i = 0; i < 40000; i++)
+		S_FREE(mine[i]);
+	long long orphan_pages = (long long)(OR_BLOCKS * ES_SMALL_SIZE / 4096);
+	long long mine_pages = 40000 * 16 / 4096 + 16;
+	printf("orphans: pages_in_use %lld with the orphans held, %lld after their frees and %d mallocs "
+	       "(the orphans' blocks fill about %lld pages)\n",
+	       (long long)held.pages_in_use, (long long)after.pages_in_use, 40000, orphan_pages);
+	CHECK(after.pages_in_use <= held.pages_in_use - orphan_pages + mine_pages,
+	      "the emptied orphans were not given back: %lld pages in use, %lld before their frees",
+	      (long long)after.pages_in_use, (long long)held.pages_in_use);
+}
+
 enum { BNM_BLOCK = 32 * 1024, BNM_TOTAL_MIB = 1024 };
 
 static void beyond_node_memory(void)
@@ -679,6 +723,7 @@ int main(int argc, char **argv)
 	} cases[] = {
 		{"larson", larson}, {"prodcons", prodcons}, {"threads10k", threads10k},
 		{"fork", forks},    {"exact_stats", exact_stats}, {"beyond_node_memory", beyond_node_memory},
+		{"orphans", orphans},
 	};
 	/* A static stdout buffer: printing must not allocate between baseline and reading. */
 	static char outbuf[4096];
@@ -708,6 +753,6 @@ int main(int argc, char **argv)
 			cases[i].run();
 			return 0;
 		}
-	fprintf(stderr, "usage: %s larson|prodcons|threads10k|fork|exact_stats|beyond_node_memory\n", argv[0]);
+	fprintf(stderr, "usage: %s larson|prodcons|threads10k|fork|exact_stats|orphans|beyond_node_memory\n", argv[0]);
 	return 2;
 }
