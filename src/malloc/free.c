@@ -37,7 +37,8 @@ NP_INLINE int64_t *in_use_counter(struct np_thread *th, const struct np_slab *s)
 /* After th's free of a block of another thread's slab s (or nobody's), what is seldom due:
  * th's byte counts folded, the remote_free event when the memory is not near th, the owner
  * told that its next sweep has work (the remote list was empty: `first`; thread structs are
- * recycled, never unmapped, so a stale owner only costs that thread one sweep), and a slab
+ * recycled, never unmapped, so a stale owner only costs that thread one sweep) or, for
+ * nobody's slab, the next orphan sweep (np_slab_note_orphan_free), and a slab
  * the free claimed handed on. The thread that let go of a claimed slab takes it back (its own
  * free: its later frees of the slab's recent blocks are local); anyone else hands it to the
  * node's orphans, for the next thread near it that runs out of blocks of this class
@@ -56,8 +57,10 @@ NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct n
 		if (!((th->pcp.near >> s->node) & 1))
 			np_vmstat_add(&th->st, s->node, NUMA_PAGE_STAT_remote_free, 1);
 	}
-	if (first && owner != NULL && owner != NP_NO_OWNER && owner != th &&
-	    !__atomic_load_n(&owner->remote_pending, __ATOMIC_RELAXED))
+	if (first && owner == NP_NO_OWNER)
+		np_slab_note_orphan_free(); /* an orphan's (a floating slab claimed here is orphaned
+					     * below, which notes it too) */
+	else if (first && owner != NULL && owner != th && !__atomic_load_n(&owner->remote_pending, __ATOMIC_RELAXED))
 		__atomic_store_n(&owner->remote_pending, 1, __ATOMIC_RELAXED);
 	if (!claimed)
 		return;
@@ -131,7 +134,9 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 	bool first;
 	bool claimed = np_slab_push_remote(s, a, i, &first);
 	if (NP_UNLIKELY(seldom || claimed ||
-			(first && owner != NP_NO_OWNER && !__atomic_load_n(&owner->remote_pending, __ATOMIC_RELAXED))))
+			(first && !__atomic_load_n((uintptr_t)owner <= (uintptr_t)NP_NO_OWNER ? &np_slab_orphans_changed
+											       : &owner->remote_pending,
+						   __ATOMIC_RELAXED))))
 		after_remote_free(th, s, owner, first, claimed);
 }
 

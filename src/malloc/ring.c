@@ -108,7 +108,11 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 			__atomic_store_n(&th->remote_pending, 0, __ATOMIC_RELAXED);
 			np_ring_sweep(th);
 		}
-		np_slab_sweep_orphans();
+		/* Only when an orphan may have emptied since the last sweep: the sweep reads every
+		 * node's list heads of every class, lines other threads write, and collects every
+		 * orphan (3.6% of larson/2's time, docs/perf-issue15.md on bench15, 4.2). */
+		if (__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED))
+			np_slab_sweep_orphans();
 	}
 	struct np_slab *s = th->ring[c];
 	void *b;

@@ -17,6 +17,7 @@
 
 struct np_slab np_slab_empty;
 uintptr_t np_slab_secret;
+int np_slab_orphans_changed;
 static uint64_t key_seed, mark_secret;
 
 /* Orphans, by node and class. One lock per node (not per class), so fork holds few locks. */
@@ -267,6 +268,7 @@ void np_slab_orphan(struct np_slab *s)
 	s->prev = NULL;
 	l->head[s->cls] = s;
 	np_unlock(&l->lock);
+	np_slab_note_orphan_free();
 }
 
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
@@ -291,6 +293,7 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 size_t np_slab_sweep_orphans(void)
 {
 	pthread_once(&orphans_once, orphans_init);
+	__atomic_store_n(&np_slab_orphans_changed, 0, __ATOMIC_RELAXED);
 	size_t pages = 0;
 	for (int n = 0; n < np_topo_table.nnodes; n++)
 		for (int c = 0; c < NP_NCLASSES; c++) {

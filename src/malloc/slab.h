@@ -325,6 +325,15 @@ void np_slab_orphan(struct np_slab *s);
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner);
 /* Collects every orphan of every class and releases the empty ones; returns pages released. */
 size_t np_slab_sweep_orphans(void);
+/* Set when a sweep of the orphans may find one to release: a slab became an orphan, or a
+ * remote free made an orphan's remote list non-empty (np_slab_note_orphan_free); cleared by
+ * the sweep. A hint: relaxed, and a sweep it lets through finds nothing at worst. */
+extern NP_HIDDEN int np_slab_orphans_changed;
+NP_INLINE void np_slab_note_orphan_free(void)
+{
+	if (!__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED))
+		__atomic_store_n(&np_slab_orphans_changed, 1, __ATOMIC_RELAXED);
+}
 void np_slab_atfork_prepare(void);
 void np_slab_atfork_parent(void);
 void np_slab_atfork_child(void);

@@ -377,6 +377,23 @@ static void orphan_sweep_releases_emptied_slabs(void **state)
 	assert_null(np_slab_adopt(0, 10, OTHER));
 }
 
+static void orphan_sweeps_are_due_only_after_a_change(void **state)
+{
+	(void)state;
+	np_slab_sweep_orphans();
+	assert_false(np_slab_orphans_changed); /* nothing can have emptied since */
+	struct np_slab *s = np_slab_create(&pcp, 10, OWNER);
+	uintptr_t b = take(s);
+	np_slab_orphan(s);
+	assert_true(np_slab_orphans_changed); /* a new orphan */
+	np_slab_sweep_orphans();
+	assert_false(np_slab_orphans_changed);
+	free_remote(s, b);
+	np_slab_note_orphan_free(); /* as free.c does when its push started an orphan's list */
+	assert_true(np_slab_orphans_changed);
+	assert_int_equal(np_slab_sweep_orphans(), np_class_slab_bytes(10) >> NP_PAGE_SHIFT);
+}
+
 static void corrupt_local_link_is_cut(void **state)
 {
 	(void)state;
@@ -471,6 +488,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(remote_double_push_is_stopped, setup, teardown),
 		cmocka_unit_test_setup_teardown(float_claim_orphan_adopt, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweep_releases_emptied_slabs, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphan_sweeps_are_due_only_after_a_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_remote_link_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(double_frees_are_found, setup, teardown),
