@@ -38,8 +38,9 @@ NP_NOINLINE void *np_malloc_slow(size_t size);
 NP_NOINLINE NP_COLD void *np_malloc_bad_link(struct np_slab *s, size_t size);
 NP_NOINLINE void np_free_slow(void *p);
 /* A block of slab s freed by a thread that does not own it, or one the fast path did not
- * take (a block past a large slab's first 64 KiB, or one that looks free). */
-NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a);
+ * take (a block past a large slab's first 64 KiB, or one that looks free). i: a's index in s
+ * as np_slab_index computes it (the caller has it; it may be past the end). */
+NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i);
 NP_NOINLINE void np_ring_emptied(struct np_slab *s);
 /* Frees p, already decoded (realloc has done it). */
 void np_free_decoded(const struct np_ptr *d, void *p);
@@ -131,7 +132,7 @@ NP_INLINE void np_free_fast(void *p)
 		/* Any owner (a thread, or none for an orphan) makes the slot a live slab's
 		 * header: another thread's block, or one the checks above refused. */
 		if (owner != NULL) {
-			np_free_slab_slow(s, a);
+			np_free_slab_slow(s, a, i);
 			return;
 		}
 	}

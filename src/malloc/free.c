@@ -116,14 +116,13 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 	after_remote_free(th, s, owner, first, claimed);
 }
 
-void np_free_slab_slow(struct np_slab *s, uintptr_t a)
+void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)
 {
 	/* The common case, another thread's block of this thread's first-choice node and nothing
 	 * odd about it: the index, the owner, the two double-free hints, the byte count in np_tls,
 	 * one CAS, and one test of everything seldom due (after_remote_free). The rest is out of
 	 * line, so this part saves (nearly) no register. */
 	struct np_thread *th = np_tls.self;
-	uint64_t i = np_slab_index(s, a);
 	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	if (NP_UNLIKELY(!th || owner == th || i >= s->end || s->node != np_tls.count_node ||
 			np_slab_looks_free(s, a) || np_slab_has_mark(s, a))) {
@@ -145,7 +144,7 @@ void np_free_decoded(const struct np_ptr *d, void *p)
 	int saved = errno;
 	switch (d->kind) {
 	case NP_PTR_SMALL:
-		np_free_slab_slow(d->slab, (uintptr_t)p);
+		np_free_slab_slow(d->slab, (uintptr_t)p, d->index);
 		break;
 	case NP_PTR_RUN:
 		np_large_free_run(d->page, np_thread_for_free());

@@ -73,7 +73,7 @@ static bool has_free(struct np_slab *s)
 
 /* A block from s, or NULL when it has none: a pop refused for a bad link (np_slab_pop) is asked
  * again. */
-static void *take_from(struct np_slab *s)
+NP_INLINE void *take_from(struct np_slab *s)
 {
 	while (has_free(s)) {
 		uintptr_t b = np_slab_pop(s);
