@@ -37,7 +37,7 @@ struct np_thread *np_thread_or_init(void)
 void *np_malloc_bad_link(struct np_slab *s, size_t size)
 {
 	np_slab_bad_link(s, s->free);
-	return np_malloc_fast(size);
+	return np_malloc_slow(size);
 }
 
 void *np_malloc_slow(size_t size)

@@ -27,13 +27,65 @@ NP_COLD static void invalid(const char *what, uintptr_t a)
 	np_fatal("free: %s %p", what, (void *)a);
 }
 
-void np_free_slab_slow(struct np_slab *s, uintptr_t a)
+/* The counter of th's bytes in use that a free of a block of s counts in: the fast path's, in
+ * np_tls, when the slab is of th's first-choice node. */
+NP_INLINE int64_t *in_use_counter(struct np_thread *th, const struct np_slab *s)
+{
+	return NP_LIKELY(s->node == np_tls.count_node) ? &np_tls.in_use : &th->in_use[s->node];
+}
+
+/* After th's free of a block of another thread's slab s (or nobody's), what is seldom due:
+ * th's byte counts folded, the remote_free event when the memory is not near th, the owner
+ * told that its next sweep has work (the remote list was empty: `first`; thread structs are
+ * recycled, never unmapped, so a stale owner only costs that thread one sweep) or, for
+ * nobody's slab, the next orphan sweep (np_slab_note_orphan_free), and a slab
+ * the free claimed handed on. The thread that let go of a claimed slab takes it back (its own
+ * free: its later frees of the slab's recent blocks are local); anyone else hands it to the
+ * node's orphans, for the next thread near it that runs out of blocks of this class
+ * (xmalloc's consumer only frees: adopting made every slab's pages travel from consumer to
+ * producer through the pools). A claimer that allocated the class used to adopt it without
+ * needing it: in larson/2 it then never ran out, never let a slab go, and its ring held
+ * megabytes of free blocks per class while the other thread made hundreds of new slabs
+ * (docs/design.md has the numbers). th is NULL for a thread without state: then its counts
+ * went to the statistics directly. */
+NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct np_slab *s, struct np_thread *owner,
+						   bool first, bool claimed)
+{
+	if (th) {
+		if (*in_use_counter(th, s) < -(int64_t)REMOTE_FOLD_BYTES)
+			np_thread_fold_bytes(th);
+		if (!((th->pcp.near >> s->node) & 1))
+			np_vmstat_add(&th->st, s->node, NUMA_PAGE_STAT_remote_free, 1);
+	}
+	if (first && owner == NP_NO_OWNER)
+		np_slab_note_orphan_free(); /* an orphan's (a floating slab claimed here is orphaned
+					     * below, which notes it too) */
+	else if (first && owner != NULL && owner != th && !__atomic_load_n(&owner->remote_pending, __ATOMIC_RELAXED))
+		__atomic_store_n(&owner->remote_pending, 1, __ATOMIC_RELAXED);
+	if (!claimed)
+		return;
+	struct np_thread *floater = __atomic_load_n(&s->floater, __ATOMIC_RELAXED);
+	if (th && floater == th && ((th->pcp.near >> s->node) & 1) && th->ring[s->cls])
+		np_ring_take_back(th, s);
+	else
+		np_slab_orphan(s);
+}
+
+/* What np_free_slab_slow leaves out of its common case, out of line so that the common case
+ * saves no register for it: a block of our own the fast path refused (it looks free: a double
+ * free is confirmed before it is reported; it lies past a large slab's first 64 KiB), a pointer
+ * that is not a block start, a block that looks free or carries a remote free's mark (another
+ * thread's double free, confirmed by the careful racy walk), and a thread with no state yet or
+ * any more; and a block of a slab whose node is not the thread's first choice (counted in the
+ * thread struct, not in np_tls). */
+NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 {
 	struct np_thread *th = np_thread_for_free();
 	uint64_t i = np_slab_index(s, a);
 	if (i >= s->end)
 		invalid("invalid pointer (not the start of a block)", a);
-	if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == th && th) {
+	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+	if (owner == th && th) {
 		/* Looks free: confirm before reporting. */
 		if (np_slab_looks_free(s, a)) {
 			np_slab_collect(s);
@@ -46,45 +98,45 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a)
 			np_ring_emptied(s);
 		return;
 	}
-	/* Another thread's slab (or nobody's): a block that looks free may be on its owner's
-	 * lists already, freed by the owner or another thread. The owner may be changing them,
-	 * so the walk is the careful racy one (no link followed unchecked); found means free. */
-	if (np_slab_looks_free(s, a) && np_slab_holds_free_racy(s, a))
+	/* Another thread's slab (or nobody's): a block that looks free, or keeps the mark of a
+	 * remote free, may be on its owner's lists already, freed by the owner or another thread.
+	 * The owner may be changing them, so the walk is the careful racy one (no link followed
+	 * unchecked); found means free. */
+	if ((np_slab_looks_free(s, a) || np_slab_has_mark(s, a)) && np_slab_holds_free_racy(s, a))
 		invalid("double free of", a);
-	if (NP_LIKELY(th != NULL)) {
-		th->in_use[s->node] -= s->block;
-		if (NP_UNLIKELY(th->in_use[s->node] < -(int64_t)REMOTE_FOLD_BYTES))
-			np_thread_fold_bytes(th);
-		if (!((th->pcp.near >> s->node) & 1))
-			np_vmstat_add(&th->st, s->node, NUMA_PAGE_STAT_remote_free, 1);
+	if (th) {
+		*in_use_counter(th, s) -= s->block;
 	} else {
 		np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
 		if (np_pcp_is_remote(NULL, s->node))
 			np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_remote_free, 1);
 	}
-	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	bool first;
-	bool claimed = np_slab_push_remote(s, a, &first);
-	/* The owner's next sweep has work now (thread structs are recycled, never unmapped: a
-	 * stale owner only costs that thread one sweep). */
-	if (first && owner != NULL && owner != NP_NO_OWNER && owner != th &&
-	    !__atomic_load_n(&owner->remote_pending, __ATOMIC_RELAXED))
-		__atomic_store_n(&owner->remote_pending, 1, __ATOMIC_RELAXED);
-	if (!claimed)
+	bool claimed = np_slab_push_remote(s, a, i, &first);
+	after_remote_free(th, s, owner, first, claimed);
+}
+
+void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)
+{
+	/* The common case, another thread's block of this thread's first-choice node and nothing
+	 * odd about it: the index, the owner, the two double-free hints, the byte count in np_tls,
+	 * one CAS, and one test of everything seldom due (after_remote_free). The rest is out of
+	 * line, so this part saves (nearly) no register. */
+	struct np_thread *th = np_tls.self;
+	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+	if (NP_UNLIKELY(!th || owner == th || i >= s->end || s->node != np_tls.count_node ||
+			np_slab_looks_free(s, a) || np_slab_has_mark(s, a))) {
+		free_slab_rare(s, a);
 		return;
-	/* This free claimed a full slab its owner had let go. The thread that let go of it takes
-	 * it back (its own free: its later frees of the slab's recent blocks are local). Anyone
-	 * else hands it to the node's orphans, for the next thread near it that runs out of blocks
-	 * of this class (xmalloc's consumer only frees: adopting made every slab's pages travel
-	 * from consumer to producer through the pools). A claimer that allocated the class used
-	 * to adopt it without needing it: in larson/2 it then never ran out, never let a slab go,
-	 * and its ring held megabytes of free blocks per class while the other thread made
-	 * hundreds of new slabs (docs/design.md has the numbers). */
-	struct np_thread *floater = __atomic_load_n(&s->floater, __ATOMIC_RELAXED);
-	if (th && floater == th && ((th->pcp.near >> s->node) & 1) && th->ring[s->cls])
-		np_ring_take_back(th, s);
-	else
-		np_slab_orphan(s);
+	}
+	bool seldom = (np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES || !((th->pcp.near >> s->node) & 1);
+	bool first;
+	bool claimed = np_slab_push_remote(s, a, i, &first);
+	if (NP_UNLIKELY(seldom || claimed ||
+			(first && !__atomic_load_n((uintptr_t)owner <= (uintptr_t)NP_NO_OWNER ? &np_slab_orphans_changed
+											       : &owner->remote_pending,
+						   __ATOMIC_RELAXED))))
+		after_remote_free(th, s, owner, first, claimed);
 }
 
 void np_free_decoded(const struct np_ptr *d, void *p)
@@ -92,7 +144,7 @@ void np_free_decoded(const struct np_ptr *d, void *p)
 	int saved = errno;
 	switch (d->kind) {
 	case NP_PTR_SMALL:
-		np_free_slab_slow(d->slab, (uintptr_t)p);
+		np_free_slab_slow(d->slab, (uintptr_t)p, d->index);
 		break;
 	case NP_PTR_RUN:
 		np_large_free_run(d->page, np_thread_for_free());

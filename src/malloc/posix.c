@@ -39,7 +39,9 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 			c++;
 		np_home_follow(th);
 		struct np_slab *s = np_tls.cur[c];
-		void *p = s->free ? (void *)np_slab_pop(s) : np_ring_alloc(th, c);
+		void *p = s->free ? (void *)np_slab_pop(s) : NULL;
+		if (!p)
+			p = np_ring_alloc(th, c);
 		if (!p)
 			return np_enomem();
 		int node = np_tls.cur[c]->node;

@@ -71,6 +71,18 @@ static bool has_free(struct np_slab *s)
 	return s->free != 0;
 }
 
+/* A block from s, or NULL when it has none: a pop refused for a bad link (np_slab_pop) is asked
+ * again. */
+NP_INLINE void *take_from(struct np_slab *s)
+{
+	while (has_free(s)) {
+		uintptr_t b = np_slab_pop(s);
+		if (b)
+			return (void *)b;
+	}
+	return NULL;
+}
+
 /* s left th's ring full: it floats, unless remote frees raced in, when it comes back as the
  * current slab with their blocks. Returns a block from it in that case, else NULL. */
 static void *let_go(struct np_thread *th, struct np_slab *s)
@@ -79,7 +91,7 @@ static void *let_go(struct np_thread *th, struct np_slab *s)
 	if (np_slab_float(s))
 		return NULL;
 	make_current(th, s, true);
-	return has_free(s) ? (void *)np_slab_pop(s) : NULL;
+	return take_from(s);
 }
 
 void *np_ring_alloc(struct np_thread *th, unsigned c)
@@ -96,21 +108,25 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 			__atomic_store_n(&th->remote_pending, 0, __ATOMIC_RELAXED);
 			np_ring_sweep(th);
 		}
-		np_slab_sweep_orphans();
+		/* Only when an orphan may have emptied since the last sweep: the sweep reads every
+		 * node's list heads of every class, lines other threads write, and collects every
+		 * orphan (3.6% of larson/2's time, docs/perf-issue15.md on bench15, 4.2). */
+		if (__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED))
+			np_slab_sweep_orphans();
 	}
 	struct np_slab *s = th->ring[c];
 	void *b;
 	if (s) {
-		if (has_free(s))
-			return (void *)np_slab_pop(s);
+		if ((b = take_from(s)) != NULL)
+			return b;
 		/* The others in the ring: each yields blocks or, full, is let go (FLOATING), but
 		 * for the first KEEP_FULL full ones, current included. */
 		unsigned kept = 0;
 		for (struct np_slab *t = s->next; t != s;) {
 			struct np_slab *next = t->next;
-			if (has_free(t)) {
+			if ((b = take_from(t)) != NULL) {
 				make_current(th, t, false);
-				return (void *)np_slab_pop(t);
+				return b;
 			}
 			if (kept < KEEP_FULL)
 				kept++;
@@ -129,8 +145,8 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 		struct np_slab *o;
 		while ((o = np_slab_adopt(n, c, th)) != NULL) {
 			make_current(th, o, true);
-			if (has_free(o))
-				return (void *)np_slab_pop(o);
+			if ((b = take_from(o)) != NULL)
+				return b;
 			if ((b = let_go(th, o)) != NULL)
 				return b;
 		}
@@ -139,14 +155,14 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 	if (!s)
 		return NULL;
 	make_current(th, s, true);
-	return (void *)np_slab_pop(s);
+	return take_from(s);
 }
 
 void np_ring_emptied(struct np_slab *s)
 {
 	/* Keep the current slab (the next malloc wants it); give the others' pages back. */
 	struct np_thread *th = np_tls.self;
-	if (th->ring[s->cls] == s)
+	if (th->ring[s->cls] == s || !np_slab_confirm_empty(s))
 		return;
 	ring_unlink(th, s);
 	np_slab_release(s, &th->pcp);
@@ -162,7 +178,7 @@ unsigned np_ring_sweep(struct np_thread *th)
 		for (struct np_slab *s = cur->next; s != cur;) {
 			struct np_slab *next = s->next;
 			np_slab_collect(s);
-			if (s->used == 0) {
+			if (s->used == 0 && np_slab_confirm_empty(s)) {
 				s->prev->next = s->next;
 				s->next->prev = s->prev;
 				s->next = s->prev = NULL;
@@ -202,7 +218,7 @@ void np_ring_take_back(struct np_thread *th, struct np_slab *s)
 static void hand_over(struct np_thread *th, struct np_slab *s)
 {
 	np_slab_collect(s);
-	if (s->used == 0)
+	if (s->used == 0 && np_slab_confirm_empty(s))
 		np_slab_release(s, &th->pcp);
 	else
 		np_slab_orphan(s);

@@ -17,7 +17,8 @@
 
 struct np_slab np_slab_empty;
 uintptr_t np_slab_secret;
-static uint64_t key_seed;
+int np_slab_orphans_changed;
+static uint64_t key_seed, mark_secret;
 
 /* Orphans, by node and class. One lock per node (not per class), so fork holds few locks. */
 struct orphan_list {
@@ -32,8 +33,6 @@ static void orphans_init(void)
 	for (int n = 0; n < NP_MAX_NODES; n++)
 		np_lock_init(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
 }
-
-#define PTR_MASK NP_SLAB_PTR_MASK
 
 /* The address of the owner's local_free list's first block, or 0. */
 static uintptr_t local_head(const struct np_slab *s, uint32_t local_free)
@@ -70,6 +69,8 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	static uint64_t counter;
 	s->key = (uintptr_t)mix64(s->start ^ key_seed ^
 				  __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) | 1;
+	/* Through another secret: a block's two words do not give the key away more than its link. */
+	s->mark = (uintptr_t)mix64(s->key ^ mark_secret) | 1;
 	s->owner = owner;
 	s->local_free = s->end;
 	atomic_init(&s->thread_free, NP_SLAB_OWNED);
@@ -96,50 +97,125 @@ void np_slab_extend(struct np_slab *s)
 	s->reserved -= n;
 }
 
+NP_NORETURN static void remote_double_free(const struct np_slab *s)
+{
+	np_fatal("free: double free or corruption (blocks freed by other threads) in slab %p", (void *)s->start);
+}
+
+/* A list of s is corrupt at block b, which is cut off with the blocks behind it: s is pinned
+ * (see NP_SLAB_PINNED), freelist_corrupt counted, and the first time reported. */
+NP_COLD static void pin_corrupt(struct np_slab *s, uintptr_t b)
+{
+	static int reported;
+	if (s->used < NP_SLAB_PINNED)
+		s->used += NP_SLAB_PINNED;
+	np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_freelist_corrupt, 1);
+	if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
+		np_warn("malloc: a free list of %u-byte blocks is corrupt at %p (a write to freed memory, or a "
+			"double free?): cut before it, the blocks from there on abandoned (reported once)",
+			s->block, (void *)b);
+}
+
 uint32_t np_slab_collect(struct np_slab *s)
 {
 	if (!s->free) {
+		/* Everything the lists held was handed out (or cut off, and the slab pinned): a block
+		 * pushed twice earlier has had its second copy reached (np_slab_pop). */
+		if (s->local_free == s->end)
+			s->unchecked = 0;
 		s->free = local_head(s, s->local_free);
 		s->local_free = s->end;
 	}
 	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
-	if (!(old & PTR_MASK))
+	if (!(old & NP_SLAB_LIST_MASK))
 		return 0;
-	while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & ~PTR_MASK,
+	while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, old & NP_SLAB_STATE_MASK,
 						      memory_order_acquire, memory_order_relaxed))
 		;
-	/* Every block was checked to be a block of this slab when it was pushed; the walk checks
-	 * what can still go wrong: a list longer than the blocks handed out (a cycle: a double
-	 * free by other threads), and a link overwritten after the free (it does not decode to a
-	 * block of this slab: the list is cut there, as np_slab_pop does). */
-	uintptr_t head = old & PTR_MASK, tail = head;
-	uint32_t n = 1, used = s->used;
-	for (uintptr_t nx; (nx = np_slab_follow(s, tail, np_slab_link(s, tail))) != 0; tail = nx)
-		if (NP_UNLIKELY(++n > used))
-			np_fatal("free: double free or corruption (blocks freed by other threads) in slab %p",
-				 (void *)s->start);
+	/* Every block was checked to be a block of this slab when it was pushed, and the pushers
+	 * counted them and kept the oldest, so nothing is walked: the blocks were written by other
+	 * CPUs, and a walk was a chain of cache misses before the pops took the same misses again
+	 * (issue 15: 77% of collect's time). What a walk found is found otherwise:
+	 *  - a block freed twice by other threads (the marks and the racy walk at the second free
+	 *    find nearly all; what they miss, when the program wrote the block's first 16 bytes
+	 *    in between or two threads freed it at the same instant, makes the list hold it twice):
+	 *    more frees than blocks in use, or the oldest block pushed again (its link is no longer
+	 *    the end), aborts here; a copy further on is reached by the pops when the block is in
+	 *    use, its link zeroed (np_slab_pop: never handed out twice; the slab is pinned); and
+	 *    until then used may count a block too few, so a release counts the lists first
+	 *    (`unchecked`, np_slab_confirm_empty);
+	 *  - a link written over after the free: the pops check every link before following it. */
+	uint32_t n = np_slab_rlen(old);
+	uintptr_t head = np_slab_block(s, np_slab_rhead(old)), tail = np_slab_block(s, np_slab_rtail(old));
+	uint64_t tail_link = np_slab_link(s, tail);
+	if (NP_UNLIKELY(n > s->used || tail_link < s->end))
+		remote_double_free(s);
+	if (NP_UNLIKELY(tail_link != s->end)) {
+		/* Written over after the free: the list is dropped, its blocks stay counted in use. */
+		pin_corrupt(s, tail);
+		return 0;
+	}
 	np_slab_set_link(s, tail, np_slab_index_or_end(s, s->free));
 	s->free = head;
 	s->used -= n;
+	s->unchecked = 1;
 	return n;
 }
 
-void np_slab_bad_link(const struct np_slab *s, uintptr_t b)
+void np_slab_double_push(const struct np_slab *s, uintptr_t b)
 {
-	static int reported;
-	np_slab_set_link(s, b, s->end);
-	np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_freelist_corrupt, 1);
-	if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
-		np_warn("malloc: a free list of %u-byte blocks is corrupt behind %p (a write to freed memory?): "
-			"cut there, its remaining blocks abandoned (reported once)", s->block, (void *)b);
+	(void)s;
+	np_fatal("free: double free of %p", (void *)b);
+}
+
+void np_slab_bad_link(struct np_slab *s, uintptr_t b)
+{
+	s->free = 0;
+	pin_corrupt(s, b);
+}
+
+bool np_slab_confirm_empty(struct np_slab *s)
+{
+	/* A block freed twice by other threads and not yet reached can only be waiting on the
+	 * remote list: collect it (more frees than blocks in use then aborts there). */
+	np_slab_collect(s);
+	if (s->used != 0)
+		return false;
+	if (!s->unchecked)
+		return true;
+	/* Every block handed out must be on free or local_free, once: a block in use is found by
+	 * its link (zeroed when it was handed out), one freed twice by the bitmap. */
+	uint64_t seen[NP_SLAB_ALIGN / 16 / 64] = {0}; /* a bit per block: capacity <= 64 KiB / 16 */
+	np_assert(s->capacity <= sizeof seen * 8);
+	uint32_t count = 0;
+	uintptr_t heads[2] = {s->free, local_head(s, s->local_free)};
+	for (int k = 0; k < 2; k++)
+		for (uintptr_t x = heads[k]; x;) {
+			uint64_t i = np_slab_index(s, x);
+			if (seen[i >> 6] >> (i & 63) & 1)
+				remote_double_free(s);
+			seen[i >> 6] |= 1ULL << (i & 63);
+			count++;
+			uint64_t link = np_slab_link(s, x);
+			if (link > s->end) {
+				pin_corrupt(s, x); /* kept */
+				return false;
+			}
+			x = link < s->end ? np_slab_block(s, link) : 0;
+		}
+	if (count != (uint32_t)(s->capacity - s->reserved))
+		remote_double_free(s); /* a block in use, not on the lists, not counted */
+	s->unchecked = 0;
+	return true;
 }
 
 void np_slab_init_secret(void)
 {
-	uint64_t r[2];
+	uint64_t r[3];
 	np_os_random(r, sizeof r);
 	np_slab_secret = (uintptr_t)r[0];
 	key_seed = r[1];
+	mark_secret = r[2];
 }
 
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp)
@@ -192,6 +268,7 @@ void np_slab_orphan(struct np_slab *s)
 	s->prev = NULL;
 	l->head[s->cls] = s;
 	np_unlock(&l->lock);
+	np_slab_note_orphan_free();
 }
 
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
@@ -216,6 +293,7 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 size_t np_slab_sweep_orphans(void)
 {
 	pthread_once(&orphans_once, orphans_init);
+	__atomic_store_n(&np_slab_orphans_changed, 0, __ATOMIC_RELAXED);
 	size_t pages = 0;
 	for (int n = 0; n < np_topo_table.nnodes; n++)
 		for (int c = 0; c < NP_NCLASSES; c++) {
@@ -229,7 +307,7 @@ size_t np_slab_sweep_orphans(void)
 			while (s) {
 				struct np_slab *next = s->next;
 				np_slab_collect(s);
-				if (s->used == 0) {
+				if (s->used == 0 && np_slab_confirm_empty(s)) {
 					pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
 					np_slab_release(s, NULL);
 				} else {
@@ -298,8 +376,11 @@ bool np_slab_holds_free_racy(const struct np_slab *s, uintptr_t b)
 	uintptr_t lists[3] = {
 		__atomic_load_n(&s->free, __ATOMIC_RELAXED),
 		local_head(s, __atomic_load_n(&s->local_free, __ATOMIC_RELAXED)),
-		atomic_load_explicit(&s->thread_free, memory_order_acquire) & PTR_MASK,
+		0,
 	};
+	uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
+	if (np_slab_rlen(tf))
+		lists[2] = np_slab_block(s, np_slab_rhead(tf));
 	for (int k = 0; k < 3; k++)
 		if ((lists[k] == 0 || np_slab_is_block(s, lists[k])) && list_holds(s, lists[k], b, NULL))
 			return true;
@@ -324,7 +405,7 @@ const char *np_slab_check(const struct np_slab *s)
 			return "a free list is longer than the slab (cycle: double free?)";
 		count += len;
 	}
-	if ((uint64_t)count + s->used + s->reserved > s->capacity)
+	if (s->used < NP_SLAB_PINNED && (uint64_t)count + s->used + s->reserved > s->capacity)
 		return "used + free + reserved blocks exceed the capacity";
 	if (s->run->state != NP_PAGE_SLAB || s->run->owner != s)
 		return "the slab's run does not point back at it";

@@ -4,8 +4,10 @@
  * a block of a power-of-two class is aligned to its size, up to the slab size.
  *
  * Three free lists, as in mimalloc: `free` (the owner allocates from it), `local_free` (the
- * owner's frees) and `thread_free` (other threads' frees, a lock-free stack). The low bits of
- * thread_free hold the slab's ownership state:
+ * owner's frees) and `thread_free` (other threads' frees, a lock-free stack). thread_free is
+ * one word: the remote list as block indices (its length, newest block and oldest block, kept
+ * by the pushers), so the owner takes it whole without walking it, and in its low bits the
+ * slab's ownership state:
  *   OWNED     owner is a live thread; it collects thread_free in its slow path
  *   FLOATING  the owner found it full and let go of it; it is in no list, and the first thread
  *             that frees into it claims it (takes it back if it is the one that let go of it,
@@ -17,6 +19,8 @@
  * as mimalloc's secure mode), so reading a freed block does not reveal how to forge a link,
  * and every link is checked to be a block of the same slab (np_slab_is_block) before it is
  * followed: a corrupted free list is cut there, reported once, and never followed.
+ * A block another thread freed also carries the slab's mark in its second word until malloc
+ * hands it out again, so a second free finds it even when the program wrote over the link.
  * Memory never changes node: a block always returns to its own slab.
  * Invariants: see np_slab_check().
  */
@@ -42,9 +46,19 @@ struct np_thread;
 
 #define NP_SLAB_OWNED 0u
 #define NP_SLAB_FLOATING 1u
-#define NP_SLAB_ORPHAN 2u
+#define NP_SLAB_ORPHAN 2u /* np_slab_push_remote's claim relies on these three values */
 #define NP_SLAB_STATE_MASK 3u
-#define NP_SLAB_PTR_MASK (~(uintptr_t)15) /* thread_free: the list's head */
+/* thread_free above the state bits, 16 bits each (block indices and counts fit: capacity is a
+ * uint16_t): the remote list's length, its head (the newest block, whose link leads on) and its
+ * tail (the oldest, whose link is the end). Empty: all zero. */
+#define NP_SLAB_RLEN_SHIFT 16
+#define NP_SLAB_RHEAD_SHIFT 32
+#define NP_SLAB_RTAIL_SHIFT 48
+#define NP_SLAB_LIST_MASK (~(uintptr_t)NP_SLAB_STATE_MASK)
+/* Added to `used` of a slab whose free list was found corrupt: it never reads 0 again, so the
+ * slab is never given back under a block a dangling pointer may still write, nor under one its
+ * count missed (np_slab_bad_link). Far above any capacity. */
+#define NP_SLAB_PINNED (1u << 24)
 /* The owner of a slab nobody owns: never equal to a thread, nor to NULL (no state yet). */
 #define NP_NO_OWNER ((struct np_thread *)(uintptr_t)8)
 
@@ -67,6 +81,10 @@ struct np_slab {
 	_Atomic uintptr_t thread_free NP_ALIGNED(NP_CACHELINE);
 	uint16_t capacity;           /* blocks in the slab */
 	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
+	uint8_t unchecked;           /* remote lists taken in since free and local_free were last
+					empty: see np_slab_confirm_empty */
+	uint8_t pad2_[3];
+	uintptr_t mark;              /* second word of a block another thread freed (np_slab_has_mark) */
 	struct np_page *run;         /* the page run */
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
 	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it */
@@ -170,30 +188,38 @@ NP_INLINE uint64_t np_slab_index_or_end(const struct np_slab *s, uintptr_t head)
 	return head ? np_slab_index(s, head) : s->end;
 }
 
-/* The first word of block b is not the encoding of a block of s or of the end of a list:
- * the free list is corrupt from here. Cuts it at b (b's link becomes the end), counts
- * freelist_corrupt and reports once per process. The blocks behind the bad link are
- * abandoned: the slab keeps them counted as used, so it is never released under them. */
-NP_NOINLINE NP_COLD void np_slab_bad_link(const struct np_slab *s, uintptr_t b);
+/* The first word of block b, the head of s->free, is not the encoding of a block of s or of
+ * the end of a list: the program wrote into the block after freeing it, or the block is in use
+ * (a double free put it on the lists twice, and malloc handed out the first copy, zeroing its
+ * link). The list ends before b: b, which may be in use or still written through a dangling
+ * pointer, and the blocks behind it are abandoned, never handed out again. The slab is pinned
+ * (NP_SLAB_PINNED): its count may be short by the blocks of such double frees, so it is never
+ * given back. Counts freelist_corrupt and reports once per process. */
+NP_NOINLINE NP_COLD void np_slab_bad_link(struct np_slab *s, uintptr_t b);
 
-/* The address a decoded link leads to: a block, or 0 at the end of the list; a link that is
- * neither is cut at b (whose link it is) and ends the list. */
-NP_INLINE uintptr_t np_slab_follow(const struct np_slab *s, uintptr_t b, uint64_t link)
+/* Block b leaves the free lists to be handed out: its first word becomes 0 (see
+ * np_slab_looks_free), its second too (a mark left there by another thread's free must not
+ * outlive the free: see np_slab_has_mark). */
+NP_INLINE void np_slab_clear_block(uintptr_t b)
 {
-	if (NP_LIKELY(link < s->end))
-		return np_slab_block(s, link);
-	if (NP_UNLIKELY(link != s->end))
-		np_slab_bad_link(s, b);
-	return 0;
+	((uintptr_t *)b)[0] = 0;
+	((uintptr_t *)b)[1] = 0;
 }
 
-/* Takes the first block off s->free (which must not be empty) and returns it; its successor is
- * checked before it becomes the head. */
+/* Takes the first block off s->free (which must not be empty) and returns it, or 0 when its
+ * link is bad (np_slab_bad_link: the list ends before it; ask again). A block is handed out
+ * only while its first word is a link, and handing it out zeroes that word: a block on the
+ * lists twice is never handed out twice. */
 NP_INLINE uintptr_t np_slab_pop(struct np_slab *s)
 {
 	uintptr_t b = s->free;
-	s->free = np_slab_follow(s, b, np_slab_link(s, b));
-	*(uintptr_t *)b = 0; /* see np_slab_looks_free */
+	uint64_t link = np_slab_link(s, b);
+	if (NP_UNLIKELY(link > s->end)) {
+		np_slab_bad_link(s, b);
+		return 0;
+	}
+	s->free = link < s->end ? np_slab_block(s, link) : 0;
+	np_slab_clear_block(b);
 	s->used++;
 	return b;
 }
@@ -217,32 +243,79 @@ NP_INLINE bool np_slab_looks_free(const struct np_slab *s, uintptr_t b)
 	return link <= s->end;
 }
 
+/* True when b's second word holds s's mark: another thread freed b, and malloc has not handed
+ * it out since (it would have wiped the mark). The mark is a keyed 64-bit value, so a live
+ * block holds it only if the program copied it out of a freed block: confirm with
+ * np_slab_holds_free_racy before reporting. */
+NP_INLINE bool np_slab_has_mark(const struct np_slab *s, uintptr_t b)
+{
+	return __atomic_load_n((const uintptr_t *)b + 1, __ATOMIC_RELAXED) == s->mark;
+}
+
 /* Creates a slab of class cls for thread-owner `owner` from the owner's page cache. */
 struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_thread *owner);
-/* Moves local_free and (atomically) thread_free into free. Returns blocks collected from
- * other threads. Aborts on a corrupt thread_free list (a double free by another thread). */
+/* Moves local_free (when free is empty) and, atomically, thread_free into free: the remote
+ * list is taken whole, in front, from the length and tail the pushers kept, without walking
+ * it. Returns blocks collected from other threads. Aborts when the list cannot be the one
+ * its pushes built (a block pushed twice: a double free by other threads) or is longer than
+ * the blocks in use. */
 uint32_t np_slab_collect(struct np_slab *s);
+/* s->used is 0: true when its pages may be given back. A slab that took in remote lists since
+ * its lists were last empty may hold a block twice (a double free no check at the free
+ * caught), which made used count a block in use too few: then its lists are counted first,
+ * each block once (aborts on one found twice, or on fewer blocks than it handed out). False
+ * for a pinned slab and when the count finds a corrupt link (the slab is pinned then). */
+bool np_slab_confirm_empty(struct np_slab *s);
 /* Adds up to a page worth of never-used blocks to free. */
 void np_slab_extend(struct np_slab *s);
 /* Gives the slab's pages back (used must be 0). pcp: the releasing thread's cache or NULL. */
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
 /* The owner gives up a full slab: OWNED -> FLOATING, only if no remote free is pending. */
 bool np_slab_float(struct np_slab *s);
-/* Pushes block b freed by a thread that does not own s. Returns true when the free claimed a
+/* A block pushed while it heads the remote list, or a list longer than the slab: a double
+ * free by other threads. Reports b and aborts. */
+NP_NOINLINE NP_COLD NP_NORETURN void np_slab_double_push(const struct np_slab *s, uintptr_t b);
+
+/* The remote list's fields of a thread_free word (NP_SLAB_RLEN_SHIFT). */
+NP_INLINE uint32_t np_slab_rlen(uintptr_t w)
+{
+	return (uint32_t)(w >> NP_SLAB_RLEN_SHIFT) & 0xffff;
+}
+NP_INLINE uint32_t np_slab_rhead(uintptr_t w)
+{
+	return (uint32_t)(w >> NP_SLAB_RHEAD_SHIFT) & 0xffff;
+}
+NP_INLINE uint32_t np_slab_rtail(uintptr_t w)
+{
+	return (uint32_t)(w >> NP_SLAB_RTAIL_SHIFT) & 0xffff;
+}
+
+/* Pushes block b (index i) freed by a thread that does not own s: b's link is the old head,
+ * b's second word the slab's mark, and one CAS makes b the head, counts it and keeps the tail.
+ * Nothing but b and the header is read or written. Returns true when the free claimed a
  * FLOATING slab, which the caller must then adopt or orphan. *first: the remote list was
  * empty before (the owner may have nothing to collect until told). Inline: it is most of a
  * remote free. */
-NP_INLINE bool np_slab_push_remote(struct np_slab *s, uintptr_t b, bool *first)
+NP_INLINE bool np_slab_push_remote(struct np_slab *s, uintptr_t b, uint64_t i, bool *first)
 {
-	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed), state;
+	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed), nw;
+	((uintptr_t *)b)[1] = s->mark;
 	do {
-		state = old & NP_SLAB_STATE_MASK;
-		np_slab_set_link(s, b, np_slab_index_or_end(s, old & NP_SLAB_PTR_MASK));
-	} while (!atomic_compare_exchange_weak_explicit(
-		&s->thread_free, &old, b | (state == NP_SLAB_FLOATING ? NP_SLAB_ORPHAN : state),
-		memory_order_release, memory_order_relaxed));
-	*first = (old & NP_SLAB_PTR_MASK) == 0;
-	return state == NP_SLAB_FLOATING;
+		uint32_t len = np_slab_rlen(old);
+		if (NP_UNLIKELY(len >= s->capacity || (len && np_slab_rhead(old) == i)))
+			np_slab_double_push(s, b);
+		np_slab_set_link(s, b, len ? np_slab_rhead(old) : s->end);
+		/* One more, b the head; b the tail too when the list was empty (its tail field is 0
+		 * then); the state (state + 1) & 2: OWNED and ORPHAN stay, FLOATING becomes ORPHAN
+		 * (the claim). */
+		nw = ((old & ~((uintptr_t)0xffff << NP_SLAB_RHEAD_SHIFT | NP_SLAB_STATE_MASK)) +
+		      ((uintptr_t)1 << NP_SLAB_RLEN_SHIFT)) |
+		     ((uintptr_t)i << NP_SLAB_RHEAD_SHIFT) | (len ? 0 : (uintptr_t)i << NP_SLAB_RTAIL_SHIFT) |
+		     ((old + 1) & NP_SLAB_ORPHAN);
+	} while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, nw, memory_order_release,
+							 memory_order_relaxed));
+	*first = np_slab_rlen(old) == 0;
+	return (old & NP_SLAB_STATE_MASK) == NP_SLAB_FLOATING;
 }
 /* Sets the ownership state bits, keeping the list. */
 void np_slab_set_state(struct np_slab *s, uintptr_t state);
@@ -252,6 +325,15 @@ void np_slab_orphan(struct np_slab *s);
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner);
 /* Collects every orphan of every class and releases the empty ones; returns pages released. */
 size_t np_slab_sweep_orphans(void);
+/* Set when a sweep of the orphans may find one to release: a slab became an orphan, or a
+ * remote free made an orphan's remote list non-empty (np_slab_note_orphan_free); cleared by
+ * the sweep. A hint: relaxed, and a sweep it lets through finds nothing at worst. */
+extern NP_HIDDEN int np_slab_orphans_changed;
+NP_INLINE void np_slab_note_orphan_free(void)
+{
+	if (!__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED))
+		__atomic_store_n(&np_slab_orphans_changed, 1, __ATOMIC_RELAXED);
+}
 void np_slab_atfork_prepare(void);
 void np_slab_atfork_parent(void);
 void np_slab_atfork_child(void);

@@ -120,7 +120,8 @@ enum { NODES = 20000 };
 
 struct node {
 	struct node *next; /* first word: a pointer into the same slab, as a program's list has */
-	char pad[BLOCK - sizeof(struct node *)];
+	struct node *prev; /* second, where a remote free leaves its mark: the same */
+	char pad[BLOCK - 2 * sizeof(struct node *)];
 };
 
 static void *free_list_of_nodes(void *arg)
@@ -143,6 +144,9 @@ static void remote_free_of_linked_nodes(void **state)
 			struct node *n = numa_page_malloc(sizeof *n);
 			assert_non_null(n);
 			n->next = head;
+			n->prev = NULL;
+			if (head)
+				head->prev = n;
 			head = n;
 		}
 		pthread_t t;

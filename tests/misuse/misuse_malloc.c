@@ -56,6 +56,34 @@ static void *free_once(void *arg)
 	return NULL;
 }
 
+/* Frees the block, writes its first word as a program's `n->next = NULL` after free(n) does,
+ * and frees it again. */
+static void *free_write_free(void *arg)
+{
+	M_FREE(arg);
+	*(void *volatile *)launder(arg) = NULL;
+	M_FREE(launder(arg));
+	return NULL;
+}
+
+/* free_write_free on blocks[1] after blocks[0] was freed: the block freed twice is not the
+ * first of the owner's remote list. */
+static void *free_other_then_write_twice(void *arg)
+{
+	char **blocks = arg;
+	M_FREE(blocks[0]);
+	free_write_free(blocks[1]);
+	return NULL;
+}
+
+/* Runs fn(arg) in a thread of its own and waits for it. */
+static void in_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, fn, arg) || pthread_join(t, NULL))
+		exit(3);
+}
+
 /* Frees p in a thread of its own (a thread that does not own p's slab). */
 static void free_in_thread(void *p)
 {
@@ -135,6 +163,28 @@ int main(int argc, char **argv)
 		pthread_t t;
 		if (pthread_create(&t, NULL, free_twice, p) || pthread_join(t, NULL))
 			return 3;
+		for (int i = 0; i < 100000; i++)
+			live_block(80);
+	} else if (!strcmp(c, "double_free_remote_overwritten")) {
+		/* Another thread frees a block, writes into it and frees it again. */
+		char *p = live_block(80);
+		in_thread(free_write_free, p);
+		for (int i = 0; i < 100000; i++)
+			live_block(80);
+	} else if (!strcmp(c, "double_free_remote_overwritten_busy")) {
+		/* The same among live blocks of the class, after another block of the slab. */
+		char *live[16], *two[2] = {live_block(80), live_block(80)};
+		for (int i = 0; i < 16; i++)
+			live[i] = live_block(80);
+		in_thread(free_other_then_write_twice, two);
+		for (int i = 0; i < 100000; i++)
+			live_block(80);
+		(void)live;
+	} else if (!strcmp(c, "double_free_two_threads")) {
+		/* Two other threads free the same block, one after the other. */
+		char *p = live_block(80);
+		free_in_thread(p);
+		free_in_thread(p);
 		for (int i = 0; i < 100000; i++)
 			live_block(80);
 	} else if (!strcmp(c, "free_mmap")) {

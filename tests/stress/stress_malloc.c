@@ -7,7 +7,10 @@
  *                later ones; at the end pages, threads and RSS are back at the baseline
  *   fork         fork 20 times while 4 threads churn; each child checks and frees blocks of
  *                threads it no longer has, mallocs and frees in a loop (and in a new thread)
- *   exact_stats  the statistics after threads exit equal what the threads did, byte for byte
+ *   exact_stats  the statistics after threads exit equal what the threads did, byte for byte;
+ *                and a thread's frees of a live thread's blocks count exactly at its own read
+ *   orphans      an exited thread's slabs, emptied by another thread's frees, give their pages
+ *                back at that thread's next sweep, with no trim
  *   beyond_node_memory  (run with a rehearsed topology of two 16 MiB nodes) 32 times the
  *                memory of the nodes in small blocks, each written once: address space is not
  *                memory, nothing may be refused because of what is mapped (issue 13)
@@ -526,6 +529,60 @@ static void *es_worker(void *arg)
 	return NULL;
 }
 
+/* Phase 2: es_owner allocates ES_REMOTE blocks and stays alive while es_freer frees them all
+ * (remote frees into slabs a live thread owns, fewer bytes than a freer folds by itself). */
+#define ES_REMOTE 1000
+static void *es_remote[ES_REMOTE];
+static pthread_barrier_t es_allocated, es_freed;
+static struct numa_page_node_stats es_before, es_owner_read, es_freer_read;
+
+static void *es_owner(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ES_REMOTE; i++) {
+		es_remote[i] = S_MALLOC(ES_SMALL_SIZE);
+		CHECK(es_remote[i] != NULL, "malloc");
+		memset(es_remote[i], i, ES_SMALL_SIZE);
+	}
+	es_owner_read = np_t_stats(); /* an exact read folds this thread's counts */
+	pthread_barrier_wait(&es_allocated);
+	pthread_barrier_wait(&es_freed);
+	return NULL;
+}
+
+static void *es_freer(void *arg)
+{
+	(void)arg;
+	pthread_barrier_wait(&es_allocated);
+	for (int i = 0; i < ES_REMOTE; i++)
+		S_FREE(es_remote[i]);
+	es_freer_read = np_t_stats();
+	pthread_barrier_wait(&es_freed);
+	return NULL;
+}
+
+static void exact_stats_remote(void)
+{
+	CHECK(pthread_barrier_init(&es_allocated, NULL, 2) == 0 && pthread_barrier_init(&es_freed, NULL, 2) == 0,
+	      "barriers");
+	es_before = np_t_stats();
+	pthread_t t[2] = {spawn(es_owner, NULL), spawn(es_freer, NULL)};
+	join(t[0]);
+	join(t[1]);
+	struct numa_page_node_stats e = np_t_stats();
+	printf("exact_stats: remote frees: malloc_in_use %+lld at the owner's read, %+lld at the freer's, "
+	       "%+lld after both exited\n",
+	       (long long)(es_owner_read.malloc_in_use - es_before.malloc_in_use),
+	       (long long)(es_freer_read.malloc_in_use - es_before.malloc_in_use),
+	       (long long)(e.malloc_in_use - es_before.malloc_in_use));
+	CHECK(es_owner_read.malloc_in_use - es_before.malloc_in_use == ES_REMOTE * ES_SMALL_SIZE,
+	      "owner's read: bytes in use");
+	CHECK(es_freer_read.malloc_in_use == es_before.malloc_in_use, "freer's read: bytes in use");
+	CHECK(e.malloc_in_use == es_before.malloc_in_use, "bytes in use after both exited");
+	pthread_barrier_destroy(&es_allocated);
+	pthread_barrier_destroy(&es_freed);
+}
+
 static void exact_stats(void)
 {
 	warm_up(ES_THREADS);
@@ -591,6 +648,49 @@ static void exact_stats(void)
 	CHECK(e.pages_in_use == b.pages_in_use, "pages in use after the frees and trim: %lld off",
 	      (long long)(e.pages_in_use - b.pages_in_use));
 	CHECK(e.threads == b.threads, "threads");
+	exact_stats_remote();
+}
+
+/* ---- orphans emptied by remote frees ----------------------------------------------------- */
+
+#define OR_BLOCKS 20000 /* 48-byte blocks: 15 slabs */
+
+static void *or_blocks[OR_BLOCKS];
+
+static void *or_worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < OR_BLOCKS; i++) {
+		or_blocks[i] = S_MALLOC(ES_SMALL_SIZE);
+		CHECK(or_blocks[i] != NULL, "malloc");
+		memset(or_blocks[i], i, ES_SMALL_SIZE);
+	}
+	return NULL; /* its slabs become orphans: every block is still in use */
+}
+
+static void orphans(void)
+{
+	warm_up(1);
+	join(spawn(or_worker, NULL));
+	struct numa_page_node_stats held = np_t_stats();
+	for (int i = 0; i < OR_BLOCKS; i++)
+		S_FREE(or_blocks[i]); /* remote frees into orphans: nobody owns them */
+	/* This thread's slab slow paths (a class of its own, 16 bytes: one every 256 blocks
+	 * while its slab grows) reach the periodic sweep, which must find the emptied orphans. */
+	static void *mine[40000];
+	for (int i = 0; i < 40000; i++)
+		CHECK((mine[i] = S_MALLOC(16)) != NULL, "malloc");
+	struct numa_page_node_stats after = np_t_stats();
+	for (int i = 0; i < 40000; i++)
+		S_FREE(mine[i]);
+	long long orphan_pages = (long long)(OR_BLOCKS * ES_SMALL_SIZE / 4096);
+	long long mine_pages = 40000 * 16 / 4096 + 16;
+	printf("orphans: pages_in_use %lld with the orphans held, %lld after their frees and %d mallocs "
+	       "(the orphans' blocks fill about %lld pages)\n",
+	       (long long)held.pages_in_use, (long long)after.pages_in_use, 40000, orphan_pages);
+	CHECK(after.pages_in_use <= held.pages_in_use - orphan_pages + mine_pages,
+	      "the emptied orphans were not given back: %lld pages in use, %lld before their frees",
+	      (long long)after.pages_in_use, (long long)held.pages_in_use);
 }
 
 enum { BNM_BLOCK = 32 * 1024, BNM_TOTAL_MIB = 1024 };
@@ -623,6 +723,7 @@ int main(int argc, char **argv)
 	} cases[] = {
 		{"larson", larson}, {"prodcons", prodcons}, {"threads10k", threads10k},
 		{"fork", forks},    {"exact_stats", exact_stats}, {"beyond_node_memory", beyond_node_memory},
+		{"orphans", orphans},
 	};
 	/* A static stdout buffer: printing must not allocate between baseline and reading. */
 	static char outbuf[4096];
@@ -652,6 +753,6 @@ int main(int argc, char **argv)
 			cases[i].run();
 			return 0;
 		}
-	fprintf(stderr, "usage: %s larson|prodcons|threads10k|fork|exact_stats|beyond_node_memory\n", argv[0]);
+	fprintf(stderr, "usage: %s larson|prodcons|threads10k|fork|exact_stats|orphans|beyond_node_memory\n", argv[0]);
 	return 2;
 }

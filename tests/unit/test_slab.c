@@ -7,8 +7,12 @@
  * OWNED again when a thread adopts it from its node's orphans; the orphan sweep releases the
  * slabs that remote frees emptied; a released slab's run goes back to the page cache. And the
  * link checks: a corrupted link (a write after free, local or remote) cuts the list there,
- * never handing out a block twice or an address outside the slab; double frees are found by
- * the owner's walk and by the racy walk of other threads; block indices match division.
+ * never handing out a block twice, the block whose link is bad, or an address outside the slab,
+ * and the slab is never given back after that; double frees are found by the owner's walk, by
+ * the racy walk of other threads and by the mark a remote free leaves; a block pushed twice
+ * on the remote list (a double free those checks missed) is stopped when the owner collects,
+ * when the pops reach its second copy, or when the slab would be given back; block indices
+ * match division.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,8 +20,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fake_os.h"
 #include "malloc/sizeclass.h"
@@ -65,19 +73,23 @@ static void check(const struct np_slab *s)
 		fail_msg("slab %p: %s", (void *)s->start, err);
 }
 
-/* A block, as malloc's slow path takes one: collect and extend when free is empty. */
+/* A block, as malloc's slow path takes one: collect and extend when free is empty, and again
+ * when the pop found the head's link bad (the list ends before it). */
 static uintptr_t take(struct np_slab *s)
 {
-	if (!s->free) {
-		np_slab_collect(s);
-		if (!s->free && s->reserved)
-			np_slab_extend(s);
+	for (;;) {
+		if (!s->free) {
+			np_slab_collect(s);
+			if (!s->free && s->reserved)
+				np_slab_extend(s);
+		}
+		if (!s->free)
+			return 0;
+		uintptr_t b = np_slab_pop(s);
+		check(s);
+		if (b)
+			return b;
 	}
-	if (!s->free)
-		return 0;
-	uintptr_t b = np_slab_pop(s);
-	check(s);
-	return b;
 }
 
 static void free_local(struct np_slab *s, uintptr_t b)
@@ -85,6 +97,41 @@ static void free_local(struct np_slab *s, uintptr_t b)
 	np_slab_push_local(s, b, np_slab_index(s, b));
 	s->used--;
 	check(s);
+}
+
+/* Another thread's free of b, as free.c makes it once its checks passed. */
+static void free_remote(struct np_slab *s, uintptr_t b)
+{
+	bool first;
+	np_slab_push_remote(s, b, np_slab_index(s, b), &first);
+}
+
+/* True when fn() dies by SIGABRT in a child process with `msg` in what it wrote to stderr. */
+static bool aborts_with(void (*fn)(void), const char *msg)
+{
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	char buf[1024];
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof buf - 1 && (r = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = 0;
+	close(fds[0]);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!strstr(buf, msg))
+		print_message("child said: %s\n", buf);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && strstr(buf, msg);
 }
 
 static void every_block_once_then_back(void **state)
@@ -130,7 +177,7 @@ static void remote_frees_come_back_in_one_collect(void **state)
 		b[i] = take(s);
 	bool first = false;
 	for (int i = 0; i < 4; i++) {
-		assert_false(np_slab_push_remote(s, b[i], &first)); /* OWNED: no claim */
+		assert_false(np_slab_push_remote(s, b[i], np_slab_index(s, b[i]), &first)); /* OWNED: no claim */
 		assert_int_equal(first, i == 0);
 		check(s);
 	}
@@ -139,9 +186,140 @@ static void remote_frees_come_back_in_one_collect(void **state)
 	assert_int_equal(s->used, 6);
 	check(s);
 	assert_int_equal(np_slab_collect(s), 0);
-	for (int i = 4; i < 10; i++)
+	/* Taken whole, newest first, in front of what was free. */
+	for (int i = 3; i >= 0; i--)
+		assert_int_equal(take(s), b[i]);
+	for (int i = 0; i < 10; i++)
 		free_local(s, b[i]);
+	assert_true(np_slab_confirm_empty(s)); /* its blocks counted: all back, once each */
 	np_slab_release(s, &pcp);
+}
+
+static void remote_free_leaves_a_mark(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 0, OWNER); /* 16 B: the mark is the last word */
+	uintptr_t a = take(s), b = take(s);
+	assert_false(np_slab_has_mark(s, a)); /* live, and never written */
+	memset((void *)a, 0xff, 16);
+	assert_false(np_slab_has_mark(s, a)); /* live, written */
+	free_remote(s, a);
+	assert_true(np_slab_has_mark(s, a));
+	*(uintptr_t *)a = 0; /* a write after free over the link: the mark stays */
+	assert_true(np_slab_has_mark(s, a));
+	*(uintptr_t *)a = np_slab_encode(s, s->end);
+	assert_int_equal(np_slab_collect(s), 1);
+	assert_true(np_slab_has_mark(s, a)); /* collected, not handed out yet: still free */
+	assert_int_equal(take(s), a);
+	assert_false(np_slab_has_mark(s, a)); /* handed out again: malloc wiped it */
+	free_local(s, b);
+	assert_false(np_slab_has_mark(s, b)); /* the owner's frees leave none */
+}
+
+static void collect_checks_the_count(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 3, OWNER);
+	uintptr_t b[3] = {take(s), take(s), take(s)};
+	for (int i = 0; i < 3; i++)
+		free_remote(s, b[i]);
+	assert_int_equal(np_slab_collect(s), 3);
+	assert_int_equal(s->used, 0);
+	check(s);
+	assert_true(np_slab_confirm_empty(s));
+}
+
+/* ---- blocks pushed twice on the remote list: double frees the checks at the free missed ---- */
+
+/* A new slab of 64-byte blocks with n of them in use, b[0..n-1]. */
+static struct np_slab *dup_slab(uintptr_t *b, int n)
+{
+	struct np_slab *s = np_slab_create(&pcp, 3, OWNER);
+	for (int i = 0; i < n; i++)
+		b[i] = take(s);
+	assert_int_equal(s->used, n);
+	return s;
+}
+
+/* The program wrote the block's first 16 bytes between the two frees: mark and link gone. */
+static void overwrite(uintptr_t b)
+{
+	memset((void *)b, 0x33, 16);
+}
+
+/* A block pushed again while it heads the list is stopped by the push itself. */
+static void dup_at_the_head(void)
+{
+	uintptr_t b[2];
+	struct np_slab *s = dup_slab(b, 2);
+	free_remote(s, b[0]);
+	free_remote(s, b[1]);
+	overwrite(b[1]);
+	free_remote(s, b[1]);
+}
+
+static void dup_first_of_list(void)
+{
+	uintptr_t b[4];
+	struct np_slab *s = dup_slab(b, 4);
+	free_remote(s, b[0]);
+	free_remote(s, b[1]);
+	overwrite(b[0]);
+	free_remote(s, b[0]);
+	np_slab_collect(s); /* the oldest block links on: it was pushed again */
+}
+
+static void dup_more_than_used(void)
+{
+	uintptr_t b[2];
+	struct np_slab *s = dup_slab(b, 2);
+	free_remote(s, b[1]);
+	free_remote(s, b[0]);
+	overwrite(b[1]);
+	free_remote(s, b[1]);
+	np_slab_collect(s); /* 3 frees, 2 blocks in use */
+}
+
+static void dup_found_at_release(void)
+{
+	uintptr_t b[4];
+	struct np_slab *s = dup_slab(b, 4);
+	free_remote(s, b[0]);
+	free_remote(s, b[1]);
+	free_remote(s, b[2]);
+	overwrite(b[1]);
+	free_remote(s, b[1]);
+	np_slab_collect(s); /* 4 frees of 4 blocks: used 0 while b[3] is live */
+	if (s->used == 0)
+		np_slab_confirm_empty(s); /* counts the blocks: b[1] twice */
+}
+
+static void remote_double_push_is_stopped(void **state)
+{
+	(void)state;
+	assert_true(aborts_with(dup_at_the_head, "double free"));
+	assert_true(aborts_with(dup_first_of_list, "double free"));
+	assert_true(aborts_with(dup_more_than_used, "double free"));
+	assert_true(aborts_with(dup_found_at_release, "double free"));
+	/* Among other blocks in use: collect takes it; the second copy is reached by the pops,
+	 * where the block is live (its link zeroed): it is not handed out again, the slab is
+	 * never given back, and used stays an upper bound. */
+	uintptr_t b[5];
+	struct np_slab *s = dup_slab(b, 5);
+	free_remote(s, b[0]);
+	free_remote(s, b[1]);
+	free_remote(s, b[2]);
+	overwrite(b[1]);
+	free_remote(s, b[1]);
+	uint64_t before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt);
+	assert_int_equal(np_slab_collect(s), 4);
+	assert_int_equal(take(s), b[1]);
+	assert_int_equal(take(s), b[2]);
+	uintptr_t next = take(s);
+	assert_true(next != b[0] && next != b[1] && next != b[2] && np_slab_is_block(s, next));
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt), before + 1);
+	check(s);
+	assert_true(s->used >= NP_SLAB_PINNED);
 }
 
 static void float_claim_orphan_adopt(void **state)
@@ -153,7 +331,7 @@ static void float_claim_orphan_adopt(void **state)
 		b[i] = take(s);
 	/* Remote frees pending: the owner may not let it go. */
 	bool first;
-	np_slab_push_remote(s, b[0], &first);
+	np_slab_push_remote(s, b[0], np_slab_index(s, b[0]), &first);
 	assert_false(np_slab_float(s));
 	assert_ptr_equal(s->owner, OWNER);
 	np_slab_collect(s);
@@ -164,9 +342,9 @@ static void float_claim_orphan_adopt(void **state)
 	assert_ptr_equal(s->floater, OWNER);
 	assert_int_equal(atomic_load(&s->thread_free) & NP_SLAB_STATE_MASK, NP_SLAB_FLOATING);
 	/* The first remote free claims it; later ones do not. */
-	assert_true(np_slab_push_remote(s, b[1], &first));
+	assert_true(np_slab_push_remote(s, b[1], np_slab_index(s, b[1]), &first));
 	assert_int_equal(atomic_load(&s->thread_free) & NP_SLAB_STATE_MASK, NP_SLAB_ORPHAN);
-	assert_false(np_slab_push_remote(s, b[2], &first));
+	assert_false(np_slab_push_remote(s, b[2], np_slab_index(s, b[2]), &first));
 	/* The claimer hands it to the node's orphans; a thread of the node adopts it. */
 	np_slab_orphan(s);
 	assert_null(np_slab_adopt(0, 3, OTHER)); /* another class: nothing */
@@ -193,10 +371,27 @@ static void orphan_sweep_releases_emptied_slabs(void **state)
 	assert_int_equal(np_slab_sweep_orphans(), 0); /* still used: kept */
 	bool first;
 	for (int i = 0; i < 3; i++)
-		np_slab_push_remote(s, b[i], &first);
+		np_slab_push_remote(s, b[i], np_slab_index(s, b[i]), &first);
 	size_t pages = np_class_slab_bytes(10) >> NP_PAGE_SHIFT;
 	assert_int_equal(np_slab_sweep_orphans(), pages); /* emptied by remote frees: released */
 	assert_null(np_slab_adopt(0, 10, OTHER));
+}
+
+static void orphan_sweeps_are_due_only_after_a_change(void **state)
+{
+	(void)state;
+	np_slab_sweep_orphans();
+	assert_false(np_slab_orphans_changed); /* nothing can have emptied since */
+	struct np_slab *s = np_slab_create(&pcp, 10, OWNER);
+	uintptr_t b = take(s);
+	np_slab_orphan(s);
+	assert_true(np_slab_orphans_changed); /* a new orphan */
+	np_slab_sweep_orphans();
+	assert_false(np_slab_orphans_changed);
+	free_remote(s, b);
+	np_slab_note_orphan_free(); /* as free.c does when its push started an orphan's list */
+	assert_true(np_slab_orphans_changed);
+	assert_int_equal(np_slab_sweep_orphans(), np_class_slab_bytes(10) >> NP_PAGE_SHIFT);
 }
 
 static void corrupt_local_link_is_cut(void **state)
@@ -216,11 +411,13 @@ static void corrupt_local_link_is_cut(void **state)
 	*(uintptr_t *)b[2] = 0; /* n->next = NULL after free */
 	check(s);              /* heads sound: not an invariant of ours that broke */
 	assert_int_equal(take(s), b[3]);
-	assert_int_equal(take(s), b[2]); /* its link is bad: the list ends here */
+	/* b[2]'s link is bad: the list ends before it; b[2] (which a dangling pointer may still
+	 * write) and b[1] behind it are abandoned, never handed out again. */
+	uintptr_t next = take(s);
 	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt), before + 1);
-	uintptr_t next = take(s); /* b[1] was abandoned: never handed out again */
-	assert_true(next != b[1] && np_slab_is_block(s, next));
+	assert_true(next != b[2] && next != b[1] && np_slab_is_block(s, next));
 	check(s);
+	assert_true(s->used >= NP_SLAB_PINNED); /* never given back: see np_slab_bad_link */
 }
 
 static void corrupt_remote_link_is_cut(void **state)
@@ -232,11 +429,17 @@ static void corrupt_remote_link_is_cut(void **state)
 		b[i] = take(s);
 	bool first;
 	for (int i = 0; i < 4; i++)
-		np_slab_push_remote(s, b[i], &first); /* thread_free: 3 -> 2 -> 1 -> 0 */
+		np_slab_push_remote(s, b[i], np_slab_index(s, b[i]), &first); /* thread_free: 3 -> 2 -> 1 -> 0 */
 	*(uintptr_t *)b[2] ^= 0x40; /* an overflow into the freed neighbour */
-	assert_int_equal(np_slab_collect(s), 2); /* 3, 2; then the cut */
-	assert_int_equal(s->used, 3);
+	uint64_t before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt);
+	assert_int_equal(np_slab_collect(s), 4); /* taken whole, not walked */
 	check(s);
+	assert_int_equal(take(s), b[3]);
+	uintptr_t next = take(s); /* b[2]'s link is bad: b[2], b[1], b[0] are abandoned */
+	assert_true(next != b[2] && next != b[1] && next != b[0] && np_slab_is_block(s, next));
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt), before + 1);
+	check(s);
+	assert_true(s->used >= NP_SLAB_PINNED);
 }
 
 static void double_frees_are_found(void **state)
@@ -252,7 +455,7 @@ static void double_frees_are_found(void **state)
 	assert_true(np_slab_holds_free_racy(s, a)); /* another thread's view of the same */
 	assert_false(np_slab_holds_free(s, b));
 	bool first;
-	np_slab_push_remote(s, b, &first);
+	np_slab_push_remote(s, b, np_slab_index(s, b), &first);
 	assert_true(np_slab_looks_free(s, b));
 	assert_false(np_slab_holds_free(s, b));     /* the owner's lists do not hold it yet */
 	assert_true(np_slab_holds_free_racy(s, b)); /* the remote list does */
@@ -280,8 +483,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(every_block_once_then_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(remote_frees_come_back_in_one_collect, setup, teardown),
+		cmocka_unit_test_setup_teardown(remote_free_leaves_a_mark, setup, teardown),
+		cmocka_unit_test_setup_teardown(collect_checks_the_count, setup, teardown),
+		cmocka_unit_test_setup_teardown(remote_double_push_is_stopped, setup, teardown),
 		cmocka_unit_test_setup_teardown(float_claim_orphan_adopt, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweep_releases_emptied_slabs, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphan_sweeps_are_due_only_after_a_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_remote_link_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(double_frees_are_found, setup, teardown),
