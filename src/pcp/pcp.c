@@ -171,7 +171,7 @@ void np_pcp_count_free(struct np_pcp *pcp, int node, long npages)
 struct take {
 	struct np_pcp *pcp;
 	unsigned order;     /* batch: runs of 1 << order pages */
-	int want;           /* batch: runs wanted; 0 for one run of npages */
+	int want;           /* runs wanted (of 1 << order pages, or of npages) */
 	size_t npages, align_pages;
 	struct np_page **runs;
 	int got;
@@ -189,10 +189,10 @@ static bool take_batch(int node, bool shared, bool grow, void *arg)
 static bool take_run(int node, bool shared, bool grow, void *arg)
 {
 	struct take *t = arg;
-	t->runs[0] = np_pool_get_run(node, t->npages, t->align_pages, t->pcp->st, grow);
-	if (t->runs[0] && shared)
-		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->npages);
-	return t->runs[0] != NULL;
+	t->got = np_pool_get_runs(node, t->npages, t->align_pages, t->want, t->runs, t->pcp->st, grow);
+	if (t->got && shared)
+		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->npages * t->got);
+	return t->got > 0;
 }
 
 /* The node a request for the thread's own memory is for: its target; under an interleave, the
@@ -363,9 +363,16 @@ static void flush_runs(struct np_pcp *pcp, int keep)
 	np_pool_put_batch(out, n, pcp->st);
 }
 
+/* A run of npages is one the cache keeps (longer than the orders, at most half its pages). */
+static bool keepable(size_t npages)
+{
+	return npages > 1u << (NP_PCP_ORDERS - 1) && npages <= NP_PCP_RUN_PAGES / 2;
+}
+
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node)
 {
-	if (pcp->nruns && (node < 0 || node == pcp->target) && pcp->policy.mode != NP_POLICY_INTERLEAVE) {
+	bool own = (node < 0 || node == pcp->target) && pcp->policy.mode != NP_POLICY_INTERLEAVE;
+	if (own && pcp->nruns) {
 		struct np_page *r = take_cached_run(pcp, npages, align_pages);
 		if (r) {
 			np_pcp_count_alloc(pcp, node >= 0 ? node : pcp->target, np_page_node(r), (long)npages);
@@ -376,28 +383,51 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 		 * random, ran 15% slower): they go back now. */
 		flush_runs(pcp, 0);
 	}
+	/* The second miss in a row for one length (the cache is empty now): the program asks for
+	 * it again and again (page_bench's 16 at a time took the pool lock for 12 of them), so a
+	 * few come in one lock hold, the rest kept. */
+	int want = 1;
+	if (own && keepable(npages)) {
+		if (pcp->run_missed == npages)
+			want = (int)NP_MIN((size_t)NP_PCP_RUNS / 2, NP_PCP_RUN_PAGES / 2 / npages);
+		pcp->run_missed = npages;
+	}
 	int intended = node >= 0 ? node : next_target(pcp);
-	struct np_page *run = NULL;
-	struct take t = {.pcp = pcp, .npages = npages, .align_pages = align_pages, .runs = &run};
+	struct np_page *runs[NP_PCP_RUNS / 2];
+	struct take t = {.pcp = pcp, .want = want, .npages = npages, .align_pages = align_pages, .runs = runs};
 	struct np_node_req r = {.intended = intended, .flags = node < 0 ? NP_WALK_PICK : 0, .pages = npages,
 				.rotor = &pcp->rotor};
 	int from = np_node_walk(&r, take_run, &t);
 	if (from < 0)
 		return NULL;
 	np_pcp_count_alloc(pcp, intended, from, (long)npages);
-	return run;
+	if (t.got > 1) {
+		if (is_near(pcp, from)) {
+			/* The next takes (newest first) get them in address order. */
+			for (int i = t.got - 1; i >= 1; i--) {
+				np_page_set_state(runs[i], NP_PAGE_PCP);
+				pcp->runs[pcp->nruns++] = runs[i];
+				pcp->run_pages += (int)npages;
+			}
+		} else {
+			np_pool_put_batch(runs + 1, t.got - 1, pcp->st); /* far memory is not kept */
+		}
+	}
+	return runs[0];
 }
 
 void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)
 {
 	np_pcp_count_free(pcp, np_page_node(run), run->npages);
 	run->owner = NULL;
-	if (pcp && run->npages > 1u << (NP_PCP_ORDERS - 1) && run->npages <= NP_PCP_RUN_PAGES / 2 &&
-	    is_near(pcp, np_page_node(run))) {
+	if (pcp && keepable(run->npages) && is_near(pcp, np_page_node(run))) {
 		run->clean = 0;
 		np_page_set_state(run, NP_PAGE_PCP);
-		while (pcp->nruns && (pcp->nruns == NP_PCP_RUNS || pcp->run_pages + (int)run->npages > NP_PCP_RUN_PAGES))
-			flush_runs(pcp, pcp->nruns - 1);
+		if (pcp->nruns == NP_PCP_RUNS || pcp->run_pages + (int)run->npages > NP_PCP_RUN_PAGES) {
+			flush_runs(pcp, pcp->nruns / 2); /* the older half, in one lock hold */
+			while (pcp->nruns && pcp->run_pages + (int)run->npages > NP_PCP_RUN_PAGES)
+				flush_runs(pcp, pcp->nruns - 1);
+		}
 		pcp->runs[pcp->nruns++] = run;
 		pcp->run_pages += (int)run->npages;
 		return;

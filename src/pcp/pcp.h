@@ -32,8 +32,10 @@
 /* Runs longer than the orders (a page-API call of 256 KiB, a 128 KiB slab) that a thread keeps
  * after freeing them, for the next request of the same length: up to this many, this many
  * pages in all; a request that finds none of its length gives them all back. Without them every
- * such call took the node's pool lock twice. */
-#define NP_PCP_RUNS 4
+ * such call took the node's pool lock twice. They move to and from the pool in batches, one
+ * lock hold each: a full cache gives its older half back, and a second miss in a row for the
+ * same length takes up to NP_PCP_RUNS / 2 runs of it (one for the request, the rest kept). */
+#define NP_PCP_RUNS 8
 #define NP_PCP_RUN_PAGES 1024
 #define NP_PCP_BATCH_DEFAULT 32
 #define NP_PCP_HIGH_FACTOR 6
@@ -55,6 +57,7 @@ struct np_pcp {
 	struct np_topo_policy policy; /* the task memory policy the thread follows */
 	struct np_page *runs[NP_PCP_RUNS]; /* freed long runs of near nodes, oldest first */
 	int nruns, run_pages;
+	size_t run_missed;     /* the length of the last request the kept runs did not have */
 	struct np_vmstat_diffs *st;
 };
 

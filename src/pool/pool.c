@@ -311,26 +311,39 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
 	return got;
 }
 
-struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st, bool grow)
+int np_pool_get_runs(int node, size_t npages, size_t align_pages, int n, struct np_page **out,
+		     struct np_vmstat_diffs *st, bool grow)
 {
 	struct np_pool *p = &np_pools[node];
-	if (!p->exists || npages == 0 || npages > NP_POOL_MAX_RUN)
-		return NULL;
+	if (!p->exists || npages == 0 || npages > NP_POOL_MAX_RUN || n <= 0)
+		return 0;
 	if (align_pages == 0)
 		align_pages = 1;
 	if (!fits_in_chunk(npages, align_pages))
-		return NULL;
+		return 0;
+	int got = 0;
 	np_pool_lock(p, st);
-	struct np_page *run;
-	while (!(run = take_locked(p, npages, align_pages)))
-		if (!grow || !grow_locked(p, st))
-			break;
-	if (run)
+	while (got < n) {
+		struct np_page *run = take_locked(p, npages, align_pages);
+		if (!run) {
+			if (got || !grow || !grow_locked(p, st))
+				break; /* as np_pool_get_batch: grow only when empty-handed */
+			continue;
+		}
 		np_pool_mark_used(run, npages, NP_ORDER_NONE);
+		out[got++] = run;
+	}
+	np_pool_debug_check_locked(p, "get_runs");
 	np_pool_unlock(p);
-	if (run)
-		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)npages);
-	return run;
+	if (got)
+		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(npages * (size_t)got));
+	return got;
+}
+
+struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st, bool grow)
+{
+	struct np_page *run;
+	return np_pool_get_runs(node, npages, align_pages, 1, &run, st, grow) ? run : NULL;
 }
 
 bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_diffs *st)

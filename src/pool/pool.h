@@ -87,6 +87,10 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
  * none, or at once when no chunk could hold it at that alignment (the caller maps it as a huge
  * chunk instead). */
 struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st, bool grow);
+/* Up to n such runs in one lock hold (growing only when empty-handed); how many were stored in
+ * out[]. */
+int np_pool_get_runs(int node, size_t npages, size_t align_pages, int n, struct np_page **out,
+		     struct np_vmstat_diffs *st, bool grow);
 /* Returns runs (of any nodes and lengths) to their own nodes' pools, one lock hold per node,
  * and purges a pool that passed its watermark. Consumes runs[]: every slot is set to NULL. */
 void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st);

@@ -741,23 +741,25 @@ static void long_runs_are_kept_for_the_next(void **state)
 	assert_int_equal(np_page_state(again), NP_PAGE_USED);
 	assert_int_equal(STAT(0, pages_in_use), 64);
 	assert_int_equal(STAT(0, numa_hit), 64 + 64);
-	/* Five kept ones push the oldest out. */
-	struct np_page *k[5];
-	for (int i = 0; i < 5; i++)
+	/* One more than it keeps: the older half goes back to the pool (in one lock hold). */
+	struct np_page *k[NP_PCP_RUNS + 1];
+	for (int i = 0; i <= NP_PCP_RUNS; i++)
 		k[i] = np_pcp_get_run(&pcp, 20 + (size_t)i, 1, -1);
-	for (int i = 0; i < 5; i++)
+	assert_int_equal(pcp.nruns, 0); /* lengths that change: one run per request */
+	for (int i = 0; i <= NP_PCP_RUNS; i++)
 		np_pcp_put_run(&pcp, k[i]);
-	assert_int_equal(pcp.nruns, NP_PCP_RUNS);
-	assert_int_equal(np_page_state(k[0]), NP_PAGE_FREE);
+	assert_int_equal(pcp.nruns, NP_PCP_RUNS / 2 + 1);
+	for (int i = 0; i <= NP_PCP_RUNS; i++)
+		assert_int_equal(np_page_state(k[i]), i < NP_PCP_RUNS / 2 ? NP_PAGE_FREE : NP_PAGE_PCP);
 	check();
 	/* A request of a length none has gives them all back (random lengths: keeping them would
 	 * only stop the pool merging them), and comes from the pool. */
 	struct np_page *other = np_pcp_get_run(&pcp, 50, 1, -1);
 	assert_int_equal(pcp.nruns, 0);
 	np_pcp_put_run(&pcp, other);
-	for (int i = 1; i < 5; i++)
+	for (int i = 1; i <= NP_PCP_RUNS; i++)
 		k[i] = np_pcp_get_run(&pcp, 20 + (size_t)i, 1, -1);
-	for (int i = 1; i < 5; i++)
+	for (int i = 1; i <= NP_PCP_RUNS; i++)
 		np_pcp_put_run(&pcp, k[i]);
 	assert_int_equal(pcp.nruns, NP_PCP_RUNS);
 	check();
@@ -782,6 +784,49 @@ static void long_runs_are_kept_for_the_next(void **state)
 	assert_int_equal(pcp.run_pages, 0);
 	check();
 	assert_int_equal(pages_in_use_total(), 0);
+	np_pcp_fini(&pcp);
+}
+
+/* A length asked for twice in a row while none is kept comes in a batch of NP_PCP_RUNS / 2
+ * runs, one lock hold: one for the request, the rest kept for the next ones. */
+static void repeated_lengths_come_in_batches(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_pcp_init(&pcp, 0, st, NULL);
+	np_pcp_count_thread(&pcp);
+	struct np_page *r[NP_PCP_RUNS / 2 + 1];
+	r[0] = np_pcp_get_run(&pcp, 64, 1, -1);
+	assert_int_equal(pcp.nruns, 0); /* the first miss: one run */
+	size_t free0 = np_pools[0].free_pages;
+	r[1] = np_pcp_get_run(&pcp, 64, 1, -1);
+	assert_int_equal(pcp.nruns, NP_PCP_RUNS / 2 - 1);
+	assert_int_equal(np_pools[0].free_pages, free0 - 64 * (NP_PCP_RUNS / 2));
+	assert_int_equal(STAT(0, pages_in_use), 2 * 64); /* the kept ones are not in use */
+	check();
+	for (int i = 2; i <= NP_PCP_RUNS / 2; i++) {
+		r[i] = np_pcp_get_run(&pcp, 64, 1, -1);
+		assert_int_equal(np_page_state(r[i]), NP_PAGE_USED);
+		for (int j = 0; j < i; j++)
+			assert_ptr_not_equal(r[i], r[j]);
+	}
+	assert_int_equal(pcp.nruns, 0);
+	assert_int_equal(STAT(0, pages_in_use), 64 * (NP_PCP_RUNS / 2 + 1));
+	assert_int_equal(STAT(0, numa_hit), 64 * (NP_PCP_RUNS / 2 + 1));
+	check();
+	/* A run longer than the cache keeps never comes in a batch. */
+	struct np_page *big[2];
+	for (int i = 0; i < 2; i++)
+		big[i] = np_pcp_get_run(&pcp, NP_PCP_RUN_PAGES / 2 + 1, 1, -1);
+	assert_int_equal(pcp.nruns, 0);
+	for (int i = 0; i < 2; i++)
+		np_pcp_put_run(&pcp, big[i]);
+	for (int i = 0; i <= NP_PCP_RUNS / 2; i++)
+		np_pcp_put_run(&pcp, r[i]);
+	np_pcp_drain(&pcp);
+	assert_int_equal(pcp.nruns, 0);
+	assert_int_equal(pages_in_use_total(), 0);
+	check();
 	np_pcp_fini(&pcp);
 }
 
@@ -996,6 +1041,7 @@ int main(void)
 		cmocka_unit_test_teardown(nearly_full_node_verifies_new_chunks, teardown),
 		cmocka_unit_test_teardown(explicit_old_home_after_rehome, teardown),
 		cmocka_unit_test_teardown(long_runs_are_kept_for_the_next, teardown),
+		cmocka_unit_test_teardown(repeated_lengths_come_in_batches, teardown),
 		cmocka_unit_test_teardown(rehoming_resorts_the_lists, teardown),
 		cmocka_unit_test_teardown(randomized_invariants, teardown),
 	};
