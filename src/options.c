@@ -50,7 +50,7 @@ static const struct row rows[] = {
 	 "fold per-thread statistics deltas past this size; 0 folds every event", false},
 	{"PCP_HIGH", K_LONG, OFF(pcp_high), 0, 0, 1 << 20, NULL, "0 (6 x batch)",
 	 "pages a thread caches before it drains a batch back to the pools", true},
-	{"PCP_BATCH", K_LONG, OFF(pcp_batch), 0, 0, 1 << 16, NULL, "0 (32 pages)",
+	{"PCP_BATCH", K_LONG, OFF(pcp_batch), 0, 0, 1 << 16, NULL, "0 (64 pages)",
 	 "pages moved between a thread cache and a node pool at once", true},
 	{"PURGE_MB", K_LONG, OFF(purge_mb), 64, 0, 1L << 30, NULL, "64",
 	 "free MiB a node pool keeps before giving memory back to the OS", false},

@@ -37,7 +37,7 @@
  * same length takes up to NP_PCP_RUNS / 2 runs of it (one for the request, the rest kept). */
 #define NP_PCP_RUNS 8
 #define NP_PCP_RUN_PAGES 1024
-#define NP_PCP_BATCH_DEFAULT 32
+#define NP_PCP_BATCH_DEFAULT 64
 #define NP_PCP_HIGH_FACTOR 6
 
 struct np_page_list {
