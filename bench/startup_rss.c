@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -51,8 +52,29 @@ static size_t slurp(const char *path, char *buf, size_t cap)
 }
 
 /* Runs of resident pages in [start, end), as "run OFFSET_KB LEN_KB" lines (offsets from start). */
-static void resident_runs(int pmfd, uintptr_t start, uintptr_t end)
+/* The frame of the shared zero page, which a read of anonymous memory nobody wrote maps (Rss
+ * does not count it): found by reading a fresh page; 0 when pagemap hides frames (not root). */
+static uint64_t zero_pfn(int pmfd)
 {
+	static uint64_t pfn = UINT64_MAX;
+	if (pfn != UINT64_MAX)
+		return pfn;
+	pfn = 0;
+	volatile char *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return pfn;
+	(void)p[0];
+	uint64_t v;
+	if (pread(pmfd, &v, 8, (off_t)(((uintptr_t)p >> 12) * 8)) == 8 && (v >> 63) & 1)
+		pfn = v & (((uint64_t)1 << 55) - 1);
+	munmap((void *)p, 4096);
+	return pfn;
+}
+
+/* anon: the mapping has no file behind it; its pages that are the zero page are not resident. */
+static void resident_runs(int pmfd, uintptr_t start, uintptr_t end, int anon)
+{
+	uint64_t zero = anon ? zero_pfn(pmfd) : 0;
 	uintptr_t run_start = 0, page;
 	int in_run = 0;
 	for (page = start; page < end;) {
@@ -64,7 +86,7 @@ static void resident_runs(int pmfd, uintptr_t start, uintptr_t end)
 			break;
 		n = (size_t)r / 8;
 		for (size_t i = 0; i < n; i++, page += 4096) {
-			int present = (pm[i] >> 63) & 1;
+			int present = (pm[i] >> 63) & 1 && !(zero && (pm[i] & (((uint64_t)1 << 55) - 1)) == zero);
 			if (present && !in_run) {
 				run_start = page;
 				in_run = 1;
@@ -112,7 +134,7 @@ static void snapshot(const char *when)
 				 anon, *path ? path : "[anon]");
 			put(line);
 			if (rss && perms[1] == 'w' && pmfd >= 0)
-				resident_runs(pmfd, a, b);
+				resident_runs(pmfd, a, b, !*path || (*path == '[' && strcmp(path, "[stack]") != 0));
 		}
 		s = eol + 1;
 	}
