@@ -97,6 +97,9 @@ int np_os_unlink(const char *path);
  * (setuid/setgid or file capabilities: getauxval(AT_SECURE)); then nothing in the
  * environment may steer the library or hwloc. */
 bool np_os_is_secure(void);
+/* True when the process's address space is limited (a finite RLIMIT_AS soft limit, as
+ * `ulimit -v` sets): then mappings are sized to what they hold, not rounded for reuse. */
+bool np_os_address_limited(void);
 /* Fills buf with n random bytes (getrandom; without it, the kernel's AT_RANDOM bytes mixed
  * with the clock and addresses). Never blocks, never fails. */
 void np_os_random(void *buf, size_t n);

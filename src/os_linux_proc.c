@@ -81,6 +81,12 @@ bool np_os_is_secure(void)
 	return getauxval(AT_SECURE) != 0;
 }
 
+bool np_os_address_limited(void)
+{
+	struct rlimit r;
+	return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+}
+
 static uint64_t mix(uint64_t x)
 {
 	x ^= x >> 31;

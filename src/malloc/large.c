@@ -59,7 +59,7 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 	if (npages <= SMALL_RUN_PAGES && align_pages <= SMALL_RUN_PAGES) {
 		unsigned order = order_of(npages > align_pages ? npages : align_pages);
 		run = np_pcp_get(&th->pcp, order, node);
-	} else if (npages <= NP_LARGE_RUN_MAX && align_pages <= NP_CHUNK_PAGES / 4) {
+	} else if (npages <= np_large_run_max() && align_pages <= NP_CHUNK_PAGES / 4) {
 		run = np_pcp_get_run(&th->pcp, npages, align_pages, node);
 	}
 	if (run) {
@@ -69,7 +69,7 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 	/* Huge, or no pool had a fitting run. Under an interleave policy a huge block is spread
 	 * page by page over the policy's nodes, as the kernel would spread it. */
 	if (node < 0 && th->pcp.policy.mode == NP_POLICY_INTERLEAVE && align <= NP_PAGE_SIZE &&
-	    npages > NP_LARGE_RUN_MAX) {
+	    npages > np_large_run_max()) {
 		void *p = np_large_interleaved(th, size, th->pcp.policy.nodes);
 		if (p) {
 			*dirty = 0;

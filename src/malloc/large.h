@@ -21,6 +21,18 @@
  * 4 MiB chunk of address space (under ulimit -v, half the blocks glibc gives); a chunk of its
  * own takes the block and its header, rounded to a quarter of the size's power of two. */
 #define NP_LARGE_RUN_MAX (NP_CHUNK_DATA_PAGES / 3)
+/* The same when the address space is limited (np_chunk_tight): an eighth of a chunk's data, so
+ * that runs of one length fill at least 8/9 of a chunk; longer ones get a chunk of their own
+ * sized to the page (the header's 40 KiB is under 8% of them). 1 MiB blocks under
+ * `ulimit -v 262144` fitted 163 with thirds (three to a chunk), where glibc fits 252; a quarter
+ * left 683 KiB blocks at 85% of the space (five to a chunk). */
+#define NP_LARGE_RUN_MAX_TIGHT (NP_CHUNK_DATA_PAGES / 8)
+
+/* The longest page run taken from a pool now. */
+NP_INLINE size_t np_large_run_max(void)
+{
+	return np_chunk_tight ? NP_LARGE_RUN_MAX_TIGHT : NP_LARGE_RUN_MAX;
+}
 /* The largest request served; above it, ENOMEM (the address space could not hold it). */
 #define NP_MAX_REQUEST ((size_t)1 << 46)
 

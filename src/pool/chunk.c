@@ -113,12 +113,15 @@ struct np_chunk *np_chunk_map(int node, bool low, bool *spilled)
 	return c;
 }
 
+bool np_chunk_tight;
+
 size_t np_chunk_huge_size(size_t bytes)
 {
 	/* Four sizes per doubling up to a step of one chunk: the step is a quarter of the largest
 	 * power of two <= bytes, at least a page and at most 4 MiB, so the tail that is never
 	 * touched is under a quarter of the request and under 4 MiB. */
-	size_t step = bytes < 4 * NP_PAGE_SIZE ? NP_PAGE_SIZE : ((size_t)1 << (63 - __builtin_clzll(bytes))) / 4;
+	size_t step = bytes < 4 * NP_PAGE_SIZE || np_chunk_tight ? NP_PAGE_SIZE
+								  : ((size_t)1 << (63 - __builtin_clzll(bytes))) / 4;
 	step = NP_MIN(step, NP_CHUNK_SIZE);
 	return (bytes + step - 1) & ~(step - 1);
 }

@@ -182,6 +182,11 @@ struct np_chunk *np_chunk_map(int node, bool low, bool *spilled);
  * a size and a freed chunk kept by its pool fits the next one. The tail is address space the
  * program may use (malloc_usable_size says so) but is not made resident by us. */
 size_t np_chunk_huge_size(size_t bytes);
+/* The process's address space is limited (RLIMIT_AS at start-up, np_os_address_limited): a
+ * huge chunk is then sized to the page (np_chunk_huge_size), and runs longer than a quarter of
+ * a chunk get a chunk of their own (malloc/large.c), so that a block takes little more address
+ * space than it holds. Set by np_pool_init. */
+extern NP_HIDDEN bool np_chunk_tight;
 /* Maps a huge chunk of at least `bytes` user bytes aligned to `align` (a power of two <= the
  * chunk size), bound to `node` (its placement checked as np_chunk_map does, up to 64 MiB when
  * low; *spilled may be NULL), or interleaved page by page when node < 0: over the dense nodes

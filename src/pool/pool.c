@@ -42,6 +42,7 @@ static void init_lock(struct np_pool *p)
 void np_pool_init(const struct np_topo *t)
 {
 	np_pool_purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
+	np_chunk_tight = np_os_address_limited();
 	/* Only the pools of the table's nodes (and any a previous table used: tests load several)
 	 * are written: the 64 pools are 140 KiB of BSS, and a page of BSS nobody writes costs no
 	 * memory (a one-node process started with 124 KiB more resident when all were). */

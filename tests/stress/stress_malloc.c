@@ -14,6 +14,9 @@
  *   beyond_node_memory  (run with a rehearsed topology of two 16 MiB nodes) 32 times the
  *                memory of the nodes in small blocks, each written once: address space is not
  *                memory, nothing may be refused because of what is mapped (issue 13)
+ *   address_limit  under RLIMIT_AS (a child exec'd with the limit), blocks of 0.3-3 MiB fill
+ *                at least 90% of the address space left, and fit again once freed (issue 13;
+ *                skipped under a sanitizer, whose shadow memory is address space)
  * Fixed seeds; every block carries a header and a pattern that are checked before its free.
  * Each scenario does a fixed amount of work sized to finish in a few seconds on 2 cores and
  * is sized by NP_TEST_TIME_SCALE (see scaled). Between its baseline and its final reading the main
@@ -28,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -715,6 +720,91 @@ static void beyond_node_memory(void)
 	printf("beyond_node_memory: %d MiB in %d-byte blocks on %d node(s)\n", BNM_TOTAL_MIB, BNM_BLOCK, nodes);
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRESS_ASAN 1
+#endif
+#endif
+#ifdef __SANITIZE_ADDRESS__
+#define STRESS_ASAN 1
+#endif
+
+/* The address space the process has mapped (VmSize), in bytes, read without stdio (which
+ * allocates). */
+static size_t mapped_bytes(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	CHECK(n > 0, "read /proc/self/status");
+	buf[n] = 0;
+	const char *v = strstr(buf, "VmSize:");
+	CHECK(v != NULL, "VmSize in /proc/self/status");
+	return (size_t)strtoul(v + 7, NULL, 10) << 10;
+}
+
+enum { AL_HEADROOM_MIB = 256, AL_MAX = 4096 };
+
+/* Under RLIMIT_AS (issue 13): blocks of one size until malloc says ENOMEM must fill at least 90%
+ * of the address space left (glibc fills 99%; 1 MiB blocks three to a 4 MiB chunk filled 76%),
+ * and, all freed, as many fit again. Runs in a process of its own exec'd under the limit, so
+ * that the allocator starts with it (address_limit_child). */
+static void address_limit_child(size_t size)
+{
+	static char *blocks[AL_MAX];
+	struct rlimit rl;
+	CHECK(getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY, "the child runs under RLIMIT_AS");
+	size_t left = rl.rlim_cur - mapped_bytes();
+	int n = 0;
+	while (n < AL_MAX && (blocks[n] = S_MALLOC(size)) != NULL) {
+		blocks[n][0] = 1;
+		blocks[n][size - 1] = 2;
+		n++;
+	}
+	CHECK(n < AL_MAX && errno == ENOMEM, "the last malloc of %zu bytes: errno %d", size, errno);
+	double filled = (double)n * (double)size / (double)left;
+	CHECK(filled >= 0.90, "%d blocks of %zu bytes filled %.0f%% of the %zu MiB of address space left", n, size,
+	      filled * 100, left >> 20);
+	for (int i = 0; i < n; i++)
+		S_FREE(blocks[i]);
+	int again = 0;
+	while (again < n && (blocks[again] = S_MALLOC(size)) != NULL)
+		again++;
+	CHECK(again == n, "after freeing all %d, only %d fit again", n, again);
+	for (int i = 0; i < again; i++)
+		S_FREE(blocks[i]);
+	printf("address_limit: %d blocks of %zu KiB, %.0f%% of %zu MiB left; all again after free\n", n, size >> 10,
+	       filled * 100, left >> 20);
+}
+
+/* Each size in a child exec'd under RLIMIT_AS = what this process maps now + AL_HEADROOM_MIB. */
+static void address_limit(void)
+{
+#ifdef STRESS_ASAN
+	printf("address_limit: skipped under AddressSanitizer (its shadow memory is address space)\n");
+	exit(77);
+#endif
+	static const char *sizes[] = {"1048576", "2097152", "3145728", "700000", "300000"};
+	for (size_t k = 0; k < NP_ARRAY_SIZE_(sizes); k++) {
+		size_t limit = mapped_bytes() + ((size_t)AL_HEADROOM_MIB << 20);
+		fflush(stdout);
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			struct rlimit rl = {.rlim_cur = limit, .rlim_max = RLIM_INFINITY};
+			if (setrlimit(RLIMIT_AS, &rl) != 0)
+				_exit(3);
+			execl("/proc/self/exe", "stress_malloc", "address_limit_child", sizes[k], (char *)NULL);
+			_exit(4);
+		}
+		int st;
+		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child for %s-byte blocks failed (status 0x%x)", sizes[k], st);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -723,7 +813,7 @@ int main(int argc, char **argv)
 	} cases[] = {
 		{"larson", larson}, {"prodcons", prodcons}, {"threads10k", threads10k},
 		{"fork", forks},    {"exact_stats", exact_stats}, {"beyond_node_memory", beyond_node_memory},
-		{"orphans", orphans},
+		{"orphans", orphans}, {"address_limit", address_limit},
 	};
 	/* A static stdout buffer: printing must not allocate between baseline and reading. */
 	static char outbuf[4096];
@@ -748,11 +838,15 @@ int main(int argc, char **argv)
 	if (scale && atof(scale) >= 1.0)
 		time_scale = atof(scale);
 	t_start = now();
+	if (argc == 3 && !strcmp(argv[1], "address_limit_child")) {
+		address_limit_child((size_t)strtoul(argv[2], NULL, 10));
+		return 0;
+	}
 	for (size_t i = 0; argc == 2 && i < NP_ARRAY_SIZE_(cases); i++)
 		if (!strcmp(argv[1], cases[i].name)) {
 			cases[i].run();
 			return 0;
 		}
-	fprintf(stderr, "usage: %s larson|prodcons|threads10k|fork|exact_stats|orphans|beyond_node_memory\n", argv[0]);
+	fprintf(stderr, "usage: %s larson|prodcons|threads10k|fork|exact_stats|orphans|beyond_node_memory|address_limit\n", argv[0]);
 	return 2;
 }

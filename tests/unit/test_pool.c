@@ -617,9 +617,29 @@ static void contended_lock_is_counted(void **state)
 	assert_int_equal(STAT(0, pool_contended), 1); /* uncontended: not counted */
 }
 
+/* Under RLIMIT_AS (np_os_address_limited) huge chunks are sized to the page, not to one of four
+ * sizes per doubling: a block takes little more address space than it holds (issue 13). */
+static void tight_address_space_sizes_to_the_page(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	assert_false(np_chunk_tight);
+	size_t five = (size_t)5 << 20;
+	assert_int_equal(np_chunk_huge_size(five + 4097), five + ((size_t)1 << 20)); /* step 1 MiB */
+	np_fake_os_set_address_limited(true);
+	np_pool_init(&np_topo_table);
+	assert_true(np_chunk_tight);
+	assert_int_equal(np_chunk_huge_size(five + 4097), five + 2 * NP_PAGE_SIZE);
+	assert_int_equal(np_chunk_huge_size(((size_t)1 << 20) + 40960), ((size_t)1 << 20) + 40960);
+	np_fake_os_set_address_limited(false);
+	np_pool_init(&np_topo_table);
+	assert_false(np_chunk_tight);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(tight_address_space_sizes_to_the_page, teardown),
 		cmocka_unit_test_teardown(chunk_layout_and_lookup, teardown),
 		cmocka_unit_test_teardown(chunks_bind_by_os_id, teardown),
 		cmocka_unit_test_teardown(strict_bind_failure_means_no_memory, teardown),
