@@ -140,7 +140,7 @@ NUMA_PAGE_API int numa_page_trim(void);
 	X(bind_skipped, COUNT_EVENT, "binds skipped because the topology is a rehearsal") \
 	X(chunks_mapped, COUNT_EVENT, "chunks mapped from the OS for this node") \
 	X(pages_purged, EVENT, "free pages of this node given back to the OS") \
-	X(freelist_corrupt, EVENT, "free lists of this node's slabs found overwritten after a free and cut") \
+	X(freelist_corrupt, COUNT_EVENT, "free lists of this node's slabs found overwritten after a free and cut") \
 	X(malloc_requested, BYTE_EVENT, "bytes requested through malloc, served from this node's memory") \
 	X(malloc_in_use, BYTE_GAUGE, "bytes of malloc objects of this node in use") \
 	X(threads, COUNT_GAUGE, "threads homed on this node")

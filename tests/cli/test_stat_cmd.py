@@ -98,6 +98,9 @@ for name, v in rows.items():
 assert len(rows) >= 21, len(rows)
 units = {line.split()[0]: line.split()[1] for line in r.stdout.split('\n')[3:] if line.strip()}
 assert units['numa_hit'] == 'pages' and units['malloc_requested'] == 'bytes' and units['threads'] == 'count', units
+# Counters of events that are not pages (list cuts, refills, chunks) are counts, never MiB.
+for name in ('freelist_corrupt', 'pcp_refill', 'chunks_mapped', 'remote_free', 'pool_contended'):
+    assert units[name] == 'count', (name, units)
 
 # MiB by default (page and byte counters; counts stay counts), -z hides zero rows, -c narrows.
 page = os.sysconf('SC_PAGE_SIZE')
