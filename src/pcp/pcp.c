@@ -175,6 +175,7 @@ struct take {
 	size_t npages, align_pages;
 	struct np_page **runs;
 	int got;
+	bool shared;        /* the runs came from a pool shared with the home's group */
 };
 
 static bool take_batch(int node, bool shared, bool grow, void *arg)
@@ -190,8 +191,7 @@ static bool take_run(int node, bool shared, bool grow, void *arg)
 {
 	struct take *t = arg;
 	t->got = np_pool_get_runs(node, t->npages, t->align_pages, t->want, t->runs, t->pcp->st, grow);
-	if (t->got && shared)
-		np_vmstat_add(t->pcp->st, node, NUMA_PAGE_STAT_pages_stolen, (long)t->npages * t->got);
+	t->shared = shared; /* pages_stolen is counted by the caller, for the runs it keeps */
 	return t->got > 0;
 }
 
@@ -401,8 +401,10 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 	if (from < 0)
 		return NULL;
 	np_pcp_count_alloc(pcp, intended, from, (long)npages);
+	int kept = 1;
 	if (t.got > 1) {
 		if (is_near(pcp, from)) {
+			kept = t.got;
 			/* The next takes (newest first) get them in address order. */
 			for (int i = t.got - 1; i >= 1; i--) {
 				np_page_set_state(runs[i], NP_PAGE_PCP);
@@ -413,6 +415,8 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 			np_pool_put_batch(runs + 1, t.got - 1, pcp->st); /* far memory is not kept */
 		}
 	}
+	if (t.shared)
+		np_vmstat_add(pcp->st, from, NUMA_PAGE_STAT_pages_stolen, (long)npages * kept);
 	return runs[0];
 }
 

@@ -535,6 +535,21 @@ static void memoryless_home_shares_its_group_in_turn(void **state)
 	put_all(64, pg);
 	assert_int_equal(STAT(0, remote_free) + STAT(2, remote_free), 0);
 	check();
+	/* Long runs in turn too; pages_stolen counts every run taken from the member that is not
+	 * first, the ones a batch keeps in the cache included (they are this node's now), once. */
+	long stolen0 = STAT(2, pages_stolen), from2 = 0;
+	struct np_page *lr[8];
+	for (int i = 0; i < 8; i++) {
+		lr[i] = np_pcp_get_run(&pcp, 40, 1, -1);
+		from2 += np_page_node(lr[i]) == 2 ? 40 : 0;
+	}
+	for (int i = 0; i < pcp.nruns; i++)
+		from2 += np_page_node(pcp.runs[i]) == 2 ? 40 : 0;
+	assert_true(from2 > 0);
+	assert_int_equal(STAT(2, pages_stolen) - stolen0, from2);
+	for (int i = 0; i < 8; i++)
+		np_pcp_put_run(&pcp, lr[i]);
+	check();
 	np_pcp_drain(&pcp);
 	check();
 	np_pcp_fini(&pcp);
