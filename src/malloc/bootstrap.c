@@ -241,6 +241,34 @@ bool np_bootstrap_free(void *p)
 	return true;
 }
 
+size_t np_bootstrap_release(void)
+{
+	size_t bytes = 0;
+	lock();
+	if (used_bytes == 0 && regions) {
+		/* Every block is free: the regions mapped past the arena go, and the arena's touched
+		 * part (all of it once carving moved on) goes back. */
+		bool in_arena = bump >= (uintptr_t)arena && bump <= (uintptr_t)arena + ARENA_BYTES;
+		size_t touched = in_arena ? align_up(bump - (uintptr_t)arena, PAGE) : ARENA_BYTES;
+		for (struct region *r = regions, *next; r; r = next) {
+			next = r->next;
+			if (r->start != (uintptr_t)arena) {
+				bytes += r->end - r->start;
+				np_os_unmap((void *)r->start, r->end - r->start);
+			}
+		}
+		regions = NULL;
+		bump = limit = 0;
+		for (unsigned k = 0; k < NCLASSES; k++)
+			free_list[k] = NULL;
+		/* Under the lock: nobody carves a page while it goes back. */
+		if (np_os_purge(arena, touched) == 0)
+			bytes += touched;
+	}
+	unlock();
+	return bytes;
+}
+
 size_t np_bootstrap_used(void)
 {
 	return __atomic_load_n(&used_bytes, __ATOMIC_RELAXED);

@@ -35,6 +35,12 @@ bool np_bootstrap_free(void *p);
 bool np_bootstrap_owns(const void *p);
 /* Usable size of a bootstrap block. */
 size_t np_bootstrap_size(const void *p);
+/* After start-up: when every block was freed (the usual case: hwloc's discovery frees all it
+ * took), the allocator starts afresh: regions mapped past the static arena are unmapped and
+ * the arena's touched pages go back to the kernel (about 56 KiB resident in every process).
+ * Returns the bytes given back. A later bootstrap allocation (another thread's, during this very
+ * moment) finds a fresh arena. */
+size_t np_bootstrap_release(void);
 /* Bytes handed out and not yet freed (for tests and verbose output). */
 size_t np_bootstrap_used(void);
 /* Walks the free lists and regions; NULL when sound, else what is wrong. */

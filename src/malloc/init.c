@@ -10,6 +10,7 @@
 
 #include "lock.h"
 #include "log.h"
+#include "malloc/bootstrap.h"
 #include "malloc/place.h"
 #include "malloc/ring.h"
 #include "malloc/slab.h"
@@ -95,9 +96,11 @@ void np_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&np_state, NP_STATE_READY, __ATOMIC_RELEASE);
 	in_init = false;
+	size_t boot_bytes = np_bootstrap_release();
 	np_vmstat_start_output();
 	np_verbose("ready: %d node(s) from %s, %d with memory", np_topo_table.nnodes, np_topo_table.desc,
 		   np_topo_table.nmem_nodes);
+	np_verbose("start-up allocator: %zu KiB given back", boot_bytes >> 10);
 	np_node_policy_verbose();
 }
 

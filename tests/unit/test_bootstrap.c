@@ -133,6 +133,32 @@ static void misuse_aborts(void **state)
 	assert_true(aborts(free_interior));
 }
 
+/* After start-up (np_init calls it), once every block is freed: the allocator starts afresh and
+ * the arena's touched pages go back; while a block lives, nothing is done. */
+static void release_gives_the_arena_back(void **state)
+{
+	(void)state;
+	assert_int_equal(np_bootstrap_used(), 0);
+	char *live = np_bootstrap_alloc(100, 16);
+	assert_non_null(live);
+	memset(live, 1, 100);
+	assert_int_equal(np_bootstrap_release(), 0); /* a live block */
+	assert_true(np_bootstrap_owns(live));
+	assert_int_equal(live[99], 1);
+	assert_true(np_bootstrap_free(live));
+	size_t bytes = np_bootstrap_release();
+	assert_true(bytes >= 4096 && bytes % 4096 == 0);
+	assert_int_equal(np_bootstrap_state(live), NP_BOOT_NONE);
+	assert_null(np_bootstrap_check());
+	assert_int_equal(np_bootstrap_release(), 0); /* nothing left to give */
+	char *again = np_bootstrap_alloc(100, 16);
+	assert_non_null(again);
+	memset(again, 2, 100);
+	assert_true(np_bootstrap_owns(again));
+	assert_true(np_bootstrap_free(again));
+	assert_null(np_bootstrap_check());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +167,7 @@ int main(void)
 		cmocka_unit_test(large_blocks_are_mapped_and_returned),
 		cmocka_unit_test(foreign_memory_is_not_claimed),
 		cmocka_unit_test(misuse_aborts),
+		cmocka_unit_test(release_gives_the_arena_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
