@@ -43,9 +43,12 @@ void *np_malloc_bad_link(struct np_slab *s, size_t size)
 void *np_malloc_slow(size_t size)
 {
 	struct np_thread *th = np_thread_or_init();
+	/* Not ready when asked, but maybe ready now (another thread finished the start-up in
+	 * between): then this thread's state; ENOMEM only when it cannot be made. Deciding on a
+	 * second look at the state alone returned ENOMEM for a thread that raced the start-up. */
+	if (NP_UNLIKELY(!th) && np_is_ready() && !(th = np_thread_get()))
+		return np_enomem();
 	if (NP_UNLIKELY(!th)) {
-		if (np_is_ready())
-			return np_enomem();
 		void *p = np_bootstrap_alloc(size, 16);
 		return p ? p : np_enomem();
 	}

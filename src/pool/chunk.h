@@ -183,8 +183,8 @@ struct np_chunk *np_chunk_map(int node, bool low, bool *spilled);
  * program may use (malloc_usable_size says so) but is not made resident by us. */
 size_t np_chunk_huge_size(size_t bytes);
 /* The process's address space is limited (RLIMIT_AS at start-up, np_os_address_limited): a
- * huge chunk is then sized to the page (np_chunk_huge_size), and runs longer than a quarter of
- * a chunk get a chunk of their own (malloc/large.c), so that a block takes little more address
+ * huge chunk is then sized to the page (np_chunk_huge_size), and runs longer than an eighth of
+ * a chunk get a chunk of their own (malloc/large.h), so that a block takes little more address
  * space than it holds. Set by np_pool_init. */
 extern NP_HIDDEN bool np_chunk_tight;
 /* Maps a huge chunk of at least `bytes` user bytes aligned to `align` (a power of two <= the
