@@ -285,60 +285,49 @@ static bool fits_in_chunk(size_t n, size_t align)
 
 /* ---- the pool's interface ----------------------------------------------------------------- */
 
-int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st, bool grow)
+/* Up to n runs of npages at align_pages (checked by the caller) from node's pool, in one lock
+ * hold, marked used with `order`; grows the pool only when empty-handed (partial batches are
+ * fine). Returns how many were stored in out[]. */
+static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, int n, struct np_page **out,
+		    struct np_vmstat_diffs *st, bool grow, const char *where)
 {
 	struct np_pool *p = &np_pools[node];
-	if (!p->exists || n <= 0)
-		return 0;
-	size_t len = (size_t)1 << order;
-	if (!fits_in_chunk(len, len))
-		return 0;
-	int got = 0;
-	np_pool_lock(p, st);
-	while (got < n) {
-		struct np_page *run = take_locked(p, len, len);
-		if (!run) {
-			if (got || !grow || !grow_locked(p, st))
-				break; /* partial batches are fine; grow only when empty-handed */
-			continue;
-		}
-		np_pool_mark_used(run, len, (uint8_t)order);
-		out[got++] = run;
-	}
-	np_pool_debug_check_locked(p, "get_batch");
-	np_pool_unlock(p);
-	if (got)
-		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(len * (size_t)got));
-	return got;
-}
-
-int np_pool_get_runs(int node, size_t npages, size_t align_pages, int n, struct np_page **out,
-		     struct np_vmstat_diffs *st, bool grow)
-{
-	struct np_pool *p = &np_pools[node];
-	if (!p->exists || npages == 0 || npages > NP_POOL_MAX_RUN || n <= 0)
-		return 0;
-	if (align_pages == 0)
-		align_pages = 1;
-	if (!fits_in_chunk(npages, align_pages))
-		return 0;
 	int got = 0;
 	np_pool_lock(p, st);
 	while (got < n) {
 		struct np_page *run = take_locked(p, npages, align_pages);
 		if (!run) {
 			if (got || !grow || !grow_locked(p, st))
-				break; /* as np_pool_get_batch: grow only when empty-handed */
+				break;
 			continue;
 		}
-		np_pool_mark_used(run, npages, NP_ORDER_NONE);
+		np_pool_mark_used(run, npages, order);
 		out[got++] = run;
 	}
-	np_pool_debug_check_locked(p, "get_runs");
+	np_pool_debug_check_locked(p, where);
 	np_pool_unlock(p);
 	if (got)
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(npages * (size_t)got));
 	return got;
+}
+
+int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st, bool grow)
+{
+	size_t len = (size_t)1 << order;
+	if (!np_pools[node].exists || n <= 0 || !fits_in_chunk(len, len))
+		return 0;
+	return get_runs(node, len, len, (uint8_t)order, n, out, st, grow, "get_batch");
+}
+
+int np_pool_get_runs(int node, size_t npages, size_t align_pages, int n, struct np_page **out,
+		     struct np_vmstat_diffs *st, bool grow)
+{
+	if (align_pages == 0)
+		align_pages = 1;
+	if (!np_pools[node].exists || npages == 0 || npages > NP_POOL_MAX_RUN || n <= 0 ||
+	    !fits_in_chunk(npages, align_pages))
+		return 0;
+	return get_runs(node, npages, align_pages, NP_ORDER_NONE, n, out, st, grow, "get_runs");
 }
 
 struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st, bool grow)
