@@ -363,6 +363,14 @@ static void flush_runs(struct np_pcp *pcp, int keep)
 	np_pool_put_batch(out, n, pcp->st);
 }
 
+/* Run r goes into the cache of long runs, newest last (the caller made room). */
+static void keep_run(struct np_pcp *pcp, struct np_page *r)
+{
+	np_page_set_state(r, NP_PAGE_PCP);
+	pcp->runs[pcp->nruns++] = r;
+	pcp->run_pages += (int)r->npages;
+}
+
 /* A run of npages is one the cache keeps (longer than the orders, at most half its pages). */
 static bool keepable(size_t npages)
 {
@@ -406,11 +414,8 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 		if (is_near(pcp, from)) {
 			kept = t.got;
 			/* The next takes (newest first) get them in address order. */
-			for (int i = t.got - 1; i >= 1; i--) {
-				np_page_set_state(runs[i], NP_PAGE_PCP);
-				pcp->runs[pcp->nruns++] = runs[i];
-				pcp->run_pages += (int)npages;
-			}
+			for (int i = t.got - 1; i >= 1; i--)
+				keep_run(pcp, runs[i]);
 		} else {
 			np_pool_put_batch(runs + 1, t.got - 1, pcp->st); /* far memory is not kept */
 		}
@@ -426,14 +431,12 @@ void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)
 	run->owner = NULL;
 	if (pcp && keepable(run->npages) && is_near(pcp, np_page_node(run))) {
 		run->clean = 0;
-		np_page_set_state(run, NP_PAGE_PCP);
 		if (pcp->nruns == NP_PCP_RUNS || pcp->run_pages + (int)run->npages > NP_PCP_RUN_PAGES) {
 			flush_runs(pcp, pcp->nruns / 2); /* the older half, in one lock hold */
 			while (pcp->nruns && pcp->run_pages + (int)run->npages > NP_PCP_RUN_PAGES)
 				flush_runs(pcp, pcp->nruns - 1);
 		}
-		pcp->runs[pcp->nruns++] = run;
-		pcp->run_pages += (int)run->npages;
+		keep_run(pcp, run);
 		return;
 	}
 	np_pool_put_run(run, pcp ? pcp->st : NULL);
