@@ -103,8 +103,8 @@ static inline struct numa_page_node_stats np_t_stats(void)
 	return sum;
 }
 
-/* Resident set size of this process in bytes (/proc/self/statm). */
-static inline size_t np_t_rss(void)
+/* Field k (0: size, 1: resident) of /proc/self/statm in bytes, or 0 when it cannot be read. */
+static inline size_t np_t_statm(int k)
 {
 	/* Read with a system call: stdio would allocate. */
 	char buf[128];
@@ -116,10 +116,22 @@ static inline size_t np_t_rss(void)
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	unsigned long size = 0, rss = 0;
-	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
+	unsigned long f[2] = {0, 0};
+	if (sscanf(buf, "%lu %lu", &f[0], &f[1]) != 2)
 		return 0;
-	return (size_t)rss * (size_t)sysconf(_SC_PAGESIZE);
+	return (size_t)f[k] * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Resident set size of this process in bytes. */
+static inline size_t np_t_rss(void)
+{
+	return np_t_statm(1);
+}
+
+/* Address space this process has mapped, in bytes (VmSize). */
+static inline size_t np_t_mapped(void)
+{
+	return np_t_statm(0);
 }
 
 #endif /* NP_TEST_API_COMMON_H */

@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -729,22 +728,6 @@ static void beyond_node_memory(void)
 #define STRESS_ASAN 1
 #endif
 
-/* The address space the process has mapped (VmSize), in bytes, read without stdio (which
- * allocates). */
-static size_t mapped_bytes(void)
-{
-	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	CHECK(n > 0, "read /proc/self/status");
-	buf[n] = 0;
-	const char *v = strstr(buf, "VmSize:");
-	CHECK(v != NULL, "VmSize in /proc/self/status");
-	return (size_t)strtoul(v + 7, NULL, 10) << 10;
-}
-
 enum { AL_HEADROOM_MIB = 256, AL_MAX = 4096 };
 
 /* Under RLIMIT_AS (issue 13): blocks of one size until malloc says ENOMEM must fill at least 90%
@@ -756,7 +739,9 @@ static void address_limit_child(size_t size)
 	static char *blocks[AL_MAX];
 	struct rlimit rl;
 	CHECK(getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY, "the child runs under RLIMIT_AS");
-	size_t left = rl.rlim_cur - mapped_bytes();
+	size_t mapped = np_t_mapped();
+	CHECK(mapped > 0, "read VmSize from /proc/self/statm");
+	size_t left = rl.rlim_cur - mapped;
 	int n = 0;
 	while (n < AL_MAX && (blocks[n] = S_MALLOC(size)) != NULL) {
 		blocks[n][0] = 1;
@@ -788,7 +773,9 @@ static void address_limit(void)
 #endif
 	static const char *sizes[] = {"1048576", "2097152", "3145728", "700000", "300000"};
 	for (size_t k = 0; k < NP_ARRAY_SIZE_(sizes); k++) {
-		size_t limit = mapped_bytes() + ((size_t)AL_HEADROOM_MIB << 20);
+		size_t mapped = np_t_mapped();
+		CHECK(mapped > 0, "read VmSize from /proc/self/statm");
+		size_t limit = mapped + ((size_t)AL_HEADROOM_MIB << 20);
 		struct rlimit now;
 		CHECK(getrlimit(RLIMIT_AS, &now) == 0, "getrlimit");
 		if (now.rlim_max != RLIM_INFINITY && now.rlim_max < limit) {
