@@ -34,6 +34,25 @@ struct np_thread *np_thread_or_init(void)
 	return np_thread_get();
 }
 
+struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot)
+{
+	*boot = NULL;
+	struct np_thread *th = np_thread_or_init();
+	/* Not ready when asked, but maybe ready now (another thread finished the start-up in
+	 * between): then this thread's state; ENOMEM only when it cannot be made. Deciding on a
+	 * second look at the state alone returned ENOMEM for a thread that raced the start-up. */
+	if (NP_LIKELY(th))
+		return th;
+	if (np_is_ready()) { /* one look decides: a second could see another answer */
+		if ((th = np_thread_get()) == NULL)
+			np_enomem();
+		return th;
+	}
+	if ((*boot = np_bootstrap_alloc(size, align)) == NULL)
+		np_enomem();
+	return NULL;
+}
+
 void *np_malloc_bad_link(struct np_slab *s, size_t size)
 {
 	np_slab_bad_link(s, s->free);
@@ -42,17 +61,10 @@ void *np_malloc_bad_link(struct np_slab *s, size_t size)
 
 void *np_malloc_slow(size_t size)
 {
-	struct np_thread *th = np_thread_or_init();
-	/* Not ready when asked, but maybe ready now (another thread finished the start-up in
-	 * between): then this thread's state; ENOMEM only when it cannot be made. Deciding on a
-	 * second look at the state alone returned ENOMEM for a thread that raced the start-up. */
-	if (NP_UNLIKELY(!th) && np_is_ready() && !(th = np_thread_get()))
-		return np_enomem();
-	if (NP_UNLIKELY(!th)) {
-		void *p = np_bootstrap_alloc(size, 16);
-		return p ? p : np_enomem();
-	}
 	void *p;
+	struct np_thread *th = np_thread_or_boot(size, 16, &p);
+	if (NP_UNLIKELY(!th))
+		return p;
 	if (size <= NP_SMALL_MAX) {
 		unsigned c = np_size_class(size);
 		np_home_follow(th); /* a slab miss: where a moved thread is noticed */

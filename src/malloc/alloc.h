@@ -56,6 +56,10 @@ NP_INLINE void *np_enomem(void)
  * NULL while it initialises (the caller serves from the bootstrap allocator) or when no memory
  * is left. */
 struct np_thread *np_thread_or_init(void);
+/* The same for an allocation of size bytes at align: NULL after serving it from the bootstrap
+ * allocator into *boot (the allocator is starting; *boot NULL and errno ENOMEM when even that
+ * failed), or when no state can be made (*boot NULL, ENOMEM). */
+struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot);
 
 /* Counts block b of slab s, just taken for a request of size bytes, in the fast path's byte
  * counters, and hands it out. */

@@ -21,13 +21,10 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 {
 	if (alignment <= 16)
 		return np_malloc_fast(size);
-	struct np_thread *th = np_thread_or_init();
-	if (!th && np_is_ready() && !(th = np_thread_get())) /* as np_malloc_slow */
-		return np_enomem();
-	if (!th) {
-		void *p = np_bootstrap_alloc(size, alignment);
-		return p ? p : np_enomem();
-	}
+	void *boot;
+	struct np_thread *th = np_thread_or_boot(size, alignment, &boot);
+	if (!th)
+		return boot;
 	if (size > NP_MAX_REQUEST || alignment > NP_MAX_REQUEST)
 		return np_enomem();
 	np_thread_fold_bytes(th);
