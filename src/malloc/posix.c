@@ -15,6 +15,7 @@
 #include "malloc/ptr.h"
 #include "malloc/ready.h"
 #include "malloc/ring.h"
+#include "pool/huge.h"
 #include "pool/pool.h"
 
 void *np_alloc_aligned(size_t alignment, size_t size)
@@ -115,7 +116,7 @@ void *np_realloc(void *p, size_t size)
 		}
 		/* A huge block grows by remapping: no copy, and its pages stay resident and bound. */
 		if (d.kind == NP_PTR_CHUNK && d.chunk->kind == NP_CHUNK_HUGE) {
-			struct np_chunk *nc = np_chunk_grow_huge(d.chunk, size);
+			struct np_chunk *nc = np_huge_grow(d.chunk, size);
 			if (nc) {
 				np_large_count_growth(np_thread_for_free(), nc->node, old, np_chunk_data_bytes(nc), nc->user);
 				return (char *)nc + nc->data_offset;

@@ -58,6 +58,15 @@ void np_huge_count_live(int node, long pages)
 		__atomic_store_n(&caches[node].peak_pages, (size_t)now, __ATOMIC_RELAXED);
 }
 
+struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes)
+{
+	long had = (long)pages_of(c);
+	struct np_chunk *g = np_chunk_grow_huge(c, bytes);
+	if (g)
+		np_huge_count_live(g->node, (long)pages_of(g) - had);
+	return g;
+}
+
 /* What the resident part of the cache may reach: the recent peak of huge memory in use, at
  * least the pool's purge watermark. */
 static size_t budget(const struct cache *h)

@@ -35,6 +35,10 @@ void np_huge_init(const struct np_topo *t);
 /* Pages of huge blocks of dense node `node` handed out (+) or given back (-): the peak the
  * budget follows. */
 void np_huge_count_live(int node, long pages);
+/* Live huge chunk c grown to at least `bytes` data bytes, in place or moved with its pages
+ * (np_chunk_grow_huge: realloc's growth), the pages it gained counted live; NULL when there is
+ * no address space for it (c unchanged). */
+struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes);
 /* Keeps freed huge chunk c of its node (kind CACHED from then on; its data counted dirty);
  * false when it may not be kept (interleaved, larger than the budget allows): the caller
  * unmaps it. A huge chunk's pages leave the live count either way. */

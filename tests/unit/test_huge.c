@@ -161,6 +161,36 @@ static void budget_follows_the_peak(void **state)
 	check();
 }
 
+/* realloc grows a live huge block in place: the pages it gained are live too, so the budget
+ * follows the grown size, and freeing it leaves the live count where it started. */
+static void a_grown_block_counts_its_new_pages(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "8", "DECAY_MS", "0", NULL);
+	struct np_chunk *c = make(4 * MB);
+	struct np_chunk *g = np_huge_grow(c, 40 * MB);
+	assert_non_null(g);
+	assert_true(np_chunk_data_bytes(g) >= 40 * MB);
+	assert_int_equal(((char *)g + g->data_offset)[MB], 0x77); /* the pages came along */
+	/* 40 MiB was live: a 40 MiB chunk is within the budget, so it is kept. */
+	assert_true(np_huge_put(g, NULL));
+	check();
+	/* Nothing is live now: taken again and grown again, it is still within the peak. */
+	size_t dirty;
+	struct np_chunk *t = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	assert_ptr_equal(t, g);
+	assert_true(np_huge_put(t, NULL));
+	/* Two such blocks live at once make an 80 MiB peak: both are kept when freed. */
+	struct np_chunk *a = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *b = np_huge_grow(make(4 * MB), 40 * MB);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(np_huge_put(a, NULL));
+	assert_true(np_huge_put(b, NULL));
+	assert_int_equal(cached_dirty(), PAGES(np_chunk_data_bytes(a)) + PAGES(np_chunk_data_bytes(b)));
+	check();
+}
+
 static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
 {
 	(void)state;
@@ -207,6 +237,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(reuse_whole_and_grow, teardown),
 		cmocka_unit_test_teardown(budget_follows_the_peak, teardown),
+		cmocka_unit_test_teardown(a_grown_block_counts_its_new_pages, teardown),
 		cmocka_unit_test_teardown(decay_gives_pages_back_then_unmaps_the_clean, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
