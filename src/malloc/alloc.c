@@ -70,9 +70,7 @@ void *np_malloc_slow(size_t size)
 		np_home_follow(th); /* a slab miss: where a moved thread is noticed */
 		p = np_ring_alloc(th, c);
 		if (p) {
-			int node = np_tls.cur[c]->node; /* the slab that served p */
-			np_tls.self->in_use[node] += np_class_size[c];
-			np_tls.self->requested[node] += size;
+			np_tls.cur[c]->requested += size; /* the slab that served p; used counted it */
 		}
 	} else {
 		size_t dirty;
@@ -140,6 +138,7 @@ int numa_page_trim(void)
 	struct np_thread *th = np_tls.self;
 	size_t released = 0;
 	if (th) {
+		np_ring_count(th, true);
 		np_thread_fold_bytes(th);
 		released += np_ring_sweep(th);
 		released += (size_t)th->pcp.count; /* drained now (and purged if past the watermark) */

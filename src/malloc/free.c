@@ -93,8 +93,7 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 				invalid("double free of", a);
 		}
 		np_slab_push_local(s, a, i);
-		np_tls.self->in_use[s->node] -= s->block;
-		if (--s->used == 0)
+		if (--s->used == 0) /* counted by used, as in the fast path */
 			np_ring_emptied(s);
 		return;
 	}

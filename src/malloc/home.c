@@ -9,7 +9,7 @@
 
 void np_home_move(struct np_thread *th, int node)
 {
-	/* The fast path's counters are for slabs of count_node: fold them before it changes. */
+	/* The remote frees' byte counter is for blocks of count_node: fold it before it changes. */
 	np_thread_fold_bytes(th);
 	np_pcp_set_home(&th->pcp, node);
 	if (th == np_tls.self)

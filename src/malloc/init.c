@@ -65,15 +65,18 @@ void np_thread_exit_hook(void *arg)
 		return;
 	np_thread_fold_bytes(th);
 	np_thread_forget_tls();
-	np_ring_abandon(th);
+	np_ring_abandon(th); /* counts each slab as it leaves */
+	np_thread_fold_bytes(th);
 	np_thread_release(th);
 }
 
-/* Before an exact statistics read: the calling thread's fast-path byte counters. */
+/* Before an exact statistics read: the calling thread's byte counts, every slab's too. */
 static void fold_self(void)
 {
-	if (np_tls.self)
+	if (np_tls.self) {
+		np_ring_count(np_tls.self, true);
 		np_thread_fold_bytes(np_tls.self);
+	}
 }
 
 void np_init(void)

@@ -42,9 +42,7 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 			p = np_ring_alloc(th, c);
 		if (!p)
 			return np_enomem();
-		int node = np_tls.cur[c]->node;
-		np_tls.self->in_use[node] += np_class_size[c];
-		np_tls.self->requested[node] += size;
+		np_tls.cur[c]->requested += size; /* the slab that served p; used counted it */
 		return p;
 	}
 	size_t dirty;

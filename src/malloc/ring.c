@@ -26,6 +26,34 @@
  * with a large live set does not rescan it on every slow path. */
 #define KEEP_FULL 4
 
+/* The owner's allocations and frees of s since it was last counted, into th's byte counters
+ * (by the slab's node: the memory's). Wrapping differences: a collect takes other threads'
+ * frees off used and counted alike. */
+static void count(struct np_thread *th, struct np_slab *s)
+{
+	int32_t blocks = (int32_t)(s->used - s->counted);
+	if (blocks == 0 && s->requested == 0)
+		return; /* np_slab_empty, never written, among them */
+	th->in_use[s->node] += (int64_t)blocks * s->block;
+	th->requested[s->node] += s->requested;
+	s->counted = s->used;
+	s->requested = 0;
+}
+
+void np_ring_count(struct np_thread *th, bool every)
+{
+	for (int c = 0; c < NP_NCLASSES; c++) {
+		struct np_slab *cur = th->ring[c];
+		if (!cur)
+			continue;
+		struct np_slab *s = cur;
+		do {
+			count(th, s);
+			s = s->next;
+		} while (every && s != cur);
+	}
+}
+
 /* Makes s the current slab of its class in th's ring, linking it in first when insert. */
 static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 {
@@ -87,6 +115,7 @@ NP_INLINE void *take_from(struct np_slab *s)
  * current slab with their blocks. Returns a block from it in that case, else NULL. */
 static void *let_go(struct np_thread *th, struct np_slab *s)
 {
+	count(th, s);
 	ring_unlink(th, s); /* out of our ring before it floats: a claimer may link it into its own */
 	if (np_slab_float(s))
 		return NULL;
@@ -103,6 +132,7 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 	}
 	if (NP_UNLIKELY(++th->slow_calls >= SWEEP_EVERY)) {
 		th->slow_calls = 0;
+		np_ring_count(th, false);
 		np_thread_fold_bytes(th);
 		if (__atomic_load_n(&th->remote_pending, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&th->remote_pending, 0, __ATOMIC_RELAXED);
@@ -164,6 +194,7 @@ void np_ring_emptied(struct np_slab *s)
 	struct np_thread *th = np_tls.self;
 	if (th->ring[s->cls] == s || !np_slab_confirm_empty(s))
 		return;
+	count(th, s);
 	ring_unlink(th, s);
 	np_slab_release(s, &th->pcp);
 }
@@ -179,6 +210,7 @@ unsigned np_ring_sweep(struct np_thread *th)
 			struct np_slab *next = s->next;
 			np_slab_collect(s);
 			if (s->used == 0 && np_slab_confirm_empty(s)) {
+				count(th, s);
 				s->prev->next = s->next;
 				s->next->prev = s->prev;
 				s->next = s->prev = NULL;
@@ -217,6 +249,7 @@ void np_ring_take_back(struct np_thread *th, struct np_slab *s)
  * orphan of its node (threads near that node adopt it; frees of its blocks find it there). */
 static void hand_over(struct np_thread *th, struct np_slab *s)
 {
+	count(th, s);
 	np_slab_collect(s);
 	if (s->used == 0 && np_slab_confirm_empty(s))
 		np_slab_release(s, &th->pcp);
@@ -259,6 +292,7 @@ unsigned np_ring_leave_far(struct np_thread *th, uint64_t near)
 				 * threads of its node adopt it, the orphan sweep gives it back otherwise;
 				 * releasing it here would make the thread's pages_in_use jump at a moment
 				 * the scheduler chose. */
+				count(th, s);
 				ring_unlink(th, s);
 				np_slab_orphan(s);
 				left++;

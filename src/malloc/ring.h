@@ -37,6 +37,11 @@ void np_ring_abandon(struct np_thread *th);
  * orphan sweep gives those back), so the next allocations of each class come from near memory.
  * Returns how many left. */
 unsigned np_ring_leave_far(struct np_thread *th, uint64_t near);
+/* Takes the owner's mallocs and frees since the last count (slab `used` against `counted`,
+ * and `requested`) into th's byte counters, for the current slab of every class or, with
+ * `every`, for every slab of the rings (an exact read, trim). Slabs that leave a ring are
+ * counted as they leave. */
+void np_ring_count(struct np_thread *th, bool every);
 /* Walks th's rings (and its page cache); NULL when sound, else what is wrong. */
 const char *np_ring_check(const struct np_thread *th);
 

@@ -35,7 +35,7 @@ static void orphans_init(void)
 }
 
 /* The address of the owner's local_free list's first block, or 0. */
-static uintptr_t local_head(const struct np_slab *s, uint32_t local_free)
+static uintptr_t local_head(const struct np_slab *s, uint16_t local_free)
 {
 	return local_free == s->end ? 0 : np_slab_block(s, local_free);
 }
@@ -107,8 +107,10 @@ NP_NORETURN static void remote_double_free(const struct np_slab *s)
 NP_COLD static void pin_corrupt(struct np_slab *s, uintptr_t b)
 {
 	static int reported;
-	if (s->used < NP_SLAB_PINNED)
+	if (s->used < NP_SLAB_PINNED) {
 		s->used += NP_SLAB_PINNED;
+		s->counted += NP_SLAB_PINNED; /* a pin is no allocation */
+	}
 	np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_freelist_corrupt, 1);
 	if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
 		np_warn("malloc: a free list of %u-byte blocks is corrupt at %p (a write to freed memory, or a "
@@ -158,6 +160,7 @@ uint32_t np_slab_collect(struct np_slab *s)
 	np_slab_set_link(s, tail, np_slab_index_or_end(s, s->free));
 	s->free = head;
 	s->used -= n;
+	s->counted -= n; /* their freers counted them */
 	s->unchecked = 1;
 	return n;
 }

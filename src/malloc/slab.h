@@ -71,25 +71,32 @@ struct np_slab {
 	uint32_t block;              /* block size */
 	uintptr_t start;             /* address of block 0 (= the run's address) */
 	uint64_t div_inv;            /* block test: inverse of the block's odd factor mod 2^64 */
-	uint32_t end;                /* capacity: block indices are below it; as a link, the end */
-	uint32_t local_free;         /* index of the owner's last free (plain), or `end` */
+	uint16_t end;                /* capacity: block indices are below it; as a link, the end */
+	uint16_t local_free;         /* index of the owner's last free (plain), or `end` */
 	uint8_t div_shift;           /* block = odd factor << div_shift */
 	uint8_t cls;
 	uint8_t node;                /* dense node of the memory */
-	uint8_t pad_[5];
+	uint8_t unchecked;           /* remote lists taken in since free and local_free were last
+					empty: see np_slab_confirm_empty */
+	/* Bytes the owner's mallocs asked of this slab since its statistics were last taken
+	 * (np_ring_count): on the line malloc writes anyway, so the fast path's byte counting is
+	 * one add, with no test of which node the slab is on. */
+	uint64_t requested;
 	/* Line 2: thread_free, written by other threads, and fields of the slow paths. */
 	_Atomic uintptr_t thread_free NP_ALIGNED(NP_CACHELINE);
 	uint16_t capacity;           /* blocks in the slab */
 	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
-	uint8_t unchecked;           /* remote lists taken in since free and local_free were last
-					empty: see np_slab_confirm_empty */
-	uint8_t pad2_[3];
+	/* `used` as the statistics last counted it: the owner's mallocs and frees since then,
+	 * (used - counted) blocks, are in no counter yet (np_ring_count). Blocks other threads
+	 * freed are counted by them, so a collect takes them off both. */
+	uint32_t counted;
 	uintptr_t mark;              /* second word of a block another thread freed (np_slab_has_mark) */
 	struct np_page *run;         /* the page run */
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
 	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it */
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
+_Static_assert(offsetof(struct np_slab, thread_free) == NP_CACHELINE, "the fast paths' fields fill one line");
 _Static_assert(offsetof(struct np_chunk, no_owner) - offsetof(struct np_chunk, meta) == offsetof(struct np_slab, owner),
 	       "slot 0's chunk fields read as a slab header with no owner");
 
@@ -118,7 +125,7 @@ NP_INLINE void np_slab_set_block(struct np_slab *s, uint32_t block, uint32_t cap
 	for (int i = 0; i < 5; i++)
 		x *= 2 - q * x;
 	s->div_inv = x;
-	s->end = capacity;
+	s->end = (uint16_t)capacity;
 }
 
 /* The index of the block at address b when b is one: with block = q 2^k (q odd),
@@ -228,7 +235,7 @@ NP_INLINE uintptr_t np_slab_pop(struct np_slab *s)
 NP_INLINE void np_slab_push_local(struct np_slab *s, uintptr_t b, uint64_t i)
 {
 	np_slab_set_link(s, b, s->local_free);
-	s->local_free = (uint32_t)i;
+	s->local_free = (uint16_t)i;
 }
 
 /* True when the first word of block b decodes to a block of this slab or to the end of a

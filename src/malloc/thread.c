@@ -94,7 +94,6 @@ struct np_thread *np_thread_get(void)
 	live = th;
 	np_unlock(&threads_lock);
 	np_tls.in_use = 0;
-	np_tls.requested = 0;
 	np_tls.count_node = (uint8_t)np_node_primary(th->pcp.target);
 	np_tls.self = th;
 	np_tls.exited = false;
@@ -109,9 +108,7 @@ void np_thread_fold_bytes(struct np_thread *th)
 {
 	if (th == np_tls.self) {
 		th->in_use[np_tls.count_node] += np_tls.in_use;
-		th->requested[np_tls.count_node] += np_tls.requested;
 		np_tls.in_use = 0;
-		np_tls.requested = 0;
 	}
 	for (int n = 0; n < np_topo_table.nnodes; n++) {
 		if (th->in_use[n]) {

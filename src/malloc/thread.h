@@ -25,13 +25,13 @@
 struct np_tls {
 	struct np_slab *cur[NP_NCLASSES]; /* current slab per class (== self->ring[c]) */
 	struct np_thread *self;           /* NULL until the thread's first slow path */
-	/* The fast paths' byte counts for slabs of node count_node (the thread's first-choice
-	 * memory node), next to self: malloc and free touch no other line for them (mstress,
-	 * whose random object accesses evict everything else, paid for the thread struct's line
-	 * and page on every call). Slabs of other nodes count in self->in_use / requested.
-	 * Folded into those by np_thread_fold_bytes. */
+	/* Bytes of blocks of node count_node (the thread's first-choice memory node) that this
+	 * thread freed for other threads' slabs, next to self: the remote free touches no other
+	 * line for them (mstress, whose random object accesses evict everything else, paid for
+	 * the thread struct's line and page on every call). Blocks of other nodes count in
+	 * self->in_use. Folded into that by np_thread_fold_bytes. The owner's own mallocs and
+	 * frees count in the slab (`used`, `requested`: np_ring_count). */
 	int64_t in_use;
-	uint64_t requested;
 	uint8_t count_node;
 	bool exited;                      /* the thread-exit destructor ran */
 	bool place_at_start;              /* thread_start.c: placing a thread that inherited its mask */
@@ -40,11 +40,11 @@ struct np_tls {
 extern NP_TLS struct np_tls np_tls;
 
 struct np_thread {
-	/* Bytes counted by the fast paths, by the dense node of the slab (its memory's node, which
-	 * for a thread of a memoryless node is not its home), folded into the statistics by the
-	 * slow path: block bytes handed out minus freed, and bytes requested. Here rather than in
-	 * np_tls, which stays small: initial-exec TLS must fit the static TLS surplus when the
-	 * library is dlopen()ed. */
+	/* Bytes counted by the slabs (np_ring_count) and remote frees, by the dense node of the
+	 * slab (its memory's node, which for a thread of a memoryless node is not its home), folded
+	 * into the statistics by the slow path: block bytes handed out minus freed, and bytes
+	 * requested. Here rather than in np_tls, which stays small: initial-exec TLS must fit the
+	 * static TLS surplus when the library is dlopen()ed. */
 	int64_t in_use[NP_MAX_NODES];
 	uint64_t requested[NP_MAX_NODES];
 	struct np_pcp pcp;

@@ -655,6 +655,47 @@ static void stats_count_requests(void **state)
 	F_FREE(q);
 }
 
+/* A thread's own small blocks are counted exactly at its own read: blocks of many slabs,
+ * freed out of order into slabs that are no longer current, and blocks another thread freed. */
+#define SX_N 6000
+static void *free_every_third(void *arg)
+{
+	void **b = arg;
+	for (int i = 2; i < SX_N; i += 3)
+		F_FREE(b[i]);
+	return NULL;
+}
+
+static void stats_exact_for_small_blocks(void **state)
+{
+	(void)state;
+	static void *b[SX_N];
+	struct numa_page_node_stats before = np_t_stats();
+	size_t block = 0;
+	for (int i = 0; i < SX_N; i++) {
+		b[i] = F_MALLOC(np_t_opaque(100));
+		assert_non_null(b[i]);
+		block = F_USABLE(b[i]);
+	}
+	struct numa_page_node_stats s = np_t_stats();
+	assert_int_equal(s.malloc_requested - before.malloc_requested, (uint64_t)SX_N * 100);
+	assert_int_equal(s.malloc_in_use - before.malloc_in_use, (uint64_t)SX_N * block);
+	/* Every third block freed by another thread, then every third by this one, oldest slab
+	 * first (those slabs are not current any more). */
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, free_every_third, b), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (int i = 0; i < SX_N; i += 3)
+		F_FREE(b[i]);
+	s = np_t_stats();
+	assert_int_equal(s.malloc_in_use - before.malloc_in_use, (uint64_t)(SX_N / 3) * block);
+	assert_int_equal(s.malloc_requested - before.malloc_requested, (uint64_t)SX_N * 100);
+	for (int i = 1; i < SX_N; i += 3)
+		F_FREE(b[i]);
+	s = np_t_stats();
+	assert_int_equal(s.malloc_in_use, before.malloc_in_use);
+}
+
 /* trim gives freed memory back: pages_purged grows and the resident set shrinks. */
 static void trim_returns_memory(void **state)
 {
@@ -724,6 +765,7 @@ int main(void)
 		cmocka_unit_test(free_keeps_errno),
 		cmocka_unit_test(cross_thread_free_and_reuse),
 		cmocka_unit_test(stats_count_requests),
+		cmocka_unit_test(stats_exact_for_small_blocks),
 		cmocka_unit_test(trim_returns_memory),
 	};
 #ifdef API_LIBC
