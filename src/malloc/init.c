@@ -92,6 +92,7 @@ void np_init(void)
 	np_vmstat_init(&np_topo_table);
 	np_vmstat_verbose_nodes(&np_topo_table);
 	np_vmstat_read_hook = fold_self;
+	np_vmstat_fork_hook = np_thread_atfork_count_others;
 	np_pool_init(&np_topo_table);
 	np_huge_init(&np_topo_table);
 	np_node_init(&np_topo_table);

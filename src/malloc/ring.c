@@ -54,6 +54,20 @@ void np_ring_count(struct np_thread *th, bool every)
 	}
 }
 
+void np_ring_count_frozen(struct np_thread *th)
+{
+	for (int c = 0; c < NP_NCLASSES; c++) {
+		struct np_slab *cur = th->ring[c];
+		unsigned steps = 0;
+		for (struct np_slab *s = cur; s && steps < (1u << 20); steps++) {
+			count(th, s);
+			s = s->next;
+			if (s == cur)
+				break;
+		}
+	}
+}
+
 /* Makes s the current slab of its class in th's ring, linking it in first when insert. */
 static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 {

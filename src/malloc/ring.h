@@ -42,6 +42,10 @@ unsigned np_ring_leave_far(struct np_thread *th, uint64_t near);
  * `every`, for every slab of the rings (an exact read, trim). Slabs that leave a ring are
  * counted as they leave. */
 void np_ring_count(struct np_thread *th, bool every);
+/* The same, every slab, for a thread that fork left behind: its rings may have been changing
+ * when fork copied them, so the walk also stops at a NULL link and after a bound (a slab
+ * counted twice adds nothing the second time); a slab it was changing may be one block off. */
+void np_ring_count_frozen(struct np_thread *th);
 /* Walks th's rings (and its page cache); NULL when sound, else what is wrong. */
 const char *np_ring_check(const struct np_thread *th);
 

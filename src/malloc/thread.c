@@ -10,6 +10,7 @@
 #include "log.h"
 #include "malloc/place.h"
 #include "malloc/ready.h"
+#include "malloc/ring.h"
 #include "node/node.h"
 #include "os.h"
 #include "pool/pool.h"
@@ -145,6 +146,16 @@ void np_thread_forget_tls(void)
 		np_tls.cur[c] = &np_slab_empty;
 	np_tls.self = NULL;
 	np_tls.exited = true;
+}
+
+void np_thread_atfork_count_others(void)
+{
+	/* threads_lock was held across fork: the live list is whole. */
+	for (struct np_thread *th = live; th; th = th->next)
+		if (th != np_tls.self) {
+			np_ring_count_frozen(th);
+			np_thread_fold_bytes(th);
+		}
 }
 
 void np_thread_atfork_prepare(void)

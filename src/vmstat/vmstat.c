@@ -309,6 +309,8 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	 * them now, so that its events are dropped below with the rest and not folded later. */
 	if (np_vmstat_read_hook)
 		np_vmstat_read_hook();
+	if (np_vmstat_fork_hook)
+		np_vmstat_fork_hook();
 	/* The other threads' states were copied into the child but their threads were not: their
 	 * gauge deltas are levels of memory the child holds, so they fold; their events, like the
 	 * survivor's, are the parent's history (the parent still counts them) and are dropped. */
@@ -425,6 +427,7 @@ static int stats_get(int node, struct numa_page_node_stats *out, bool exact)
 }
 
 void (*np_vmstat_read_hook)(void);
+void (*np_vmstat_fork_hook)(void);
 
 NUMA_PAGE_API int numa_page_stats_get(int node, struct numa_page_node_stats *out)
 {

@@ -91,6 +91,10 @@ NP_INLINE void np_vmstat_add(struct np_vmstat_diffs *th, int node, int item, lon
  * malloc fast path's byte counters) before an exact read, so a thread reading its own
  * statistics sees every byte it allocated. NULL: nothing to fold. */
 extern void (*np_vmstat_read_hook)(void);
+/* Set by the layer above: in a fork child, folds into their deltas what the threads that did
+ * not come along counted outside them (the bytes of their slabs), before those deltas fold.
+ * NULL: nothing to fold. */
+extern void (*np_vmstat_fork_hook)(void);
 
 /* Cheap: the shared total of a dense node; lags the truth by at most threshold x live threads.
  * Gauges are clamped at 0. */

@@ -13,7 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <semaphore.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "api/api_common.h"
@@ -696,6 +699,56 @@ static void stats_exact_for_small_blocks(void **state)
 	assert_int_equal(s.malloc_in_use, before.malloc_in_use);
 }
 
+/* A fork child holds the blocks of the threads that did not come along: their bytes stay in
+ * use in the child (the blocks a blocked thread took from its slabs, not yet counted by any
+ * slow path of its own), and leave when the child frees them. */
+static sem_t fx_ready, fx_done;
+static void *fx_block[SX_N];
+static void *hold_blocks(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < SX_N; i++)
+		fx_block[i] = F_MALLOC(np_t_opaque(100));
+	sem_post(&fx_ready);
+	sem_wait(&fx_done);
+	return NULL;
+}
+
+static void stats_exact_in_fork_child(void **state)
+{
+	(void)state;
+	sem_init(&fx_ready, 0, 0);
+	sem_init(&fx_done, 0, 0);
+	struct numa_page_node_stats before = np_t_stats();
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, hold_blocks, NULL), 0);
+	sem_wait(&fx_ready);
+	for (int i = 0; i < SX_N; i++)
+		assert_non_null(fx_block[i]);
+	uint64_t held = (uint64_t)SX_N * F_USABLE(fx_block[0]);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* No cmocka in the child: the verdict is the exit status. */
+		struct numa_page_node_stats s = np_t_stats();
+		int bad = s.malloc_in_use < before.malloc_in_use + held;
+		for (int i = 0; i < SX_N; i++)
+			F_FREE(fx_block[i]);
+		struct numa_page_node_stats e = np_t_stats();
+		bad |= (e.malloc_in_use != s.malloc_in_use - held) << 1;
+		_exit(bad);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	sem_post(&fx_done);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (int i = 0; i < SX_N; i++)
+		F_FREE(fx_block[i]);
+	assert_true(WIFEXITED(status));
+	/* 1: the blocked thread's bytes were missing in the child; 2: its frees took off other bytes. */
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* trim gives freed memory back: pages_purged grows and the resident set shrinks. */
 static void trim_returns_memory(void **state)
 {
@@ -766,6 +819,7 @@ int main(void)
 		cmocka_unit_test(cross_thread_free_and_reuse),
 		cmocka_unit_test(stats_count_requests),
 		cmocka_unit_test(stats_exact_for_small_blocks),
+		cmocka_unit_test(stats_exact_in_fork_child),
 		cmocka_unit_test(trim_returns_memory),
 	};
 #ifdef API_LIBC
