@@ -76,6 +76,14 @@ NP_INLINE void np_lock(struct np_lock *l)
 	np_lock_note(l, true);
 }
 
+/* Takes l while the caller holds a lock of the same rank and index: the next shard of a pool
+ * (pool.h), which only fork takes together with the others, in shard order. */
+NP_INLINE void np_lock_nested(struct np_lock *l)
+{
+	pthread_mutex_lock(&l->mutex);
+	np_lock_note(l, true);
+}
+
 /* True when it took the lock without waiting. */
 NP_INLINE bool np_trylock(struct np_lock *l)
 {

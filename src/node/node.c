@@ -114,7 +114,7 @@ uint64_t np_node_near(int home)
 
 static size_t free_pages(int node)
 {
-	return __atomic_load_n(&np_pools[node].free_pages, __ATOMIC_RELAXED);
+	return np_pool_free_pages(node);
 }
 
 int np_node_pick(int home, unsigned *rotor, size_t pages, bool *shared)

@@ -71,6 +71,7 @@ struct np_chunk {
 			uint8_t kind;              /* enum np_chunk_kind */
 			uint8_t nilv;              /* interleave: number of nodes in ilv[] */
 			uint8_t user;              /* huge: free for the layer above */
+			uint8_t shard;             /* normal: the pool shard that owns it (pool.h) */
 			uint16_t node;             /* dense node index the memory is bound to */
 			/* Always NULL: where a slab header in this slot would hold its owner, so that
 			 * free(), which reads the metadata slot of any pointer's 64 KiB as a slab
@@ -78,7 +79,7 @@ struct np_chunk {
 			void *no_owner;
 			size_t size;               /* bytes mapped, header included */
 			size_t data_offset;        /* huge: offset of the user's memory */
-			struct np_chunk *next;     /* the owning pool's chunk list (normal), cache (cached) */
+			struct np_chunk *next;     /* the owning shard's chunk list (normal), cache (cached) */
 			uint8_t ilv[NP_MAX_NODES]; /* interleave: page a is on ilv[(a >> 12) % nilv] */
 			/* Huge, and cached (pool/huge.c): bytes from the data's start that may not read
 			 * as zeros (0: all clean), and when it was cached (np_os_clock_ns). */

@@ -18,29 +18,31 @@ struct np_pool np_pools[NP_MAX_NODES];
 
 size_t np_pool_purge_pages;
 
-void np_pool_lock(struct np_pool *p, struct np_vmstat_diffs *st)
+void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
 {
-	if (!np_trylock(&p->lock)) {
-		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pool_contended, 1);
-		np_lock(&p->lock);
+	if (!np_trylock(&s->lock)) {
+		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pool_contended, 1);
+		np_lock(&s->lock);
 	}
 }
 
-void np_pool_unlock(struct np_pool *p)
+void np_pool_unlock(struct np_pool_shard *s)
 {
-	np_unlock(&p->lock);
+	np_unlock(&s->lock);
 }
 
 /* Adaptive: a waiter spins a little before it sleeps. The lock is held for a few list
  * operations, so a waiter usually gets it without a futex sleep and a context switch
  * (measured: docs/design.md, "Measurements behind the code"). */
-static void init_lock(struct np_pool *p)
+static void init_lock(struct np_pool_shard *s)
 {
-	np_lock_init(&p->lock, NP_LOCK_RANK_POOL, p->node, true);
+	np_lock_init(&s->lock, NP_LOCK_RANK_POOL, s->node, true);
 }
 
 void np_pool_init(const struct np_topo *t)
 {
+	/* One shard per CPU the process may use, up to NP_POOL_SHARDS. */
+	unsigned nshards = (unsigned)NP_MAX(1, NP_MIN(t->nallowed_cpus, NP_POOL_SHARDS));
 	np_pool_purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
 	np_chunk_tight = np_os_address_limited();
 	/* Only the pools of the table's nodes (and any a previous table used: tests load several)
@@ -48,10 +50,21 @@ void np_pool_init(const struct np_topo *t)
 	 * memory (a one-node process started with 124 KiB more resident when all were). */
 	for (int i = 0; i < NP_MAX_NODES; i++) {
 		struct np_pool *p = &np_pools[i];
-		if (i >= t->nnodes && !p->exists && !p->chunks)
+		if (i >= t->nnodes && !p->exists && !p->mapped_pages)
 			continue;
-		*p = (struct np_pool){.node = i};
-		init_lock(p);
+		p->node = i;
+		p->exists = false;
+		p->nshards = nshards;
+		p->mapped_pages = 0;
+		p->limit_pages = 0;
+		p->spilled = p->low = 0;
+		for (unsigned k = 0; k < NP_POOL_SHARDS; k++) {
+			struct np_pool_shard *sh = &p->shard[k];
+			if (k >= nshards && !sh->chunks && !sh->free_pages)
+				continue; /* never written: its BSS pages stay untouched */
+			*sh = (struct np_pool_shard){.node = i, .index = (uint8_t)k};
+			init_lock(sh);
+		}
 		if (i < t->nnodes && t->node[i].mem_allowed) {
 			p->exists = true;
 			p->limit_pages = t->node[i].mem_bytes >> NP_PAGE_SHIFT;
@@ -66,7 +79,7 @@ static int bin_of(size_t n)
 	return n <= NP_POOL_EXACT_BINS ? (int)n - 1 : NP_POOL_EXACT_BINS;
 }
 
-static void bin_push(struct np_pool *p, struct np_page *pg)
+static void bin_push(struct np_pool_shard *p, struct np_page *pg)
 {
 	int b = bin_of(pg->npages);
 	pg->prev = NULL;
@@ -77,7 +90,7 @@ static void bin_push(struct np_pool *p, struct np_page *pg)
 	p->bin_mask[b / 64] |= 1ULL << (b % 64);
 }
 
-static void bin_unlink(struct np_pool *p, struct np_page *pg)
+static void bin_unlink(struct np_pool_shard *p, struct np_page *pg)
 {
 	int b = bin_of(pg->npages);
 	if (pg->prev)
@@ -102,7 +115,7 @@ size_t np_pool_run_dirty(const struct np_page *pg)
 	return pg->npages == 1 ? !pg->clean : (size_t)(uintptr_t)pg[pg->npages - 1].prev;
 }
 
-static void insert_free_locked(struct np_pool *p, struct np_page *pg, size_t n, bool clean, size_t dirty)
+static void insert_free_locked(struct np_pool_shard *p, struct np_page *pg, size_t n, bool clean, size_t dirty)
 {
 	pg->state = NP_PAGE_FREE;
 	pg->npages = (uint32_t)n;
@@ -122,7 +135,7 @@ static void insert_free_locked(struct np_pool *p, struct np_page *pg, size_t n, 
 	p->dirty_pages += dirty;
 }
 
-void np_pool_remove_free_locked(struct np_pool *p, struct np_page *pg)
+void np_pool_remove_free_locked(struct np_pool_shard *p, struct np_page *pg)
 {
 	bin_unlink(p, pg);
 	p->free_pages -= pg->npages;
@@ -132,7 +145,7 @@ void np_pool_remove_free_locked(struct np_pool *p, struct np_page *pg)
 
 /* Returns a run to the pool, merging it with free neighbours. clean: the run reads as zeros
  * (a purged run); otherwise all its pages count as dirty. */
-void np_pool_put_locked(struct np_pool *p, struct np_page *pg, bool clean)
+void np_pool_put_locked(struct np_pool_shard *p, struct np_page *pg, bool clean)
 {
 	struct np_chunk *c = np_chunk_of(pg);
 	size_t idx = (size_t)(pg - c->pages);
@@ -185,7 +198,7 @@ void np_pool_mark_used(struct np_page *pg, size_t n, uint8_t order)
 
 /* Takes a run of n pages aligned to align pages from the bins, splitting what is left over
  * back into the pool. NULL when no free run fits. */
-static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
+static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t align)
 {
 	for (int b = bin_of(n); b < NP_POOL_BINS; b++) {
 		uint64_t m = p->bin_mask[b / 64] >> (b % 64);
@@ -245,9 +258,9 @@ static struct np_page *take_locked(struct np_pool *p, size_t n, size_t align)
 	return NULL;
 }
 
-/* Maps a chunk for the pool with the lock dropped. Returns false when the node is full or the
+/* Maps a chunk for shard p with its lock dropped. Returns false when the node is full or the
  * kernel refused. Called and returns with the lock held. */
-static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
+static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 {
 	/* No cap on what is mapped: address space is not memory (chunks are mapped with
 	 * MAP_NORESERVE and fill only as they are touched), and a program that maps more small
@@ -268,9 +281,10 @@ static bool grow_locked(struct np_pool *p, struct np_vmstat_diffs *st)
 			np_pool_note_spill(p->node);
 		return false;
 	}
+	c->shard = p->index;
 	c->next = p->chunks;
 	p->chunks = c;
-	p->mapped_pages += NP_CHUNK_DATA_PAGES;
+	__atomic_add_fetch(&np_pools[p->node].mapped_pages, NP_CHUNK_DATA_PAGES, __ATOMIC_RELAXED);
 	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true, 0);
 	return true;
 }
@@ -285,13 +299,21 @@ static bool fits_in_chunk(size_t n, size_t align)
 
 /* ---- the pool's interface ----------------------------------------------------------------- */
 
-/* Up to n runs of npages at align_pages (checked by the caller) from node's pool, in one lock
- * hold, marked used with `order`; grows the pool only when empty-handed (partial batches are
- * fine). Returns how many were stored in out[]. */
-static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, int n, struct np_page **out,
-		    struct np_vmstat_diffs *st, bool grow, const char *where)
+/* The shard of the CPU the calling thread runs on (rseq: one load). */
+static struct np_pool_shard *home_shard(struct np_pool *p)
 {
-	struct np_pool *p = &np_pools[node];
+	if (p->nshards == 1)
+		return &p->shard[0];
+	int cpu = np_os_current_cpu();
+	return &p->shard[(unsigned)(cpu < 0 ? 0 : cpu) % p->nshards];
+}
+
+/* Up to n runs of npages at align_pages from shard p, in one lock hold, marked used with
+ * `order`; grows the shard only when grow allows and it is empty-handed (partial batches are
+ * fine). Returns how many were stored in out[]. */
+static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages, uint8_t order, int n,
+		     struct np_page **out, struct np_vmstat_diffs *st, bool grow, const char *where)
+{
 	int got = 0;
 	np_pool_lock(p, st);
 	while (got < n) {
@@ -306,6 +328,74 @@ static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, 
 	}
 	np_pool_debug_check_locked(p, where);
 	np_pool_unlock(p);
+	return got;
+}
+
+/* A chunk of another shard with nothing in use (its data one free run) moves to shard `to`,
+ * so memory a shard does not use serves the others before the pool maps more. One lock at a
+ * time: out of the old shard's bins and list, the chunk is nobody's (no run of it is handed
+ * out, so nothing can come back to it), then into the new one. False when no shard has one. */
+static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct np_vmstat_diffs *st)
+{
+	for (unsigned k = 1; k < p->nshards; k++) {
+		struct np_pool_shard *o = &p->shard[(to->index + k) % p->nshards];
+		if (__atomic_load_n(&o->free_pages, __ATOMIC_RELAXED) < NP_CHUNK_DATA_PAGES)
+			continue;
+		struct np_chunk *c = NULL;
+		bool clean = false;
+		size_t dirty = 0;
+		np_pool_lock(o, st);
+		for (struct np_page *pg = o->bins[NP_POOL_BINS - 1]; pg; pg = pg->next)
+			if (pg->npages == NP_CHUNK_DATA_PAGES) {
+				c = np_chunk_of(pg);
+				clean = pg->clean;
+				dirty = np_pool_run_dirty(pg);
+				np_pool_remove_free_locked(o, pg);
+				for (struct np_chunk **l = &o->chunks; *l; l = &(*l)->next)
+					if (*l == c) {
+						*l = c->next;
+						break;
+					}
+				break;
+			}
+		np_pool_debug_check_locked(o, "move_free_chunk");
+		np_pool_unlock(o);
+		if (!c)
+			continue;
+		np_pool_lock(to, st);
+		c->shard = to->index;
+		c->next = to->chunks;
+		to->chunks = c;
+		insert_free_locked(to, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, clean, dirty);
+		np_pool_debug_check_locked(to, "move_free_chunk");
+		np_pool_unlock(to);
+		return true;
+	}
+	return false;
+}
+
+/* Up to n runs of npages at align_pages (checked by the caller) from node's pool: from the
+ * calling CPU's shard; else from a whole free chunk another shard hands over; else from a
+ * chunk the CPU's shard maps, when grow allows; else (the node may not grow) from the first
+ * other shard that has them. Free page counts of other shards are hints read without their
+ * locks. Runs taken from another shard return to it: taking them first, rather than a whole
+ * chunk or a new one, made two threads share one shard's lock for good (page_bench).
+ * Returns how many were stored in out[]. */
+static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, int n, struct np_page **out,
+		    struct np_vmstat_diffs *st, bool grow, const char *where)
+{
+	struct np_pool *p = &np_pools[node];
+	struct np_pool_shard *home = home_shard(p);
+	int got = take_runs(home, npages, align_pages, order, n, out, st, p->nshards == 1 && grow, where);
+	if (!got && p->nshards > 1) {
+		if (move_free_chunk(p, home, st) || grow)
+			got = take_runs(home, npages, align_pages, order, n, out, st, grow, where);
+		for (unsigned k = 1; !got && k < p->nshards; k++) {
+			struct np_pool_shard *o = &p->shard[(home->index + k) % p->nshards];
+			if (__atomic_load_n(&o->free_pages, __ATOMIC_RELAXED) >= npages)
+				got = take_runs(o, npages, align_pages, order, n, out, st, false, where);
+		}
+	}
 	if (got)
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(npages * (size_t)got));
 	return got;
@@ -342,7 +432,7 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 	size_t idx = (size_t)(run - c->pages), n = run->npages;
 	if (new_npages <= n || idx + new_npages > NP_CHUNK_PAGES)
 		return new_npages <= n;
-	struct np_pool *p = &np_pools[c->node];
+	struct np_pool_shard *p = np_pool_shard_of(run);
 	bool ok = false;
 	np_pool_lock(p, st);
 	struct np_page *right = &c->pages[idx + n];
@@ -370,37 +460,66 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 	return ok;
 }
 
+size_t np_pool_free_pages(int node)
+{
+	const struct np_pool *p = &np_pools[node];
+	size_t n = 0;
+	for (unsigned k = 0; k < p->nshards; k++)
+		n += __atomic_load_n(&p->shard[k].free_pages, __ATOMIC_RELAXED);
+	return n;
+}
+
+size_t np_pool_dirty_pages(int node)
+{
+	const struct np_pool *p = &np_pools[node];
+	size_t n = 0;
+	for (unsigned k = 0; k < p->nshards; k++)
+		n += __atomic_load_n(&p->shard[k].dirty_pages, __ATOMIC_RELAXED);
+	return n;
+}
+
 void np_pool_totals(size_t *mapped_pages, size_t *free_pages)
 {
 	*mapped_pages = *free_pages = 0;
 	for (int i = 0; i < NP_MAX_NODES; i++) {
+		if (!np_pools[i].exists)
+			continue;
 		*mapped_pages += __atomic_load_n(&np_pools[i].mapped_pages, __ATOMIC_RELAXED);
-		*free_pages += __atomic_load_n(&np_pools[i].free_pages, __ATOMIC_RELAXED);
+		*free_pages += np_pool_free_pages(i);
 	}
 }
 
+/* Every shard of every pool, in node and shard order (the shards of a node share the lock
+ * order's index: np_lock_nested). */
 void np_pool_atfork_prepare(void)
 {
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		if (np_pools[i].exists)
-			np_lock(&np_pools[i].lock);
+			for (unsigned k = 0; k < np_pools[i].nshards; k++) {
+				if (k == 0)
+					np_lock(&np_pools[i].shard[k].lock);
+				else
+					np_lock_nested(&np_pools[i].shard[k].lock);
+			}
 }
 
 void np_pool_atfork_parent(void)
 {
 	for (int i = NP_MAX_NODES - 1; i >= 0; i--)
 		if (np_pools[i].exists)
-			np_unlock(&np_pools[i].lock);
+			for (unsigned k = np_pools[i].nshards; k-- > 0;)
+				np_unlock(&np_pools[i].shard[k].lock);
 }
 
 void np_pool_atfork_child(void)
 {
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		if (np_pools[i].exists)
-			init_lock(&np_pools[i]);
+			for (unsigned k = 0; k < np_pools[i].nshards; k++)
+				init_lock(&np_pools[i].shard[k]);
 }
 
-static const char *check_locked(struct np_pool *p)
+static const char *check_locked(struct np_pool_shard *p)
 {
 	const char *err = NULL;
 	size_t free_pages = 0;
@@ -415,31 +534,36 @@ static const char *check_locked(struct np_pool *p)
 				err = "a run sits in the wrong bin";
 			else if (np_page_node(pg) != p->node)
 				err = "a pool holds a page of another node";
+			else if (np_pool_shard_of(pg) != p)
+				err = "a shard holds a run of another shard's chunk";
 			free_pages += pg->npages;
 		}
 	}
 	for (struct np_chunk *c = p->chunks; c && !err; c = c->next)
-		err = np_chunk_check(c);
+		err = c->shard != p->index ? "a shard lists another shard's chunk" : np_chunk_check(c);
 	if (!err && free_pages != p->free_pages)
 		err = "free page count disagrees with the bins";
 	return err;
 }
 
-/* debug_level 3: the whole pool after every change made under its lock. */
-void np_pool_debug_check_locked(struct np_pool *p, const char *where)
+/* debug_level 3: the whole shard after every change made under its lock. */
+void np_pool_debug_check_locked(struct np_pool_shard *p, const char *where)
 {
 	if (np_config_debug < 3)
 		return;
 	const char *err = check_locked(p);
 	if (err)
-		np_fatal("pool of node %d corrupt after %s: %s", p->node, where, err);
+		np_fatal("pool of node %d (shard %u) corrupt after %s: %s", p->node, p->index, where, err);
 }
 
 const char *np_pool_check(int node)
 {
 	struct np_pool *p = &np_pools[node];
-	np_lock(&p->lock);
-	const char *err = check_locked(p);
-	np_unlock(&p->lock);
+	const char *err = NULL;
+	for (unsigned k = 0; k < p->nshards && !err; k++) {
+		np_lock(&p->shard[k].lock);
+		err = check_locked(&p->shard[k]);
+		np_unlock(&p->shard[k].lock);
+	}
 	return err;
 }

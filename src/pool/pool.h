@@ -1,17 +1,22 @@
 /*
  * pool.h — one page pool per node with allowed memory: the free runs of that node's chunks,
- * binned by length, coalesced on return, with one mutex taken once per batch (not per page).
- * A pool grows by mapping and binding a chunk, and gives free memory back to the OS (madvise)
- * once it holds more than NUMAPAGE_PURGE_MB of dirty free pages. A pool only ever holds pages
- * of its own node: memory never changes node.
+ * binned by length, coalesced on return. A pool is split into shards (up to NP_POOL_SHARDS,
+ * as many as the process has CPUs): each shard owns whole chunks, their free runs and a mutex
+ * taken once per batch (not per page). A thread takes runs from the shard of the CPU it runs
+ * on, from the other shards when its own has none that fits, and grows its own by a chunk
+ * only when no shard had one; a run always returns to the shard of its chunk. So threads on
+ * different CPUs do not queue on one lock, nor write each other's bins and page descriptors
+ * (jemalloc's arenas per CPU, per node here). Free memory goes back to the OS (madvise) once a
+ * pool's shards hold more than NUMAPAGE_PURGE_MB of dirty free pages together. A pool only ever
+ * holds pages of its own node: memory never changes node.
  *
  * Freed huge chunks (allocations too large for a chunk) are kept by the node's huge cache
  * (pool/huge.h), with its own budget and lock.
  *
- * Lock: one per pool, rank NP_LOCK_RANK_POOL (lock.h): the innermost lock; a thread holds at
- * most one pool lock at a time (fork takes them all, in node order). The pool's files:
- * pool.c (taking runs: bins, growth), pool_return.c (runs coming back, purge and trim).
- * Invariants: see np_pool_check().
+ * Lock: one per shard, rank NP_LOCK_RANK_POOL (lock.h), index the node: the innermost lock; a
+ * thread holds at most one shard lock at a time (fork takes them all, in node and shard
+ * order). The pool's files: pool.c (taking runs: bins, growth, shards), pool_return.c (runs
+ * coming back, purge and trim). Invariants: see np_pool_check().
  */
 #ifndef NP_POOL_H
 #define NP_POOL_H
@@ -33,21 +38,31 @@
 /* Longest run a pool hands out; longer requests get a huge chunk of their own. */
 #define NP_POOL_MAX_RUN NP_CHUNK_DATA_PAGES
 
-struct np_pool {
+/* Shards per pool, at most (a power of two is not needed). */
+#define NP_POOL_SHARDS 8
+
+struct np_pool_shard {
 	struct np_lock lock;         /* rank NP_LOCK_RANK_POOL, index node */
 	int node;                    /* dense node index */
-	bool exists;                 /* the node has allowed memory */
+	uint8_t index;               /* this shard's place in its pool */
+	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
 	size_t free_pages;           /* pages in free runs (racy reads allowed: a hint) */
 	size_t dirty_pages;          /* free pages that may be resident (an upper bound) */
-	size_t mapped_pages;         /* data pages of all chunks */
-	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
-	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
-	uint8_t spilled;             /* a chunk mapped for the node landed elsewhere (np_pool_note_spill) */
-	uint8_t low;                 /* the node is nearly full: verify new chunks page by page (np_pool_set_low) */
-	struct np_chunk *chunks;     /* every normal chunk of the node */
+	struct np_chunk *chunks;     /* this shard's normal chunks */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	struct np_page *bins[NP_POOL_BINS];
 } NP_ALIGNED(NP_CACHELINE);
+
+struct np_pool {
+	int node;                    /* dense node index */
+	bool exists;                 /* the node has allowed memory */
+	unsigned nshards;            /* shards in use, 1..NP_POOL_SHARDS */
+	size_t mapped_pages;         /* data pages of all chunks (relaxed atomic) */
+	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
+	uint8_t spilled;             /* a chunk mapped for the node landed elsewhere (np_pool_note_spill) */
+	uint8_t low;                 /* the node is nearly full: verify new chunks page by page (np_pool_set_low) */
+	struct np_pool_shard shard[NP_POOL_SHARDS];
+};
 
 extern struct np_pool np_pools[NP_MAX_NODES];
 
@@ -107,6 +122,11 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st);
  * included (all counted in pages_purged). Returns the pages known to have been resident (dirty
  * runs), malloc_trim's answer. */
 size_t np_pool_trim(int node, struct np_vmstat_diffs *st);
+
+/* Pages in node's free runs, and of those the ones that may be resident, over its shards
+ * (racy reads: hints, and exact when no other thread uses the pool). */
+size_t np_pool_free_pages(int node);
+size_t np_pool_dirty_pages(int node);
 
 /* Pages mapped and free over all pools (racy reads: mallinfo2's answer). */
 void np_pool_totals(size_t *mapped_pages, size_t *free_pages);

@@ -1,7 +1,7 @@
 /*
  * pool_locked.h — what the pool's own files share (pool.c, pool_return.c); no
  * other module includes it. Functions named *_locked expect the caller to hold the pool's lock
- * (np_pool_lock); they check it at debug_level >= 2.
+ * (np_pool_lock) of the shard they are given; they check it at debug_level >= 2.
  */
 #ifndef NP_POOL_LOCKED_H
 #define NP_POOL_LOCKED_H
@@ -12,24 +12,31 @@
 
 #include "pool/pool.h"
 
-/* Dirty pages a pool keeps before purging (NUMAPAGE_PURGE_MB), set by np_pool_init. */
+/* Dirty pages a pool (all its shards) keeps before purging (NUMAPAGE_PURGE_MB), set by
+ * np_pool_init. */
 extern size_t np_pool_purge_pages;
 
-/* Takes the pool's lock, counting pool_contended when it has to wait. */
-void np_pool_lock(struct np_pool *p, struct np_vmstat_diffs *st);
-void np_pool_unlock(struct np_pool *p);
+/* Takes the shard's lock, counting pool_contended when it has to wait. */
+void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st);
+void np_pool_unlock(struct np_pool_shard *s);
+/* The shard that owns the chunk of page pg. */
+NP_INLINE struct np_pool_shard *np_pool_shard_of(const struct np_page *pg)
+{
+	const struct np_chunk *c = np_chunk_of(pg);
+	return &np_pools[c->node].shard[c->shard];
+}
 
 /* How many pages of the free run at pg may be resident (an estimate; see pool.c). */
 size_t np_pool_run_dirty(const struct np_page *pg);
 /* Takes the free run at pg out of its bin. */
-void np_pool_remove_free_locked(struct np_pool *p, struct np_page *pg);
+void np_pool_remove_free_locked(struct np_pool_shard *s, struct np_page *pg);
 /* Returns the run at pg (state USED, npages set) to the pool, merged with free neighbours;
  * clean: it reads as zeros (purged). */
-void np_pool_put_locked(struct np_pool *p, struct np_page *pg, bool clean);
+void np_pool_put_locked(struct np_pool_shard *s, struct np_page *pg, bool clean);
 /* Marks [pg, pg + n) as one run handed out: head USED (order: its page-cache order, or
  * NP_ORDER_NONE), every other page TAIL. No lock needed: the run is nobody else's. */
 void np_pool_mark_used(struct np_page *pg, size_t n, uint8_t order);
-/* debug_level 3: the whole pool after every change made under its lock. */
-void np_pool_debug_check_locked(struct np_pool *p, const char *where);
+/* debug_level 3: the whole shard after every change made under its lock. */
+void np_pool_debug_check_locked(struct np_pool_shard *s, const char *where);
 
 #endif /* NP_POOL_LOCKED_H */

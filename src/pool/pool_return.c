@@ -1,8 +1,8 @@
 /*
- * pool_return.c — runs coming back to their pools, and the pools' free memory going back to
- * the operating system (see pool.h): returned runs merge with their free neighbours
- * (np_pool_put_locked, pool.c); past the watermark, dirty runs are purged (madvise), largest
- * first; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
+ * pool_return.c — runs coming back to their pools' shards, and the pools' free memory going
+ * back to the operating system (see pool.h): returned runs merge with their free neighbours
+ * (np_pool_put_locked, pool.c); past a shard's watermark, its dirty runs are purged (madvise),
+ * largest first; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
  * back and never calls the other way. The system calls are made
  * with the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which
  * holds the lock so that no allocation can take a run while its pages go.
@@ -14,43 +14,10 @@
 
 #define PURGE_BATCH 32
 
-void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
+/* Gives back dirty free pages of shard p, largest runs first, until at most keep_pages of
+ * them remain. */
+static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, struct np_vmstat_diffs *st)
 {
-	/* One lock hold per node: take the first remaining run's node, return every run of that
-	 * node (clearing its slot), repeat. Batches are small, so the quadratic scan is cheap. */
-	for (int i = 0; i < n; i++) {
-		if (!runs[i])
-			continue;
-		int node = np_page_node(runs[i]);
-		struct np_pool *p = &np_pools[node];
-		long pages = 0;
-		np_pool_lock(p, st);
-		for (int j = i; j < n; j++) {
-			if (!runs[j] || np_page_node(runs[j]) != node)
-				continue;
-			pages += runs[j]->npages;
-			np_pool_put_locked(p, runs[j], false);
-			runs[j] = NULL;
-		}
-		bool purge = p->dirty_pages > np_pool_purge_pages;
-		np_pool_debug_check_locked(p, "put");
-		np_pool_unlock(p);
-		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_free, pages);
-		if (purge)
-			np_pool_purge(node, np_pool_purge_pages / 2, st);
-	}
-}
-
-void np_pool_put_run(struct np_page *run, struct np_vmstat_diffs *st)
-{
-	np_pool_put_batch(&run, 1, st);
-}
-
-size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
-{
-	struct np_pool *p = &np_pools[node];
-	if (!p->exists)
-		return 0;
 	size_t total = 0;
 	for (;;) {
 		struct np_page *runs[PURGE_BATCH];
@@ -81,7 +48,7 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 		for (int i = 0; i < n; i++)
 			np_pool_put_locked(p, runs[i], true);
 		np_pool_unlock(p);
-		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
+		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
 		total += pages;
 		if (n < PURGE_BATCH)
 			break;
@@ -89,41 +56,95 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 	return total;
 }
 
-size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
+size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 {
 	struct np_pool *p = &np_pools[node];
 	if (!p->exists)
 		return 0;
 	size_t total = 0;
+	/* keep_pages is the node's: shared out in shard order, each keeping what is left of it. */
+	for (unsigned k = 0; k < p->nshards; k++) {
+		size_t have = __atomic_load_n(&p->shard[k].dirty_pages, __ATOMIC_RELAXED);
+		size_t keep = NP_MIN(have, keep_pages);
+		total += purge_shard(&p->shard[k], keep, st);
+		keep_pages -= keep;
+	}
+	return total;
+}
+
+void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
+{
+	/* One lock hold per shard: take the first remaining run's shard, return every run of that
+	 * shard (clearing its slot), repeat. Batches are small, so the quadratic scan is cheap. */
+	for (int i = 0; i < n; i++) {
+		if (!runs[i])
+			continue;
+		struct np_pool_shard *p = np_pool_shard_of(runs[i]);
+		long pages = 0;
+		np_pool_lock(p, st);
+		for (int j = i; j < n; j++) {
+			if (!runs[j] || np_pool_shard_of(runs[j]) != p)
+				continue;
+			pages += runs[j]->npages;
+			np_pool_put_locked(p, runs[j], false);
+			runs[j] = NULL;
+		}
+		size_t mine = p->dirty_pages;
+		np_pool_debug_check_locked(p, "put");
+		np_pool_unlock(p);
+		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_free, pages);
+		/* The watermark is the node's: past it, this shard gives back what brings the node
+		 * to half of it, as far as its own dirty pages go (the other shards' counts are
+		 * read without their locks: a hint; they purge at their own returns). */
+		size_t total = np_pool_dirty_pages(p->node);
+		if (total > np_pool_purge_pages) {
+			size_t others = total > mine ? total - mine : 0, half = np_pool_purge_pages / 2;
+			purge_shard(p, half > others ? half - others : 0, st);
+		}
+	}
+}
+
+void np_pool_put_run(struct np_page *run, struct np_vmstat_diffs *st)
+{
+	np_pool_put_batch(&run, 1, st);
+}
+
+size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
+{
+	struct np_pool *pool = &np_pools[node];
+	if (!pool->exists)
+		return 0;
+	size_t total = 0, pages = 0;
 	/* Every free run, under the lock, as glibc's malloc_trim: the runs stay in their bins, so
 	 * no allocation may take one while its pages go. Runs the pool thinks clean are given back
 	 * too: with transparent huge pages set to "always" the kernel backs a whole 2 MiB of a
 	 * fresh chunk on its first touch, so never-used pages can be resident (the VM guests saw
 	 * megabytes stay after trim: docs/design.md). madvise of pages that are not there costs
-	 * nothing. */
-	size_t pages = 0;
-	np_pool_lock(p, st);
-	for (struct np_chunk *c = p->chunks; c; c = c->next) {
-		size_t i = NP_CHUNK_HEADER_PAGES;
-		while (i < NP_CHUNK_PAGES) {
-			struct np_page *pg = &c->pages[i];
-			size_t n = pg->npages ? pg->npages : 1;
-			if (np_page_state(pg) == NP_PAGE_FREE) {
-				np_os_purge(np_page_addr(pg), n << NP_PAGE_SHIFT);
-				size_t d = np_pool_run_dirty(pg);
-				if (d)
-					total += n; /* known to have been resident */
-				p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
-				pg->clean = 1;
-				if (n > 1)
-					pg[n - 1].prev = NULL; /* dirty estimate 0 */
-				pages += n;
+	 * nothing. One shard at a time. */
+	for (unsigned k = 0; k < pool->nshards; k++) {
+		struct np_pool_shard *p = &pool->shard[k];
+		np_pool_lock(p, st);
+		for (struct np_chunk *c = p->chunks; c; c = c->next) {
+			size_t i = NP_CHUNK_HEADER_PAGES;
+			while (i < NP_CHUNK_PAGES) {
+				struct np_page *pg = &c->pages[i];
+				size_t n = pg->npages ? pg->npages : 1;
+				if (np_page_state(pg) == NP_PAGE_FREE) {
+					np_os_purge(np_page_addr(pg), n << NP_PAGE_SHIFT);
+					size_t d = np_pool_run_dirty(pg);
+					if (d)
+						total += n; /* known to have been resident */
+					p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
+					pg->clean = 1;
+					if (n > 1)
+						pg[n - 1].prev = NULL; /* dirty estimate 0 */
+					pages += n;
+				}
+				i += n;
 			}
-			i += n;
 		}
+		np_pool_unlock(p);
 	}
-	np_pool_unlock(p);
 	np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)pages);
 	return total;
 }
-

@@ -119,7 +119,7 @@ static long pool_used_pages(void)
 	long used = 0;
 	for (int d = 0; d < T->nnodes; d++)
 		if (np_pools[d].exists)
-			used += (long)np_pools[d].mapped_pages - (long)np_pools[d].free_pages;
+			used += (long)np_pools[d].mapped_pages - (long)np_pool_free_pages(d);
 	return used;
 }
 
@@ -894,14 +894,14 @@ static void purge_and_trim(void **state)
 	snap(&b);
 	long purged = DELTA(&a, &b, 0, pages_purged);
 	assert_true(purged > 0); /* 4 MiB freed against a 1 MiB watermark */
-	assert_true(np_pools[0].dirty_pages <= 256);
+	assert_true(np_pool_dirty_pages(0) <= 256);
 	assert_int_equal(np_fake_os_purged_bytes() - purged_bytes0, purged * (long)PAGE);
 	/* Trim gives back the rest (the thread's cache included). */
 	void *q = numa_page_alloc(8 * PAGE);
 	memset(q, 1, 8 * PAGE);
 	numa_page_free(q);
 	numa_page_trim();
-	assert_int_equal(np_pools[0].dirty_pages, 0);
+	assert_int_equal(np_pool_dirty_pages(0), 0);
 	assert_int_equal(numa_page_trim(), 0);
 	snap(&b);
 	assert_int_equal(np_fake_os_purged_bytes() - purged_bytes0, DELTA(&a, &b, 0, pages_purged) * (long)PAGE);
@@ -924,10 +924,10 @@ static void trim_releases_free_pages(void **state)
 	}
 	for (int i = 0; i < 8; i++)
 		numa_page_free(p[i]);
-	assert_true(np_pools[0].dirty_pages > 0);
+	assert_true(np_pool_dirty_pages(0) > 0);
 	assert_int_equal(numa_page_trim(), 1);
 	for (int d = 0; d < T->nnodes; d++)
-		assert_int_equal(np_pools[d].dirty_pages, 0);
+		assert_int_equal(np_pool_dirty_pages(d), 0);
 	assert_true(np_fake_os_purged_bytes() > purged0);
 	assert_int_equal(numa_page_trim(), 0);
 	check_pools();

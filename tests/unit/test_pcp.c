@@ -141,7 +141,7 @@ static void local_free_is_next_out(void **state)
 	np_pcp_drain(&pcp);
 	assert_int_equal(pcp.count, 0);
 	check();
-	assert_int_equal(np_pools[0].free_pages, np_pools[0].mapped_pages);
+	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
 	np_pcp_fini(&pcp);
 }
 
@@ -177,7 +177,7 @@ static void remote_free_goes_to_tail_and_waits(void **state)
 	check();
 	np_pcp_drain(&pcp);
 	check();
-	assert_int_equal(np_pools[1].free_pages, np_pools[1].mapped_pages);
+	assert_int_equal(np_pool_free_pages(1), np_pools[1].mapped_pages);
 	np_pcp_fini(&pcp);
 }
 
@@ -198,12 +198,12 @@ static void remote_leaves_first_on_overflow(void **state)
 	assert_int_equal(pcp.count, 7);
 	assert_int_equal(position(r), 6); /* behind every local page */
 	check();
-	size_t free1 = np_pools[1].free_pages;
+	size_t free1 = np_pool_free_pages(1);
 	np_pcp_put(&pcp, loc[6]); /* count reaches high: a batch of 4 leaves from the tail */
 	check();
 	assert_int_equal(pcp.count, 4);
 	assert_false(in_cache(r));
-	assert_int_equal(np_pools[1].free_pages, free1 + 1); /* went home */
+	assert_int_equal(np_pool_free_pages(1), free1 + 1); /* went home */
 	/* Then the oldest local pages (the tail end): loc[0..2]; the newest stay. */
 	for (int i = 0; i < 3; i++)
 		assert_false(in_cache(loc[i]));
@@ -745,10 +745,10 @@ static void long_runs_are_kept_for_the_next(void **state)
 	np_pcp_init(&pcp, 0, st, NULL);
 	np_pcp_count_thread(&pcp);
 	struct np_page *r = np_pcp_get_run(&pcp, 64, 1, -1);
-	size_t free0 = np_pools[0].free_pages;
+	size_t free0 = np_pool_free_pages(0);
 	np_pcp_put_run(&pcp, r);
 	assert_int_equal(np_page_state(r), NP_PAGE_PCP);
-	assert_int_equal(np_pools[0].free_pages, free0); /* not back in the pool */
+	assert_int_equal(np_pool_free_pages(0), free0); /* not back in the pool */
 	assert_int_equal(STAT(0, pages_in_use), 0);
 	check();
 	struct np_page *again = np_pcp_get_run(&pcp, 64, 1, -1);
@@ -813,10 +813,10 @@ static void repeated_lengths_come_in_batches(void **state)
 	struct np_page *r[NP_PCP_RUNS / 2 + 1];
 	r[0] = np_pcp_get_run(&pcp, 64, 1, -1);
 	assert_int_equal(pcp.nruns, 0); /* the first miss: one run */
-	size_t free0 = np_pools[0].free_pages;
+	size_t free0 = np_pool_free_pages(0);
 	r[1] = np_pcp_get_run(&pcp, 64, 1, -1);
 	assert_int_equal(pcp.nruns, NP_PCP_RUNS / 2 - 1);
-	assert_int_equal(np_pools[0].free_pages, free0 - 64 * (NP_PCP_RUNS / 2));
+	assert_int_equal(np_pool_free_pages(0), free0 - 64 * (NP_PCP_RUNS / 2));
 	assert_int_equal(STAT(0, pages_in_use), 2 * 64); /* the kept ones are not in use */
 	check();
 	for (int i = 2; i <= NP_PCP_RUNS / 2; i++) {
@@ -1031,7 +1031,7 @@ static void randomized_invariants(void **state)
 	assert_int_equal(pages_in_use_total(), 0);
 	for (int n = 0; n < 4; n++)
 		if (np_pools[n].exists)
-			assert_int_equal(np_pools[n].free_pages, np_pools[n].mapped_pages);
+			assert_int_equal(np_pool_free_pages(n), np_pools[n].mapped_pages);
 	np_pcp_fini(&pcp);
 }
 

@@ -31,6 +31,16 @@
 
 #define STAT(node, item) np_vmstat_read(node, NUMA_PAGE_STAT_##item)
 
+/* Free runs as long as a chunk's data, over the node's shards: whole free chunks. */
+static size_t whole_chunks(int node)
+{
+	size_t runs = 0;
+	for (int k = 0; k < NP_POOL_SHARDS; k++)
+		for (struct np_page *pg = np_pools[node].shard[k].bins[NP_POOL_BINS - 1]; pg; pg = pg->next)
+			runs += pg->npages == NP_CHUNK_DATA_PAGES;
+	return runs;
+}
+
 /* Loads a fixture as the library's table and sets up fresh pools; option pairs name, value
  * are applied first (NULL-terminated). */
 static void start(const char *fixture, ...)
@@ -127,7 +137,7 @@ static void strict_bind_failure_means_no_memory(void **state)
 	assert_null(np_pool_get_run(1, 20, 1, NULL, true));
 	assert_int_equal(STAT(1, bind_fail), 1); /* the second request did not even try */
 	assert_int_equal(np_fake_os_unmaps(), unmaps + 1); /* the refused chunk went back */
-	assert_null(np_pools[1].chunks);
+	assert_int_equal(np_pools[1].mapped_pages, 0);
 	/* The other node is untouched. */
 	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL, true), 1);
 	np_pool_put_run(run, NULL);
@@ -160,7 +170,7 @@ static void preferred_bind_failures(void **state)
 	np_fake_os_fail_bind(0, -EINVAL);
 	assert_int_equal(np_pool_get_batch(0, 0, 1, &run, NULL, true), 0);
 	assert_int_equal(STAT(0, bind_fail), 1);
-	assert_null(np_pools[0].chunks);
+	assert_int_equal(np_pools[0].mapped_pages, 0);
 	check_node(0);
 	check_node(1);
 }
@@ -285,12 +295,12 @@ static void batch_of_aligned_runs(void **state)
 			assert_null(runs[i]); /* consumed */
 		check_node(1);
 		/* Everything came back: one maximal free run per chunk. */
-		assert_int_equal(np_pools[1].free_pages, np_pools[1].mapped_pages);
+		assert_int_equal(np_pool_free_pages(1), np_pools[1].mapped_pages);
 	}
 	assert_int_equal(np_fake_os_maps(), 1);
 	assert_int_equal(STAT(1, chunks_mapped), 1);
 	assert_int_equal(STAT(1, pages_free), STAT(1, pages_alloc));
-	assert_int_equal(np_pools[1].bins[NP_POOL_BINS - 1]->npages, NP_CHUNK_DATA_PAGES);
+	assert_int_equal(whole_chunks(1), 1);
 	assert_int_equal(STAT(0, pages_alloc), 0);
 }
 
@@ -312,7 +322,7 @@ static void batch_grows_only_when_empty(void **state)
 	np_pool_put_batch(runs, 11, NULL);
 	np_pool_put_run(big, NULL);
 	check_node(0);
-	assert_int_equal(np_pools[0].free_pages, np_pools[0].mapped_pages);
+	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
 }
 
 static void exact_runs_with_alignment(void **state)
@@ -340,7 +350,7 @@ static void exact_runs_with_alignment(void **state)
 	}
 	np_pool_put_batch(runs, n, NULL);
 	check_node(0);
-	assert_int_equal(np_pools[0].free_pages, np_pools[0].mapped_pages);
+	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
 }
 
 /* A run that cannot fit in any chunk at its alignment must be refused at once, not by mapping
@@ -415,7 +425,7 @@ static void coalesces_both_sides(void **state)
 	np_pool_put_run(e, NULL);
 	np_pool_put_run(d, NULL);
 	check_node(0);
-	assert_int_equal(np_pools[0].free_pages, np_pools[0].mapped_pages);
+	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
 }
 
 static void grow_run_in_place(void **state)
@@ -436,11 +446,11 @@ static void grow_run_in_place(void **state)
 	assert_false(np_pool_grow_run(b, left + 1, NULL)); /* beyond the chunk */
 	assert_true(np_pool_grow_run(b, left, NULL));       /* exactly to its end */
 	check_node(0);
-	assert_int_equal(np_pools[0].free_pages, 0);
+	assert_int_equal(np_pool_free_pages(0), 0);
 	np_pool_put_run(a, NULL);
 	np_pool_put_run(b, NULL);
 	check_node(0);
-	assert_int_equal(np_pools[0].free_pages, NP_CHUNK_DATA_PAGES);
+	assert_int_equal(np_pool_free_pages(0), NP_CHUNK_DATA_PAGES);
 	assert_int_equal(STAT(0, pages_alloc), STAT(0, pages_free));
 }
 
@@ -531,12 +541,9 @@ static void randomized_invariants(void **state)
 	}
 	for (int n = 0; n < 2; n++) {
 		check_node(n);
-		assert_int_equal(np_pools[n].free_pages, np_pools[n].mapped_pages);
+		assert_int_equal(np_pool_free_pages(n), np_pools[n].mapped_pages);
 		/* Fully coalesced: one free run per chunk. */
-		size_t runs = 0;
-		for (struct np_page *pg = np_pools[n].bins[NP_POOL_BINS - 1]; pg; pg = pg->next)
-			runs++;
-		assert_int_equal(runs * NP_CHUNK_DATA_PAGES, np_pools[n].mapped_pages);
+		assert_int_equal(whole_chunks(n) * NP_CHUNK_DATA_PAGES, np_pools[n].mapped_pages);
 		assert_int_equal(STAT(n, pages_alloc), STAT(n, pages_free));
 	}
 }
@@ -555,16 +562,16 @@ static void purge_past_watermark(void **state)
 	/* 240 dirty pages: under the watermark after three, over it after four. */
 	np_pool_put_batch(runs, 3, NULL);
 	assert_int_equal(STAT(0, pages_purged), 0);
-	assert_int_equal(np_pools[0].dirty_pages, 240);
+	assert_int_equal(np_pool_dirty_pages(0), 240);
 	np_pool_put_run(runs[3], NULL);
 	long purged = STAT(0, pages_purged);
 	assert_true(purged > 0);
-	assert_true(np_pools[0].dirty_pages <= 128);
+	assert_true(np_pool_dirty_pages(0) <= 128);
 	assert_int_equal(np_fake_os_purged_bytes(), purged * (long)NP_PAGE_SIZE);
 	check_node(0);
 	/* Purge everything: the memory reads back as zeros and is marked clean. */
 	np_pool_purge(0, 0, NULL);
-	assert_int_equal(np_pools[0].dirty_pages, 0);
+	assert_int_equal(np_pool_dirty_pages(0), 0);
 	struct np_page *r = np_pool_get_run(0, 400, 1, NULL, true);
 	assert_non_null(r);
 	assert_true(r->clean);
@@ -586,7 +593,7 @@ static void purge_off_keeps_nothing_dirty(void **state)
 	struct np_page *r = np_pool_get_run(1, 8, 1, NULL, true);
 	memset(np_page_addr(r), 1, 8 * NP_PAGE_SIZE);
 	np_pool_put_run(r, NULL);
-	assert_int_equal(np_pools[1].dirty_pages, 0);
+	assert_int_equal(np_pool_dirty_pages(1), 0);
 	assert_true(STAT(1, pages_purged) >= 8);
 	assert_int_equal(np_fake_os_purged_bytes(), STAT(1, pages_purged) * (long)NP_PAGE_SIZE);
 }
@@ -598,18 +605,101 @@ static void *take_one(void *arg)
 	return NULL;
 }
 
+static int shard_of(const struct np_page *pg)
+{
+	return np_chunk_of(pg)->shard;
+}
+
+/* A pool has a shard per CPU (up to NP_POOL_SHARDS): each CPU takes from its own, runs return
+ * to the shard of their chunk whichever CPU frees them, a whole free chunk moves to the shard
+ * that needs one before the pool maps more, and when the node may not grow a shard takes from
+ * the others' runs. */
+static void shards_keep_cpus_apart(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	assert_int_equal(np_pools[0].nshards, 4); /* 4 CPUs */
+	np_fake_os_set_cpu(0);
+	struct np_page *a = np_pool_get_run(0, 64, 1, NULL, true);
+	np_fake_os_set_cpu(1);
+	struct np_page *b = np_pool_get_run(0, 64, 1, NULL, true);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(shard_of(a), 0);
+	assert_int_equal(shard_of(b), 1); /* its own chunk, though shard 0's has room */
+	assert_int_equal(STAT(0, chunks_mapped), 2);
+	/* Freed from CPU 0, b goes back to shard 1. */
+	np_fake_os_set_cpu(0);
+	np_pool_put_run(b, NULL);
+	assert_int_equal(np_pools[0].shard[1].free_pages, NP_CHUNK_DATA_PAGES);
+	assert_int_equal(np_pools[0].shard[0].free_pages, NP_CHUNK_DATA_PAGES - 64);
+	check_node(0);
+	/* CPU 2's shard is empty: shard 1's whole free chunk moves over, nothing is mapped. */
+	np_fake_os_set_cpu(2);
+	struct np_page *c = np_pool_get_run(0, 64, 1, NULL, true);
+	assert_non_null(c);
+	assert_int_equal(shard_of(c), 2);
+	assert_int_equal(STAT(0, chunks_mapped), 2);
+	assert_int_equal(np_pools[0].shard[1].free_pages, 0);
+	check_node(0);
+	/* CPU 3, the node may not grow and no chunk is whole: a run of another shard's chunk
+	 * (the next shard after its own that has one: 0), which returns there. */
+	np_fake_os_set_cpu(3);
+	struct np_page *d = np_pool_get_run(0, 64, 1, NULL, false);
+	assert_non_null(d);
+	assert_int_equal(shard_of(d), 0);
+	assert_int_equal(STAT(0, chunks_mapped), 2);
+	struct np_page *runs[3] = {a, c, d};
+	np_pool_put_batch(runs, 3, NULL);
+	check_node(0);
+	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
+	assert_int_equal(whole_chunks(0), 2);
+	np_fake_os_set_cpu(0);
+}
+
+/* The purge watermark is the node's, over its shards: the return that takes the node past
+ * it purges its own shard, as far as that brings the node to half of it. */
+static void purge_watermark_is_the_nodes(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "1", NULL); /* 256 dirty pages */
+	struct np_page *r[3];
+	for (int i = 0; i < 3; i++) {
+		np_fake_os_set_cpu(i < 2 ? 0 : 1);
+		r[i] = np_pool_get_run(0, 100, 1, NULL, true);
+		assert_non_null(r[i]);
+		memset(np_page_addr(r[i]), 0x5a, 100 * NP_PAGE_SIZE);
+	}
+	assert_int_equal(shard_of(r[0]), 0);
+	assert_int_equal(shard_of(r[2]), 1);
+	np_pool_put_batch(r, 2, NULL); /* shard 0: 200 dirty, under the node's 256 */
+	assert_int_equal(STAT(0, pages_purged), 0);
+	np_pool_put_run(r[2], NULL); /* shard 1: 100 more, 300 in all: shard 1 gives its 100 back */
+	assert_true(STAT(0, pages_purged) >= 100); /* whole free runs are purged, merged ones too */
+	assert_int_equal(np_pools[0].shard[1].dirty_pages, 0);
+	assert_int_equal(np_pools[0].shard[0].dirty_pages, 200);
+	assert_int_equal(np_pool_dirty_pages(0), 200);
+	check_node(0);
+	/* trim: every shard */
+	np_pool_trim(0, NULL);
+	assert_int_equal(np_pool_dirty_pages(0), 0);
+	check_node(0);
+	np_fake_os_set_cpu(0);
+}
+
 static void contended_lock_is_counted(void **state)
 {
 	(void)state;
 	start("2node", NULL);
 	struct np_page *run = NULL;
-	np_lock(&np_pools[0].lock);
+	struct np_lock *lock = &np_pools[0].shard[(unsigned)np_os_current_cpu() % np_pools[0].nshards].lock;
+	np_lock(lock); /* the shard the other thread's CPU takes from */
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, take_one, &run), 0);
 	struct timespec ts = {0, 50 * 1000 * 1000};
 	nanosleep(&ts, NULL);
 	assert_null(run); /* still waiting */
-	np_unlock(&np_pools[0].lock);
+	np_unlock(lock);
 	pthread_join(t, NULL);
 	assert_non_null(run);
 	assert_int_equal(STAT(0, pool_contended), 1);
@@ -660,6 +750,8 @@ int main(void)
 		cmocka_unit_test_teardown(purge_past_watermark, teardown),
 		cmocka_unit_test_teardown(purge_off_keeps_nothing_dirty, teardown),
 		cmocka_unit_test_teardown(contended_lock_is_counted, teardown),
+		cmocka_unit_test_teardown(shards_keep_cpus_apart, teardown),
+		cmocka_unit_test_teardown(purge_watermark_is_the_nodes, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,15 +45,16 @@ static inline void np_test_start_fixture_opts(const char *fixture, ...)
 /* Unmaps every normal chunk of every pool (tests leave whole pools behind). */
 static inline void np_test_unmap_pools(void)
 {
-	for (int i = 0; i < NP_MAX_NODES; i++) {
-		struct np_chunk *c = np_pools[i].chunks, *next;
-		for (; c; c = next) {
-			next = c->next;
-			np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
-			np_os_unmap(c, NP_CHUNK_SIZE);
+	for (int i = 0; i < NP_MAX_NODES; i++)
+		for (int k = 0; k < NP_POOL_SHARDS; k++) {
+			struct np_chunk *c = np_pools[i].shard[k].chunks, *next;
+			for (; c; c = next) {
+				next = c->next;
+				np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
+				np_os_unmap(c, NP_CHUNK_SIZE);
+			}
+			np_pools[i].shard[k].chunks = NULL;
 		}
-		np_pools[i].chunks = NULL;
-	}
 }
 
 #endif
