@@ -16,6 +16,10 @@
 
 struct np_pool np_pools[NP_MAX_NODES];
 
+/* The shard each CPU takes from: allowed CPUs in turn, so that a sparse cpuset ("0,2,4,6")
+ * uses as many shards as it has CPUs. Written for the allowed CPUs only. */
+static uint8_t cpu_shard[NP_MAX_CPUS];
+
 size_t np_pool_purge_pages;
 
 void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
@@ -43,6 +47,9 @@ void np_pool_init(const struct np_topo *t)
 {
 	/* One shard per CPU the process may use, up to NP_POOL_SHARDS. */
 	unsigned nshards = (unsigned)NP_MAX(1, NP_MIN(t->nallowed_cpus, NP_POOL_SHARDS));
+	for (int c = 0, k = 0; c < t->ncpus && c < NP_MAX_CPUS; c++)
+		if (t->cpu_allowed[c])
+			cpu_shard[c] = (uint8_t)(k++ % (int)nshards);
 	np_pool_purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
 	np_chunk_tight = np_os_address_limited();
 	/* Only the pools of the table's nodes (and any a previous table used: tests load several)
@@ -305,7 +312,8 @@ static struct np_pool_shard *home_shard(struct np_pool *p)
 	if (p->nshards == 1)
 		return &p->shard[0];
 	int cpu = np_os_current_cpu();
-	return &p->shard[(unsigned)(cpu < 0 ? 0 : cpu) % p->nshards];
+	unsigned k = cpu >= 0 && cpu < NP_MAX_CPUS ? cpu_shard[cpu] : 0;
+	return &p->shard[k < p->nshards ? k : 0];
 }
 
 /* Up to n runs of npages at align_pages from shard p, in one lock hold, marked used with
@@ -332,55 +340,61 @@ static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages,
 }
 
 /* A chunk of another shard with nothing in use (its data one free run) moves to shard `to`,
- * so memory a shard does not use serves the others before the pool maps more. One lock at a
- * time: out of the old shard's bins and list, the chunk is nobody's (no run of it is handed
- * out, so nothing can come back to it), then into the new one. False when no shard has one. */
+ * so memory a shard does not use serves the others before the pool maps more. Both locks are
+ * held, the lower shard's first (fork takes them in that order too), so the chunk is always in
+ * one shard. False when no shard has one. */
 static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct np_vmstat_diffs *st)
 {
 	for (unsigned k = 1; k < p->nshards; k++) {
 		struct np_pool_shard *o = &p->shard[(to->index + k) % p->nshards];
 		if (__atomic_load_n(&o->free_pages, __ATOMIC_RELAXED) < NP_CHUNK_DATA_PAGES)
 			continue;
-		struct np_chunk *c = NULL;
-		bool clean = false;
-		size_t dirty = 0;
-		np_pool_lock(o, st);
-		for (struct np_page *pg = o->bins[NP_POOL_BINS - 1]; pg; pg = pg->next)
-			if (pg->npages == NP_CHUNK_DATA_PAGES) {
-				c = np_chunk_of(pg);
-				clean = pg->clean;
-				dirty = np_pool_run_dirty(pg);
-				np_pool_remove_free_locked(o, pg);
-				for (struct np_chunk **l = &o->chunks; *l; l = &(*l)->next)
-					if (*l == c) {
-						*l = c->next;
-						break;
-					}
-				break;
-			}
+		struct np_pool_shard *first = o->index < to->index ? o : to, *second = first == o ? to : o;
+		np_pool_lock(first, st);
+		np_lock_nested(&second->lock);
+		bool moved = false;
+		for (struct np_page *pg = o->bins[NP_POOL_BINS - 1]; pg; pg = pg->next) {
+			if (pg->npages != NP_CHUNK_DATA_PAGES)
+				continue;
+			struct np_chunk *c = np_chunk_of(pg);
+			bool clean = pg->clean;
+			size_t dirty = np_pool_run_dirty(pg);
+			np_pool_remove_free_locked(o, pg);
+			for (struct np_chunk **l = &o->chunks; *l; l = &(*l)->next)
+				if (*l == c) {
+					*l = c->next;
+					break;
+				}
+			c->shard = to->index;
+			c->next = to->chunks;
+			to->chunks = c;
+			insert_free_locked(to, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, clean, dirty);
+			moved = true;
+			break;
+		}
 		np_pool_debug_check_locked(o, "move_free_chunk");
-		np_pool_unlock(o);
-		if (!c)
-			continue;
-		np_pool_lock(to, st);
-		c->shard = to->index;
-		c->next = to->chunks;
-		to->chunks = c;
-		insert_free_locked(to, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, clean, dirty);
 		np_pool_debug_check_locked(to, "move_free_chunk");
-		np_pool_unlock(to);
-		return true;
+		np_unlock(&second->lock);
+		np_pool_unlock(first);
+		if (moved)
+			return true;
 	}
 	return false;
 }
 
+/* Free pages past which a shard lends its runs to another shard that would otherwise map a
+ * chunk: four chunks' worth. Below it a shard keeps its free runs for its own CPU (lending
+ * at once kept two threads on one lock: page_bench); above it, memory another CPU's thread
+ * left behind serves instead of new chunks (a thread moving between two CPUs while holding
+ * one run per chunk mapped 32 chunks without lending, 20 with it and with one pool). */
+#define LEND_PAGES (4 * NP_CHUNK_DATA_PAGES)
+
 /* Up to n runs of npages at align_pages (checked by the caller) from node's pool: from the
  * calling CPU's shard; else from a whole free chunk another shard hands over; else from a
- * chunk the CPU's shard maps, when grow allows; else (the node may not grow) from the first
- * other shard that has them. Free page counts of other shards are hints read without their
- * locks. Runs taken from another shard return to it: taking them first, rather than a whole
- * chunk or a new one, made two threads share one shard's lock for good (page_bench).
- * Returns how many were stored in out[]. */
+ * shard with at least LEND_PAGES free; else from a chunk the CPU's shard maps, when grow
+ * allows; else (the node may not grow) from any shard that has them. Free page counts of
+ * other shards are hints read without their locks; runs taken from another shard return to
+ * it. Returns how many were stored in out[]. */
 static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, int n, struct np_page **out,
 		    struct np_vmstat_diffs *st, bool grow, const char *where)
 {
@@ -388,12 +402,20 @@ static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, 
 	struct np_pool_shard *home = home_shard(p);
 	int got = take_runs(home, npages, align_pages, order, n, out, st, p->nshards == 1 && grow, where);
 	if (!got && p->nshards > 1) {
-		if (move_free_chunk(p, home, st) || grow)
-			got = take_runs(home, npages, align_pages, order, n, out, st, grow, where);
-		for (unsigned k = 1; !got && k < p->nshards; k++) {
-			struct np_pool_shard *o = &p->shard[(home->index + k) % p->nshards];
-			if (__atomic_load_n(&o->free_pages, __ATOMIC_RELAXED) >= npages)
-				got = take_runs(o, npages, align_pages, order, n, out, st, false, where);
+		if (move_free_chunk(p, home, st))
+			got = take_runs(home, npages, align_pages, order, n, out, st, false, where);
+		for (int pass = 0; pass < 3 && !got; pass++) {
+			if (pass == 1) { /* the CPU's own shard grows */
+				if (grow)
+					got = take_runs(home, npages, align_pages, order, n, out, st, true, where);
+				continue;
+			}
+			size_t want = pass == 0 ? NP_MAX(npages, (size_t)LEND_PAGES) : npages;
+			for (unsigned k = 1; !got && k < p->nshards; k++) {
+				struct np_pool_shard *o = &p->shard[(home->index + k) % p->nshards];
+				if (__atomic_load_n(&o->free_pages, __ATOMIC_RELAXED) >= want)
+					got = take_runs(o, npages, align_pages, order, n, out, st, false, where);
+			}
 		}
 	}
 	if (got)

@@ -3,8 +3,10 @@
  * binned by length, coalesced on return. A pool is split into shards (up to NP_POOL_SHARDS,
  * as many as the process has CPUs): each shard owns whole chunks, their free runs and a mutex
  * taken once per batch (not per page). A thread takes runs from the shard of the CPU it runs
- * on, from the other shards when its own has none that fits, and grows its own by a chunk
- * only when no shard had one; a run always returns to the shard of its chunk. So threads on
+ * on; when that has none that fits, a wholly free chunk of another shard moves over, or a
+ * shard with four chunks' worth free lends its runs, and only then does its own
+ * shard map a chunk (a node that may not grow lends from every shard); a run always returns
+ * to the shard of its chunk. So threads on
  * different CPUs do not queue on one lock, nor write each other's bins and page descriptors
  * (jemalloc's arenas per CPU, per node here). Free memory goes back to the OS (madvise) once a
  * pool's shards hold more than NUMAPAGE_PURGE_MB of dirty free pages together. A pool only ever

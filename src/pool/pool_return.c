@@ -1,8 +1,8 @@
 /*
  * pool_return.c — runs coming back to their pools' shards, and the pools' free memory going
  * back to the operating system (see pool.h): returned runs merge with their free neighbours
- * (np_pool_put_locked, pool.c); past a shard's watermark, its dirty runs are purged (madvise),
- * largest first; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
+ * (np_pool_put_locked, pool.c); past the pool's watermark, dirty runs are purged (madvise), from
+ * the shards that hold the most, largest first; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
  * back and never calls the other way. The system calls are made
  * with the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which
  * holds the lock so that no allocation can take a run while its pages go.
@@ -56,20 +56,35 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, struct np_
 	return total;
 }
 
+/* Gives back dirty free pages of a pool until at most keep_pages remain dirty over all its
+ * shards: the shard with the most first, the largest runs first within it, one lock at a
+ * time (a shard's count read without its lock is a hint). */
+static size_t purge_node(struct np_pool *pool, size_t keep_pages, struct np_vmstat_diffs *st)
+{
+	size_t total = 0;
+	for (unsigned round = 0; round < pool->nshards; round++) {
+		size_t sum = 0, most = 0;
+		struct np_pool_shard *big = NULL;
+		for (unsigned k = 0; k < pool->nshards; k++) {
+			size_t d = __atomic_load_n(&pool->shard[k].dirty_pages, __ATOMIC_RELAXED);
+			sum += d;
+			if (d > most) {
+				most = d;
+				big = &pool->shard[k];
+			}
+		}
+		if (sum <= keep_pages || !big)
+			break;
+		size_t excess = sum - keep_pages;
+		total += purge_shard(big, most > excess ? most - excess : 0, st);
+	}
+	return total;
+}
+
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 {
 	struct np_pool *p = &np_pools[node];
-	if (!p->exists)
-		return 0;
-	size_t total = 0;
-	/* keep_pages is the node's: shared out in shard order, each keeping what is left of it. */
-	for (unsigned k = 0; k < p->nshards; k++) {
-		size_t have = __atomic_load_n(&p->shard[k].dirty_pages, __ATOMIC_RELAXED);
-		size_t keep = NP_MIN(have, keep_pages);
-		total += purge_shard(&p->shard[k], keep, st);
-		keep_pages -= keep;
-	}
-	return total;
+	return p->exists ? purge_node(p, keep_pages, st) : 0;
 }
 
 void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
@@ -89,18 +104,14 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 			np_pool_put_locked(p, runs[j], false);
 			runs[j] = NULL;
 		}
-		size_t mine = p->dirty_pages;
 		np_pool_debug_check_locked(p, "put");
 		np_pool_unlock(p);
 		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_free, pages);
-		/* The watermark is the node's: past it, this shard gives back what brings the node
-		 * to half of it, as far as its own dirty pages go (the other shards' counts are
-		 * read without their locks: a hint; they purge at their own returns). */
-		size_t total = np_pool_dirty_pages(p->node);
-		if (total > np_pool_purge_pages) {
-			size_t others = total > mine ? total - mine : 0, half = np_pool_purge_pages / 2;
-			purge_shard(p, half > others ? half - others : 0, st);
-		}
+		/* The watermark is the node's, over its shards: past it, the node goes down to half
+		 * of it, from the shards that hold the most (purging only the returning shard
+		 * purged it whole at every return while another kept the rest). */
+		if (np_pool_dirty_pages(p->node) > np_pool_purge_pages)
+			purge_node(&np_pools[p->node], np_pool_purge_pages / 2, st);
 	}
 }
 
