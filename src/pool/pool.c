@@ -383,11 +383,12 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 }
 
 /* Free pages past which a shard lends its runs to another shard that would otherwise map a
- * chunk: four chunks' worth. Below it a shard keeps its free runs for its own CPU (lending
- * at once kept two threads on one lock: page_bench); above it, memory another CPU's thread
- * left behind serves instead of new chunks (a thread moving between two CPUs while holding
- * one run per chunk mapped 32 chunks without lending, 20 with it and with one pool). */
-#define LEND_PAGES (4 * NP_CHUNK_DATA_PAGES)
+ * chunk: a chunk's worth. Below it a shard keeps its free runs for its own CPU (lending
+ * whatever fits kept two threads on one lock: page_bench); above it, memory another CPU's
+ * thread left behind serves instead of new chunks (a thread moving between two CPUs while
+ * holding one run per chunk mapped 32 chunks without lending, 20 with one pool; large-blocks/2
+ * peaked at 41 MB lending past four chunks, 39 past one, 37 with one pool). */
+#define LEND_PAGES NP_CHUNK_DATA_PAGES
 
 /* Up to n runs of npages at align_pages (checked by the caller) from node's pool: from the
  * calling CPU's shard; else from a whole free chunk another shard hands over; else from a

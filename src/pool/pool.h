@@ -4,7 +4,7 @@
  * as many as the process has CPUs): each shard owns whole chunks, their free runs and a mutex
  * taken once per batch (not per page). A thread takes runs from the shard of the CPU it runs
  * on; when that has none that fits, a wholly free chunk of another shard moves over, or a
- * shard with four chunks' worth free lends its runs, and only then does its own
+ * shard with a chunk's worth free lends its runs, and only then does its own
  * shard map a chunk (a node that may not grow lends from every shard); a run always returns
  * to the shard of its chunk. So threads on
  * different CPUs do not queue on one lock, nor write each other's bins and page descriptors
