@@ -382,20 +382,23 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 	return false;
 }
 
-/* Free pages past which a shard lends its runs to another shard that would otherwise map a
- * chunk: a chunk's worth. Below it a shard keeps its free runs for its own CPU (lending
- * whatever fits kept two threads on one lock: page_bench); above it, memory another CPU's
- * thread left behind serves instead of new chunks (a thread moving between two CPUs while
- * holding one run per chunk mapped 32 chunks without lending, 20 with one pool; large-blocks/2
- * peaked at 41 MB lending past four chunks, 39 past one, 37 with one pool). */
+/* Under a finite RLIMIT_AS (np_chunk_tight), address space is what runs out: a shard with a
+ * chunk's worth free lends its runs before another maps a chunk. Otherwise it does not: a
+ * borrower's runs come back to the lender, so a thread that borrowed once kept borrowing, on
+ * the lender's lock (a helper's reproducer: 337,592 contended acquisitions against 3 when
+ * the borrower's own shard grows). What that costs is address space, not memory: a thread
+ * moving between two CPUs while holding one run per chunk mapped 32 chunks against 20 with
+ * one pool, at the same RSS; the dirty pages a shard does not reuse count against the node's
+ * purge watermark like any others. */
 #define LEND_PAGES NP_CHUNK_DATA_PAGES
 
 /* Up to n runs of npages at align_pages (checked by the caller) from node's pool: from the
- * calling CPU's shard; else from a whole free chunk another shard hands over; else from a
- * shard with at least LEND_PAGES free; else from a chunk the CPU's shard maps, when grow
- * allows; else (the node may not grow) from any shard that has them. Free page counts of
- * other shards are hints read without their locks; runs taken from another shard return to
- * it. Returns how many were stored in out[]. */
+ * calling CPU's shard; else from a whole free chunk another shard hands over; else (under a
+ * finite RLIMIT_AS only) from a shard with at least LEND_PAGES free; else from a chunk the
+ * CPU's shard maps, when grow allows; else (the node may not grow, or the kernel refused)
+ * from any shard that has them. Free page counts of other shards are hints read without
+ * their locks; runs taken from another shard return to it. Returns how many were stored in
+ * out[]. */
 static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, int n, struct np_page **out,
 		    struct np_vmstat_diffs *st, bool grow, const char *where)
 {
@@ -405,7 +408,7 @@ static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, 
 	if (!got && p->nshards > 1) {
 		if (move_free_chunk(p, home, st))
 			got = take_runs(home, npages, align_pages, order, n, out, st, false, where);
-		for (int pass = 0; pass < 3 && !got; pass++) {
+		for (int pass = np_chunk_tight ? 0 : 1; pass < 3 && !got; pass++) {
 			if (pass == 1) { /* the CPU's own shard grows */
 				if (grow)
 					got = take_runs(home, npages, align_pages, order, n, out, st, true, where);

@@ -3,13 +3,13 @@
  * binned by length, coalesced on return. A pool is split into shards (up to NP_POOL_SHARDS,
  * as many as the process has CPUs): each shard owns whole chunks, their free runs and a mutex
  * taken once per batch (not per page). A thread takes runs from the shard of the CPU it runs
- * on; when that has none that fits, a wholly free chunk of another shard moves over, or a
- * shard with a chunk's worth free lends its runs, and only then does its own
- * shard map a chunk (a node that may not grow lends from every shard); a run always returns
- * to the shard of its chunk. So threads on
- * different CPUs do not queue on one lock, nor write each other's bins and page descriptors
- * (jemalloc's arenas per CPU, per node here). Free memory goes back to the OS (madvise) once a
- * pool's shards hold more than NUMAPAGE_PURGE_MB of dirty free pages together. A pool only ever
+ * on; when that has none that fits, a wholly free chunk of another shard moves over, and only
+ * then does its own shard map a chunk (a node that may not grow, or a process short of
+ * address space, borrows other shards' runs); a run always returns to the shard of its
+ * chunk. So threads on different CPUs do not queue on one lock, nor write each other's bins
+ * and page descriptors (jemalloc's arenas per CPU, per node here). Free memory goes back to
+ * the OS (madvise) once a pool's shards hold more than NUMAPAGE_PURGE_MB of dirty free pages
+ * together. A pool only ever
  * holds pages of its own node: memory never changes node.
  *
  * Freed huge chunks (allocations too large for a chunk) are kept by the node's huge cache

@@ -657,6 +657,46 @@ static void shards_keep_cpus_apart(void **state)
 	np_fake_os_set_cpu(0);
 }
 
+/* A shard with partly used chunks does not lend to another CPU that may map its own: the
+ * runs would come back to the lender, and the borrower would stay on the lender's lock (a
+ * helper's reproducer: 337,592 contended acquisitions). Under a finite RLIMIT_AS, where
+ * address space runs out, it lends. */
+static void shards_lend_only_when_address_space_is_short(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_fake_os_set_cpu(0);
+	struct np_page *keep[3];
+	for (int i = 0; i < 3; i++) { /* one run left in each of three chunks */
+		keep[i] = np_pool_get_run(0, NP_CHUNK_DATA_PAGES - 64, 1, NULL, true);
+		assert_non_null(keep[i]);
+	}
+	struct np_page *small[3];
+	for (int i = 0; i < 3; i++) {
+		small[i] = np_pool_get_run(0, 64, 1, NULL, true);
+		assert_non_null(small[i]);
+	}
+	np_pool_put_batch(keep, 3, NULL);
+	assert_int_equal(STAT(0, chunks_mapped), 3);
+	assert_true(np_pools[0].shard[0].free_pages >= 2 * NP_CHUNK_DATA_PAGES);
+	np_fake_os_set_cpu(1);
+	struct np_page *b = np_pool_get_run(0, 64, 1, NULL, true);
+	assert_non_null(b);
+	assert_int_equal(shard_of(b), 1); /* its own new chunk */
+	assert_int_equal(STAT(0, chunks_mapped), 4);
+	np_chunk_tight = true;
+	np_fake_os_set_cpu(2);
+	struct np_page *c = np_pool_get_run(0, 64, 1, NULL, true);
+	np_chunk_tight = false;
+	assert_non_null(c);
+	assert_int_equal(shard_of(c), 0); /* borrowed: no chunk mapped */
+	assert_int_equal(STAT(0, chunks_mapped), 4);
+	struct np_page *all[5] = {small[0], small[1], small[2], b, c};
+	np_pool_put_batch(all, 5, NULL);
+	check_node(0);
+	np_fake_os_set_cpu(0);
+}
+
 /* The purge watermark is the node's, over its shards: the return that takes the node past
  * it brings the node to half of it, from the shards that hold the most. */
 static void purge_watermark_is_the_nodes(void **state)
@@ -808,6 +848,7 @@ int main(void)
 		cmocka_unit_test_teardown(purge_off_keeps_nothing_dirty, teardown),
 		cmocka_unit_test_teardown(contended_lock_is_counted, teardown),
 		cmocka_unit_test_teardown(shards_keep_cpus_apart, teardown),
+		cmocka_unit_test_teardown(shards_lend_only_when_address_space_is_short, teardown),
 		cmocka_unit_test_teardown(purge_watermark_is_the_nodes, teardown),
 		cmocka_unit_test_teardown(purge_does_not_churn, teardown),
 		cmocka_unit_test_teardown(sparse_cpuset_uses_every_shard, teardown),
