@@ -392,6 +392,20 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
  * purge watermark like any others. */
 #define LEND_PAGES NP_CHUNK_DATA_PAGES
 
+/* take_runs from the first shard after home that has at least `want` free pages (a hint read
+ * without its lock), without growing it. */
+static int borrow_runs(struct np_pool *p, struct np_pool_shard *home, size_t want, size_t npages, size_t align_pages,
+		       uint8_t order, int n, struct np_page **out, struct np_vmstat_diffs *st, const char *where)
+{
+	int got = 0;
+	for (unsigned k = 1; !got && k < p->nshards; k++) {
+		struct np_pool_shard *o = &p->shard[(home->index + k) % p->nshards];
+		if (__atomic_load_n(&o->free_pages, __ATOMIC_RELAXED) >= want)
+			got = take_runs(o, npages, align_pages, order, n, out, st, false, where);
+	}
+	return got;
+}
+
 /* Up to n runs of npages at align_pages (checked by the caller) from node's pool: from the
  * calling CPU's shard; else from a whole free chunk another shard hands over; else (under a
  * finite RLIMIT_AS only) from a shard with at least LEND_PAGES free; else from a chunk the
@@ -408,19 +422,13 @@ static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, 
 	if (!got && p->nshards > 1) {
 		if (move_free_chunk(p, home, st))
 			got = take_runs(home, npages, align_pages, order, n, out, st, false, where);
-		for (int pass = np_chunk_tight ? 0 : 1; pass < 3 && !got; pass++) {
-			if (pass == 1) { /* the CPU's own shard grows */
-				if (grow)
-					got = take_runs(home, npages, align_pages, order, n, out, st, true, where);
-				continue;
-			}
-			size_t want = pass == 0 ? NP_MAX(npages, (size_t)LEND_PAGES) : npages;
-			for (unsigned k = 1; !got && k < p->nshards; k++) {
-				struct np_pool_shard *o = &p->shard[(home->index + k) % p->nshards];
-				if (__atomic_load_n(&o->free_pages, __ATOMIC_RELAXED) >= want)
-					got = take_runs(o, npages, align_pages, order, n, out, st, false, where);
-			}
-		}
+		if (!got && np_chunk_tight)
+			got = borrow_runs(p, home, NP_MAX(npages, (size_t)LEND_PAGES), npages, align_pages, order, n, out,
+					  st, where);
+		if (!got && grow) /* the CPU's own shard grows */
+			got = take_runs(home, npages, align_pages, order, n, out, st, true, where);
+		if (!got)
+			got = borrow_runs(p, home, npages, npages, align_pages, order, n, out, st, where);
 	}
 	if (got)
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(npages * (size_t)got));
