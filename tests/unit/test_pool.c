@@ -760,15 +760,8 @@ static void sparse_cpuset_uses_every_shard(void **state)
 	(void)state;
 	static const uint8_t cpus[4] = {1, 0, 1, 0};
 	struct np_topo_allow allow = {.cpus = cpus, .ncpus = 4};
-	char path[512];
-	snprintf(path, sizeof path, "%s/2node.xml", NP_TOPOLOGIES);
 	np_options_reset();
-	assert_int_equal(np_topo_load(&np_topo_table, path, &allow), 0);
-	np_vmstat_init(&np_topo_table);
-	np_vmstat_reset();
-	np_fake_os_reset();
-	np_pool_init(&np_topo_table);
-	np_node_init(&np_topo_table);
+	np_test_load_fixture("2node", &allow);
 	assert_int_equal(np_pools[0].nshards, 2);
 	np_fake_os_set_cpu(0);
 	struct np_page *a = np_pool_get_run(0, 64, 1, NULL, true);

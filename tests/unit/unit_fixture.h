@@ -17,6 +17,20 @@
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
 
+/* Loads fixture (restricted by allow, or NULL) as the library's table, with fresh statistics,
+ * fake OS, pools and node state; options as they are. */
+static inline void np_test_load_fixture(const char *fixture, const struct np_topo_allow *allow)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
+	assert_int_equal(np_topo_load(&np_topo_table, path, allow), 0);
+	np_vmstat_init(&np_topo_table);
+	np_vmstat_reset();
+	np_fake_os_reset();
+	np_pool_init(&np_topo_table);
+	np_node_init(&np_topo_table);
+}
+
 /* Option pairs name, value from ap (NULL-terminated) are applied first. */
 static inline void np_test_start_fixture(const char *fixture, va_list ap)
 {
@@ -24,14 +38,7 @@ static inline void np_test_start_fixture(const char *fixture, va_list ap)
 	const char *name;
 	while ((name = va_arg(ap, const char *)) != NULL)
 		assert_int_equal(np_options_set(name, va_arg(ap, const char *)), 0);
-	char path[512];
-	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
-	assert_int_equal(np_topo_load(&np_topo_table, path, NULL), 0);
-	np_vmstat_init(&np_topo_table);
-	np_vmstat_reset();
-	np_fake_os_reset();
-	np_pool_init(&np_topo_table);
-	np_node_init(&np_topo_table);
+	np_test_load_fixture(fixture, NULL);
 }
 
 static inline void np_test_start_fixture_opts(const char *fixture, ...)
