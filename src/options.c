@@ -55,7 +55,7 @@ static const struct row rows[] = {
 	{"PURGE_MB", K_LONG, OFF(purge_mb), 64, 0, 1L << 30, NULL, "64",
 	 "free MiB a node pool keeps before giving memory back to the OS", false},
 	{"DECAY_MS", K_LONG, OFF(decay_ms), 10000, 0, 1L << 30, NULL, "10000",
-	 "milliseconds a freed large block stays resident for reuse before its pages go back (0: until the budget needs them)", true},
+	 "milliseconds freed memory stays resident for reuse before its pages go back: a freed large block, and pool pages free all that while (0: until a budget needs them)", true},
 	{"BIND", K_ENUM, OFF(bind), NP_BIND_PREFERRED, 0, 2, bind_names, "preferred",
 	 "preferred (MPOL_PREFERRED), strict (MPOL_BIND, fall back on refusal) or none", true},
 	{"PLACE", K_ENUM, OFF(place), NP_PLACE_NONE, 0, 2, place_names, "none",

@@ -31,7 +31,8 @@ struct np_options {
 	long pcp_high;               /* NUMAPAGE_PCP_HIGH: pages a thread caches before draining */
 	long pcp_batch;              /* NUMAPAGE_PCP_BATCH: pages moved per refill or drain */
 	long purge_mb;               /* NUMAPAGE_PURGE_MB: free MiB a pool keeps before purging */
-	long decay_ms;               /* NUMAPAGE_DECAY_MS: a cached huge chunk's pages stay this long */
+	long decay_ms;               /* NUMAPAGE_DECAY_MS: a cached huge chunk's pages stay this long,
+					and pool pages free a whole period of it go back */
 	int bind;                    /* NUMAPAGE_BIND: enum np_bind_policy */
 	int place;                   /* NUMAPAGE_PLACE: enum np_place_policy */
 	long interleave_above;       /* NUMAPAGE_INTERLEAVE_ABOVE: bytes, 0 = off */

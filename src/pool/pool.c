@@ -32,6 +32,10 @@ void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
 
 void np_pool_unlock(struct np_pool_shard *s)
 {
+	/* The low point of the period is taken between lock holds, never inside one: a return that
+	 * merges takes its neighbours out before it puts the whole back. */
+	if (s->dirty_pages < s->dirty_low)
+		s->dirty_low = s->dirty_pages;
 	np_unlock(&s->lock);
 }
 
@@ -65,6 +69,7 @@ void np_pool_init(const struct np_topo *t)
 		p->mapped_pages = 0;
 		p->limit_pages = 0;
 		p->spilled = p->low = 0;
+		p->decay_began = 0;
 		for (unsigned k = 0; k < NP_POOL_SHARDS; k++) {
 			struct np_pool_shard *sh = &p->shard[k];
 			if (k >= nshards && !sh->chunks && !sh->free_pages)

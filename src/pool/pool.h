@@ -9,7 +9,9 @@
  * chunk. So threads on different CPUs do not queue on one lock, nor write each other's bins
  * and page descriptors (jemalloc's arenas per CPU, per node here). Free memory goes back to
  * the OS (madvise) once a pool's shards hold more than NUMAPAGE_PURGE_MB of dirty free pages
- * together. A pool only ever
+ * together, and by time: dirty free pages a shard kept through a whole NUMAPAGE_DECAY_MS
+ * (pages nobody needed that long) go back when the period ends, checked on returns and now
+ * and then by the malloc slow path (jemalloc's dirty decay, without a background thread). A pool only ever
  * holds pages of its own node: memory never changes node.
  *
  * Freed huge chunks (allocations too large for a chunk) are kept by the node's huge cache
@@ -50,6 +52,8 @@ struct np_pool_shard {
 	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
 	size_t free_pages;           /* pages in free runs (racy reads allowed: a hint) */
 	size_t dirty_pages;          /* free pages that may be resident (an upper bound) */
+	size_t dirty_low;            /* the fewest dirty_pages at any unlock since the pool's
+					decay period began: pages nobody needed that long */
 	struct np_chunk *chunks;     /* this shard's normal chunks */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	struct np_page *bins[NP_POOL_BINS];
@@ -63,6 +67,8 @@ struct np_pool {
 	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
 	uint8_t spilled;             /* a chunk mapped for the node landed elsewhere (np_pool_note_spill) */
 	uint8_t low;                 /* the node is nearly full: verify new chunks page by page (np_pool_set_low) */
+	uint64_t decay_began;        /* relaxed atomic: np_os_clock_ns when the decay period began
+					(0: none yet) */
 	struct np_pool_shard shard[NP_POOL_SHARDS];
 };
 
@@ -109,7 +115,8 @@ struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, str
 int np_pool_get_runs(int node, size_t npages, size_t align_pages, int n, struct np_page **out,
 		     struct np_vmstat_diffs *st, bool grow);
 /* Returns runs (of any nodes and lengths) to their own nodes' pools, one lock hold per node,
- * and purges a pool that passed its watermark. Consumes runs[]: every slot is set to NULL. */
+ * and purges a pool that passed its watermark or its decay period. Consumes runs[]: every slot
+ * is set to NULL. */
 void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st);
 void np_pool_put_run(struct np_page *run, struct np_vmstat_diffs *st);
 /* Grows a run handed out by np_pool_get_run in place to new_npages by taking the free run
@@ -119,6 +126,11 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
  * remain dirty, largest runs first. The system calls are made outside the lock. Returns pages
  * given back. */
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st);
+
+/* The decay of every node's pool whose period has ended (the returns check their own node's):
+ * the malloc slow path calls it now and then, so that a program whose frees stay in its
+ * threads' caches still gives back what its pools kept unused. */
+void np_pool_decay(struct np_vmstat_diffs *st);
 
 /* malloc_trim's part: every free run of the pool's chunks given back to the OS, clean ones
  * included (all counted in pages_purged). Returns the pages known to have been resident (dirty

@@ -2,33 +2,37 @@
  * pool_return.c — runs coming back to their pools' shards, and the pools' free memory going
  * back to the operating system (see pool.h): returned runs merge with their free neighbours
  * (np_pool_put_locked, pool.c); past the pool's watermark, dirty runs are purged (madvise), from
- * the shards that hold the most, largest first; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
+ * the shards that hold the most, largest first; at the end of a decay period, the dirty pages
+ * each shard kept through all of it; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
  * back and never calls the other way. The system calls are made
  * with the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which
  * holds the lock so that no allocation can take a run while its pages go.
  */
 #include "pool/pool.h"
 
+#include "options.h"
 #include "os.h"
 #include "pool/pool_locked.h"
 
 #define PURGE_BATCH 32
 
 /* Gives back dirty free pages of shard p, largest runs first, until at most keep_pages of
- * them remain. */
-static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, struct np_vmstat_diffs *st)
+ * them remain, or (runs are whole) until at least max_pages went. */
+static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, size_t max_pages, struct np_vmstat_diffs *st)
 {
-	size_t total = 0;
+	size_t total = 0, taken = 0;
 	for (;;) {
 		struct np_page *runs[PURGE_BATCH];
 		int n = 0;
 		np_pool_lock(p, st);
 		/* Largest runs first: they are the coldest and cost one madvise each. */
-		for (int b = NP_POOL_BINS - 1; b >= 0 && n < PURGE_BATCH && p->dirty_pages > keep_pages; b--) {
+		for (int b = NP_POOL_BINS - 1; b >= 0 && n < PURGE_BATCH && p->dirty_pages > keep_pages && taken < max_pages;
+		     b--) {
 			struct np_page *pg = p->bins[b];
-			while (pg && n < PURGE_BATCH && p->dirty_pages > keep_pages) {
+			while (pg && n < PURGE_BATCH && p->dirty_pages > keep_pages && taken < max_pages) {
 				struct np_page *next = pg->next;
 				if (np_pool_run_dirty(pg)) {
+					taken += np_pool_run_dirty(pg);
 					np_pool_remove_free_locked(p, pg);
 					np_pool_mark_used(pg, pg->npages, NP_ORDER_NONE);
 					runs[n++] = pg;
@@ -76,7 +80,7 @@ static size_t purge_node(struct np_pool *pool, size_t keep_pages, struct np_vmst
 		if (sum <= keep_pages || !big)
 			break;
 		size_t excess = sum - keep_pages;
-		total += purge_shard(big, most > excess ? most - excess : 0, st);
+		total += purge_shard(big, most > excess ? most - excess : 0, SIZE_MAX, st);
 	}
 	return total;
 }
@@ -85,6 +89,47 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 {
 	struct np_pool *p = &np_pools[node];
 	return p->exists ? purge_node(p, keep_pages, st) : 0;
+}
+
+/* The decay (pool.h): once a node's period of NUMAPAGE_DECAY_MS has ended, the first thread to
+ * look (a compare-and-swap on decay_began elects it) gives back, in every shard, as many dirty
+ * free pages as the shard held at every unlock of the period (dirty_low), largest runs first,
+ * and the next period begins at the level that leaves. period_ns: the option as it is now (a
+ * change applies to the period under way), not 0. */
+static void decay_node(struct np_pool *pool, uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st)
+{
+	uint64_t began = __atomic_load_n(&pool->decay_began, __ATOMIC_RELAXED);
+	if ((began && now - began < period_ns) ||
+	    !__atomic_compare_exchange_n(&pool->decay_began, &began, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	for (unsigned k = 0; k < pool->nshards; k++) {
+		struct np_pool_shard *p = &pool->shard[k];
+		np_pool_lock(p, st);
+		/* The first period only begins: nothing was counted before it. */
+		size_t idle = began ? NP_MIN(p->dirty_low, p->dirty_pages) : 0;
+		size_t keep = p->dirty_pages - idle;
+		p->dirty_low = keep; /* the purge's unlocks take it lower, to where the period begins */
+		np_pool_unlock(p);
+		if (idle)
+			purge_shard(p, keep, idle, st);
+	}
+}
+
+/* The option in nanoseconds; 0: no decay. */
+static uint64_t decay_period_ns(void)
+{
+	return (uint64_t)np_opt_load(decay_ms) * 1000000u;
+}
+
+void np_pool_decay(struct np_vmstat_diffs *st)
+{
+	uint64_t period = decay_period_ns();
+	if (!period)
+		return;
+	uint64_t now = np_os_clock_ns();
+	for (int i = 0; i < np_topo_table.nnodes && i < NP_MAX_NODES; i++)
+		if (np_pools[i].exists)
+			decay_node(&np_pools[i], now, period, st);
 }
 
 void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
@@ -112,6 +157,9 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 		 * purged it whole at every return while another kept the rest). */
 		if (np_pool_dirty_pages(p->node) > np_pool_purge_pages)
 			purge_node(&np_pools[p->node], np_pool_purge_pages / 2, st);
+		uint64_t period = decay_period_ns(); /* the coarse clock: a few nanoseconds a return */
+		if (period)
+			decay_node(&np_pools[p->node], np_os_clock_ns(), period, st);
 	}
 }
 

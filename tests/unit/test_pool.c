@@ -754,6 +754,88 @@ static void purge_does_not_churn(void **state)
 	check_node(0);
 }
 
+/* The decay: as many dirty free pages as a shard kept through a whole NUMAPAGE_DECAY_MS go
+ * back at the first return after the period, largest runs first; pages taken again meanwhile
+ * are not counted. */
+static void decay_gives_back_what_stayed_free(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "1000", NULL);
+	np_fake_os_set_cpu(0);
+	/* idle | pin1 | busy | pin2 | pin3: no two free ones merge, nor with the chunk's rest */
+	struct np_page *r[5];
+	size_t len[5] = {100, 4, 60, 4, 4};
+	for (int i = 0; i < 5; i++) {
+		r[i] = np_pool_get_run(0, len[i], 1, NULL, true);
+		assert_non_null(r[i]);
+		memset(np_page_addr(r[i]), 0x5a, len[i] * NP_PAGE_SIZE);
+	}
+	struct np_page *idle = r[0], *pin1 = r[1], *pin2 = r[3];
+	struct np_page *batch[2] = {r[0], r[2]};
+	np_pool_put_batch(batch, 2, NULL); /* the first return: the period begins */
+	assert_int_equal(np_pool_dirty_pages(0), 160);
+	/* Within the period busy is taken and returned: it was needed. */
+	np_fake_os_advance_clock(600000000ull);
+	struct np_page *busy = np_pool_get_run(0, 60, 1, NULL, true);
+	assert_non_null(busy);
+	assert_int_equal(np_pool_dirty_pages(0), 100);
+	np_pool_put_run(busy, NULL);
+	assert_int_equal(STAT(0, pages_purged), 0);
+	/* Past the period's end, the next return gives back the 100 pages free all that while. */
+	np_fake_os_advance_clock(600000000ull);
+	np_pool_put_run(pin2, NULL); /* merges with busy: 64 dirty pages */
+	assert_int_equal(STAT(0, pages_purged), 100);
+	assert_int_equal(np_fake_os_purged_bytes(), 100 * (long)NP_PAGE_SIZE);
+	assert_int_equal(np_pool_dirty_pages(0), 64);
+	assert_true(idle->clean);
+	check_node(0);
+	/* The next period began at 64: unused through it, they go too. */
+	np_fake_os_advance_clock(1100000000ull);
+	np_pool_put_run(pin1, NULL); /* merges all three: 68 dirty of 168 */
+	assert_int_equal(np_pool_dirty_pages(0), 0);
+	check_node(0);
+	np_pool_put_run(r[4], NULL);
+}
+
+/* A return to one shard decays every shard of the node: pages one CPU's thread left free do
+ * not wait for that CPU to return more. 0 ms: no decay. */
+static void decay_reaches_every_shard(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "1000", NULL);
+	assert_true(np_pools[0].nshards >= 2);
+	np_fake_os_set_cpu(0);
+	struct np_page *left = np_pool_get_run(0, 200, 1, NULL, true);
+	struct np_page *pin = np_pool_get_run(0, 4, 1, NULL, true);
+	np_fake_os_set_cpu(1);
+	struct np_page *other = np_pool_get_run(0, 8, 1, NULL, true);
+	assert_non_null(left);
+	assert_non_null(pin);
+	assert_non_null(other);
+	assert_int_not_equal(shard_of(left), shard_of(other));
+	np_fake_os_set_cpu(0);
+	np_pool_put_run(left, NULL); /* the period begins with 200 dirty in CPU 0's shard */
+	np_fake_os_advance_clock(1100000000ull);
+	np_fake_os_set_cpu(1);
+	np_pool_put_run(other, NULL); /* CPU 1's shard: a new period there starts at 8 */
+	assert_int_equal(STAT(0, pages_purged), 200);
+	assert_int_equal(np_pool_dirty_pages(0), 8);
+	check_node(0);
+	np_fake_os_set_cpu(0);
+	np_pool_put_run(pin, NULL);
+
+	start("2node", "DECAY_MS", "0", NULL);
+	struct np_page *k = np_pool_get_run(0, 50, 1, NULL, true);
+	struct np_page *k2 = np_pool_get_run(0, 4, 1, NULL, true);
+	assert_non_null(k);
+	assert_non_null(k2);
+	np_pool_put_run(k, NULL);
+	np_fake_os_advance_clock(100000000000ull);
+	np_pool_put_run(k2, NULL);
+	assert_int_equal(STAT(0, pages_purged), 0);
+	assert_int_equal(np_pool_dirty_pages(0), 54);
+}
+
 /* Shards follow the allowed CPUs in turn: allowed {0, 2} of four make two shards, one each. */
 static void sparse_cpuset_uses_every_shard(void **state)
 {
@@ -844,6 +926,8 @@ int main(void)
 		cmocka_unit_test_teardown(shards_lend_only_when_address_space_is_short, teardown),
 		cmocka_unit_test_teardown(purge_watermark_is_the_nodes, teardown),
 		cmocka_unit_test_teardown(purge_does_not_churn, teardown),
+		cmocka_unit_test_teardown(decay_gives_back_what_stayed_free, teardown),
+		cmocka_unit_test_teardown(decay_reaches_every_shard, teardown),
 		cmocka_unit_test_teardown(sparse_cpuset_uses_every_shard, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
