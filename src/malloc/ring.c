@@ -144,6 +144,7 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 		if (err)
 			np_fatal("malloc: thread state corrupt: %s", err);
 	}
+	np_thread_tick_decay(th);
 	if (NP_UNLIKELY(++th->slow_calls >= SWEEP_EVERY)) {
 		th->slow_calls = 0;
 		np_ring_count(th, false);

@@ -52,6 +52,7 @@ struct np_thread {
 	struct np_thread *next, *prev;        /* live list */
 	int tid;
 	unsigned slow_calls;                  /* slab slow paths since the last sweep */
+	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
 	size_t struct_pages;
 	/* Set by another thread whose free made one of our slabs' remote lists non-empty: only
 	 * then can a sweep find a slab emptied behind our back. On a line of its own, as the one
@@ -59,6 +60,19 @@ struct np_thread {
 	int remote_pending NP_ALIGNED(NP_CACHELINE);
 	struct np_vmstat_diffs st NP_ALIGNED(NP_CACHELINE); /* last: large */
 };
+
+/* Slow paths (slab misses and large allocations) between two looks at the pools' decay. */
+#define NP_DECAY_CHECK_EVERY 64
+
+/* A slow path: every NP_DECAY_CHECK_EVERY of them, the pools whose decay period ended give
+ * back what stayed free (np_pool_decay: a coarse clock read when nothing is due). */
+NP_INLINE void np_thread_tick_decay(struct np_thread *th)
+{
+	if (NP_UNLIKELY(++th->decay_calls >= NP_DECAY_CHECK_EVERY)) {
+		th->decay_calls = 0;
+		np_pool_decay(&th->st);
+	}
+}
 
 /* Threads the allocator has given state to since start-up (a fork's child keeps the count). */
 extern int np_threads_seen;

@@ -16,6 +16,7 @@
 #include <semaphore.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -791,6 +792,52 @@ static void trim_returns_memory(void **state)
 	assert_int_equal(F_TRIM(), 0);
 }
 
+/* The decay: memory freed in a burst and not taken back goes to the kernel after
+ * NUMAPAGE_DECAY_MS (within two periods), with nothing but the program's own later
+ * allocations to notice the time (no trim, no thread of the allocator's). The wait ends when
+ * it happened: a loaded machine makes it slower, not different. */
+static void decay_returns_what_stays_free(void **state)
+{
+	(void)state;
+	enum { N = 192 };
+	const size_t n = 256 * KiB; /* 48 MiB: under the default purge watermark */
+	void *p[N];
+	for (int i = 0; i < N; i++) {
+		p[i] = F_MALLOC(n);
+		assert_ours(p[i], n);
+		memset(p[i], 0x5a, n);
+	}
+	size_t rss_used = np_t_rss();
+	struct numa_page_node_stats used = np_t_stats();
+	for (int i = 0; i < N; i++)
+		F_FREE(p[i]);
+	assert_int_equal(numa_page_option_set("DECAY_MS", "50"), 0);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct numa_page_node_stats now = np_t_stats();
+	unsigned rounds = 0;
+	/* The thread's own cache keeps up to 4 MiB of these: the rest is the pool's. */
+	const unsigned long long want = (N * n) * 3 / 4 / 4096;
+	do {
+		void *q = F_MALLOC(n); /* one large allocation: one slow path */
+		assert_non_null(q);
+		*(volatile char *)q = 1;
+		F_FREE(q);
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+		now = np_t_stats();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		rounds++;
+	} while (now.pages_purged - used.pages_purged < want && t.tv_sec - t0.tv_sec < 30);
+	size_t rss_decayed = np_t_rss();
+	assert_int_equal(numa_page_option_set("DECAY_MS", "10000"), 0);
+	print_message("decay: purged %llu pages in %u rounds, rss %zu KiB -> %zu KiB\n",
+		      (unsigned long long)(now.pages_purged - used.pages_purged), rounds, rss_used >> 10,
+		      rss_decayed >> 10);
+	assert_true(now.pages_purged - used.pages_purged >= want);
+	assert_true(rss_used > rss_decayed + (N * n) * 3 / 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -821,6 +868,7 @@ int main(void)
 		cmocka_unit_test(stats_exact_for_small_blocks),
 		cmocka_unit_test(stats_exact_in_fork_child),
 		cmocka_unit_test(trim_returns_memory),
+		cmocka_unit_test(decay_returns_what_stays_free),
 	};
 #ifdef API_LIBC
 	return cmocka_run_group_tests_name("api: the malloc family under the libc names", tests, NULL, NULL);
