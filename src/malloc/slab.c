@@ -293,8 +293,11 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 	return s;
 }
 
+size_t np_slab_orphans_walked;
+
 size_t np_slab_sweep_orphans(void)
 {
+	size_t walked = 0;
 	pthread_once(&orphans_once, orphans_init);
 	__atomic_store_n(&np_slab_orphans_changed, 0, __ATOMIC_RELAXED);
 	size_t pages = 0;
@@ -309,6 +312,7 @@ size_t np_slab_sweep_orphans(void)
 			np_unlock(&l->lock);
 			while (s) {
 				struct np_slab *next = s->next;
+				walked++;
 				np_slab_collect(s);
 				if (s->used == 0 && np_slab_confirm_empty(s)) {
 					pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
@@ -329,6 +333,7 @@ size_t np_slab_sweep_orphans(void)
 				np_unlock(&l->lock);
 			}
 		}
+	__atomic_store_n(&np_slab_orphans_walked, walked, __ATOMIC_RELAXED);
 	return pages;
 }
 

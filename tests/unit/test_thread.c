@@ -6,7 +6,8 @@
  * those with live blocks become orphans of their node, its page cache drains, the threads
  * gauge comes back, and its struct is recycled for the next thread; a later thread of the node
  * adopts the orphans; blocks freed after their thread exited come home; at the end every page
- * is back in the pools.
+ * is back in the pools. Orphan sweeps wait for slow paths in proportion to the orphans the last
+ * sweep walked, and then release what emptied.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,10 +139,105 @@ static void lifecycle(void **state)
 		fail_msg("pool: %s", err);
 }
 
+/* Orphan sweeps cost a collect per orphan, so a thread sweeps only after ORPHAN_SWEEP_EVERY (4)
+ * slab slow paths per orphan the last sweep walked (in steps of the periodic 64): not before,
+ * and then it finds what emptied. */
+enum { OS_SLABS = 40, OS_SIZE = 3000 };
+static void *os_blocks[OS_SLABS * 32];
+static int os_n;
+
+static void *os_leave_orphans(void *arg)
+{
+	(void)arg;
+	np_fake_os_set_cpu(0);
+	/* Whole slabs of 3000 B blocks, all live at exit: they become orphans of node 0. The
+	 * first block of slab OS_SLABS + 1 is freed at once: its slab goes back at exit. */
+	int slabs = 0;
+	uintptr_t last = 0;
+	for (;;) {
+		void *p = numa_page_malloc(OS_SIZE);
+		if (!p || os_n == (int)(sizeof os_blocks / sizeof os_blocks[0]))
+			abort(); /* cmocka's asserts belong to the main thread */
+		if (((uintptr_t)p >> 16) != last) {
+			last = (uintptr_t)p >> 16;
+			if (++slabs > OS_SLABS) {
+				numa_page_free(p);
+				return NULL;
+			}
+		}
+		os_blocks[os_n++] = p;
+	}
+}
+
+struct os_check {
+	size_t due;          /* slow paths after which the sweep runs */
+	long held, released; /* pages_in_use of node 0 just before and just after it */
+};
+
+static void *os_count_slow_paths(void *arg)
+{
+	struct os_check *c = arg;
+	np_fake_os_set_cpu(1);
+	static void *mine[4096];
+	unsigned cls = np_size_class(24);
+	mine[0] = numa_page_malloc(24); /* a fresh thread: its first slow path */
+	assert_non_null(mine[0]);
+	size_t calls = 1;
+	for (; calls < c->due - 1; calls++) {
+		mine[calls] = np_ring_alloc(np_tls.self, cls);
+		assert_non_null(mine[calls]);
+	}
+	c->held = stat(0, NUMA_PAGE_STAT_pages_in_use);
+	mine[calls] = np_ring_alloc(np_tls.self, cls); /* the due one */
+	c->released = stat(0, NUMA_PAGE_STAT_pages_in_use);
+	for (size_t i = 0; i <= calls; i++)
+		numa_page_free(mine[i]);
+	return NULL;
+}
+
+static void orphan_sweeps_wait_for_their_cost(void **state)
+{
+	(void)state;
+	/* This thread gets its state first: else it would be given the leaving thread's recycled
+	 * struct, and its frees would take the floating slabs back as their owner's. */
+	numa_page_free(numa_page_malloc(24));
+	assert_non_null(np_tls.self);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, os_leave_orphans, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	/* Full slabs floated at their owner's slow paths; a free claims each for the orphans. */
+	uintptr_t last = 0;
+	for (int i = 0; i < os_n; i++) {
+		uintptr_t slab = (uintptr_t)os_blocks[i] >> 16;
+		if (slab != last) {
+			numa_page_free(os_blocks[i]);
+			os_blocks[i] = NULL;
+		}
+		last = slab;
+	}
+	np_slab_sweep_orphans(); /* walks them: nothing to release yet */
+	size_t walked = __atomic_load_n(&np_slab_orphans_walked, __ATOMIC_RELAXED);
+	assert_true(walked >= OS_SLABS);
+	for (int i = 0; i < os_n; i++)
+		numa_page_free(os_blocks[i]); /* every orphan empties: a sweep would release them */
+	assert_true(np_slab_orphans_changed);
+	/* The periodic point comes every 64 slow paths; the sweep at the first one past 4 x walked. */
+	struct os_check c = {.due = (4 * walked + 63) / 64 * 64};
+	assert_int_equal(pthread_create(&t, NULL, os_count_slow_paths, &c), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	long slab_pages = (long)(np_class_slab_bytes(np_size_class(OS_SIZE)) >> NP_PAGE_SHIFT);
+	print_message("orphans walked %zu, swept after %zu slow paths: pages_in_use %ld -> %ld\n", walked, c.due,
+		      c.held, c.released);
+	/* Before the due slow path (64 before it, the last periodic point, did not sweep) the
+	 * orphans were all still held; at it, they went. */
+	assert_true(c.held - c.released >= OS_SLABS * slab_pages);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lifecycle),
+		cmocka_unit_test(orphan_sweeps_wait_for_their_cost),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
