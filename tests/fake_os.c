@@ -205,8 +205,12 @@ int np_os_nohuge(void *p, size_t size)
 	return 0;
 }
 
+void (*np_fake_os_purge_hook)(void);
+
 int np_os_purge(void *p, size_t size)
 {
+	if (np_fake_os_purge_hook)
+		np_fake_os_purge_hook();
 	int saved = errno;
 	int rc = madvise(p, size, MADV_DONTNEED) ? -errno : 0;
 	__atomic_fetch_add(&n_purged, (long)size, __ATOMIC_SEQ_CST);

@@ -52,7 +52,9 @@ struct np_page {
 	uint8_t state;               /* enum np_page_state */
 	uint8_t order;               /* page-cache order of a run of 1 << order pages, or NP_ORDER_NONE */
 	uint8_t clean;               /* free run known to read as zeros (fresh or purged) */
-	uint8_t user;                /* free for the layer above (malloc marks its runs) */
+	uint8_t user;                /* handed out: free for the layer above (malloc marks its
+					runs); a free run's head in a pool: the decay period it was
+					returned in (pool.h) */
 };
 
 /* CACHED: a freed huge chunk its node's cache keeps for the next huge request (pool/huge.h);

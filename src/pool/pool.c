@@ -32,10 +32,6 @@ void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
 
 void np_pool_unlock(struct np_pool_shard *s)
 {
-	/* The low point of the period is taken between lock holds, never inside one: a return that
-	 * merges takes its neighbours out before it puts the whole back. */
-	if (s->dirty_pages < s->dirty_low)
-		s->dirty_low = s->dirty_pages;
 	np_unlock(&s->lock);
 }
 
@@ -70,6 +66,7 @@ void np_pool_init(const struct np_topo *t)
 		p->limit_pages = 0;
 		p->spilled = p->low = 0;
 		p->decay_began = 0;
+		p->decay_period = 0;
 		for (unsigned k = 0; k < NP_POOL_SHARDS; k++) {
 			struct np_pool_shard *sh = &p->shard[k];
 			if (k >= nshards && !sh->chunks && !sh->free_pages)
@@ -127,9 +124,13 @@ size_t np_pool_run_dirty(const struct np_page *pg)
 	return pg->npages == 1 ? !pg->clean : (size_t)(uintptr_t)pg[pg->npages - 1].prev;
 }
 
-static void insert_free_locked(struct np_pool_shard *p, struct np_page *pg, size_t n, bool clean, size_t dirty)
+/* period: the decay period the run was returned in (pool.h); a run cut from a free one keeps
+ * its stamp, a returned or merged one gets the period under way. */
+static void insert_free_locked(struct np_pool_shard *p, struct np_page *pg, size_t n, bool clean, size_t dirty,
+			       uint8_t period)
 {
 	pg->state = NP_PAGE_FREE;
+	pg->user = period;
 	pg->npages = (uint32_t)n;
 	dirty = clean ? 0 : NP_MIN(dirty, n);
 	if (n == 1 && dirty == 0)
@@ -189,7 +190,7 @@ void np_pool_put_locked(struct np_pool_shard *p, struct np_page *pg, bool clean)
 			n += right->npages;
 		}
 	}
-	insert_free_locked(p, pg, n, clean, dirty);
+	insert_free_locked(p, pg, n, clean, dirty, __atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED));
 }
 
 /* Marks [pg, pg+n) as one run handed out: head USED, every other page TAIL. */
@@ -251,17 +252,18 @@ static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t ali
 			size_t aidx = (idx + align - 1) & ~(align - 1);
 			bool clean = pg->clean;
 			size_t dirty = np_pool_run_dirty(pg);
+			uint8_t period = pg->user;
 			np_pool_remove_free_locked(p, pg);
 			/* The taken part is assumed to hold the dirty pages (they are the ones
 			 * freed last, merged in front of clean remainders): the leftovers keep the
 			 * rest of the estimate. */
 			dirty -= NP_MIN(dirty, n);
 			if (aidx > idx) {
-				insert_free_locked(p, pg, aidx - idx, clean, dirty);
+				insert_free_locked(p, pg, aidx - idx, clean, dirty, period);
 				dirty -= NP_MIN(dirty, aidx - idx);
 			}
 			if (aidx + n < idx + len)
-				insert_free_locked(p, &c->pages[aidx + n], idx + len - aidx - n, clean, dirty);
+				insert_free_locked(p, &c->pages[aidx + n], idx + len - aidx - n, clean, dirty, period);
 			struct np_page *run = &c->pages[aidx];
 			run->clean = clean;
 			return run;
@@ -297,7 +299,7 @@ static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 	c->next = p->chunks;
 	p->chunks = c;
 	__atomic_add_fetch(&np_pools[p->node].mapped_pages, NP_CHUNK_DATA_PAGES, __ATOMIC_RELAXED);
-	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true, 0);
+	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true, 0, 0);
 	return true;
 }
 
@@ -364,6 +366,7 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 			struct np_chunk *c = np_chunk_of(pg);
 			bool clean = pg->clean;
 			size_t dirty = np_pool_run_dirty(pg);
+			uint8_t period = pg->user;
 			np_pool_remove_free_locked(o, pg);
 			for (struct np_chunk **l = &o->chunks; *l; l = &(*l)->next)
 				if (*l == c) {
@@ -373,7 +376,7 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 			c->shard = to->index;
 			c->next = to->chunks;
 			to->chunks = c;
-			insert_free_locked(to, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, clean, dirty);
+			insert_free_locked(to, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, clean, dirty, period);
 			moved = true;
 			break;
 		}
@@ -479,11 +482,12 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 		size_t rn = right->npages;
 		bool clean = right->clean;
 		size_t dirty = np_pool_run_dirty(right);
+		uint8_t period = right->user;
 		np_pool_remove_free_locked(p, right);
 		size_t extra = new_npages - n;
 		if (rn > extra)
 			insert_free_locked(p, &c->pages[idx + new_npages], rn - extra, clean,
-					   dirty - NP_MIN(dirty, extra));
+					   dirty - NP_MIN(dirty, extra), period);
 		for (size_t k = n; k < new_npages; k++) {
 			run[k].state = NP_PAGE_TAIL;
 			run[k].npages = 0;
@@ -550,12 +554,23 @@ void np_pool_atfork_parent(void)
 				np_unlock(&np_pools[i].shard[k].lock);
 }
 
+/* Runs a purge had out of the bins at the fork (its thread is not in the child) go back,
+ * counted dirty: their madvise may not have run. */
 void np_pool_atfork_child(void)
 {
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		if (np_pools[i].exists)
-			for (unsigned k = 0; k < np_pools[i].nshards; k++)
-				init_lock(&np_pools[i].shard[k]);
+			for (unsigned k = 0; k < np_pools[i].nshards; k++) {
+				struct np_pool_shard *p = &np_pools[i].shard[k];
+				init_lock(p);
+				if (!p->npurging)
+					continue;
+				np_pool_lock(p, NULL);
+				for (unsigned r = 0; r < p->npurging; r++)
+					np_pool_put_locked(p, p->purging[r], false);
+				p->npurging = 0;
+				np_pool_unlock(p);
+			}
 }
 
 static const char *check_locked(struct np_pool_shard *p)

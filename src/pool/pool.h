@@ -9,9 +9,10 @@
  * chunk. So threads on different CPUs do not queue on one lock, nor write each other's bins
  * and page descriptors (jemalloc's arenas per CPU, per node here). Free memory goes back to
  * the OS (madvise) once a pool's shards hold more than NUMAPAGE_PURGE_MB of dirty free pages
- * together, and by time: dirty free pages a shard kept through a whole NUMAPAGE_DECAY_MS
- * (pages nobody needed that long) go back when the period ends, checked on returns and now
- * and then by the malloc slow path (jemalloc's dirty decay, without a background thread). A pool only ever
+ * together, and by time: a free run carries the number of the decay period it was returned
+ * in, and when a period of NUMAPAGE_DECAY_MS ends, the dirty runs returned before it began
+ * (free all through it: nobody needed them that long) go back; checked on returns and now and
+ * then by the malloc slow path (jemalloc's dirty decay, without a background thread). A pool only ever
  * holds pages of its own node: memory never changes node.
  *
  * Freed huge chunks (allocations too large for a chunk) are kept by the node's huge cache
@@ -42,6 +43,9 @@
 /* Longest run a pool hands out; longer requests get a huge chunk of their own. */
 #define NP_POOL_MAX_RUN NP_CHUNK_DATA_PAGES
 
+/* Runs a purge takes out of a shard's bins at once. */
+#define NP_POOL_PURGE_BATCH 32
+
 /* Shards per pool, at most (a power of two is not needed). */
 #define NP_POOL_SHARDS 8
 
@@ -52,8 +56,10 @@ struct np_pool_shard {
 	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
 	size_t free_pages;           /* pages in free runs (racy reads allowed: a hint) */
 	size_t dirty_pages;          /* free pages that may be resident (an upper bound) */
-	size_t dirty_low;            /* the fewest dirty_pages at any unlock since the pool's
-					decay period began: pages nobody needed that long */
+	/* Runs out of the bins for a purge's madvise (the lock dropped): a fork's child, where
+	 * the purging thread does not exist, puts them back. */
+	struct np_page *purging[NP_POOL_PURGE_BATCH];
+	unsigned npurging;
 	struct np_chunk *chunks;     /* this shard's normal chunks */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	struct np_page *bins[NP_POOL_BINS];
@@ -69,6 +75,8 @@ struct np_pool {
 	uint8_t low;                 /* the node is nearly full: verify new chunks page by page (np_pool_set_low) */
 	uint64_t decay_began;        /* relaxed atomic: np_os_clock_ns when the decay period began
 					(0: none yet) */
+	uint8_t decay_period;        /* relaxed atomic: the period's number (mod 256), stamped on
+					every run returned in it */
 	struct np_pool_shard shard[NP_POOL_SHARDS];
 };
 

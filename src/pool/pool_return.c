@@ -2,8 +2,8 @@
  * pool_return.c — runs coming back to their pools' shards, and the pools' free memory going
  * back to the operating system (see pool.h): returned runs merge with their free neighbours
  * (np_pool_put_locked, pool.c); past the pool's watermark, dirty runs are purged (madvise), from
- * the shards that hold the most, largest first; at the end of a decay period, the dirty pages
- * each shard kept through all of it; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
+ * the shards that hold the most, largest first; at the end of a decay period, the dirty runs
+ * that stayed free through all of it; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
  * back and never calls the other way. The system calls are made
  * with the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which
  * holds the lock so that no allocation can take a run while its pages go.
@@ -14,25 +14,35 @@
 #include "os.h"
 #include "pool/pool_locked.h"
 
-#define PURGE_BATCH 32
+/* Stamps of the runs a decay keeps: those returned in the period that just ended and in the one
+ * it begins (pool.h). */
+struct keep_periods {
+	bool any;         /* false: a watermark purge, every dirty run may go */
+	uint8_t ended, begun;
+};
 
-/* Gives back dirty free pages of shard p, largest runs first, until at most keep_pages of
- * them remain, or (runs are whole) until at least max_pages went. */
-static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, size_t max_pages, struct np_vmstat_diffs *st)
+/* Gives back dirty free runs of shard p, largest first (the coldest, one madvise each), until
+ * at most keep_pages dirty pages remain, taking only runs whose stamp is not one `keep` names.
+ * Runs are taken out of the bins and listed in p->purging while the lock is dropped for the
+ * madvise (a fork's child puts them back); a shard another thread is purging is left to it.
+ * Returns the pages given back. */
+static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, struct keep_periods keep,
+			  struct np_vmstat_diffs *st)
 {
-	size_t total = 0, taken = 0;
+	size_t total = 0;
 	for (;;) {
-		struct np_page *runs[PURGE_BATCH];
-		int n = 0;
+		struct np_page **runs = p->purging;
+		unsigned n = 0;
 		np_pool_lock(p, st);
-		/* Largest runs first: they are the coldest and cost one madvise each. */
-		for (int b = NP_POOL_BINS - 1; b >= 0 && n < PURGE_BATCH && p->dirty_pages > keep_pages && taken < max_pages;
-		     b--) {
+		if (p->npurging) {
+			np_pool_unlock(p);
+			break;
+		}
+		for (int b = NP_POOL_BINS - 1; b >= 0 && n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages; b--) {
 			struct np_page *pg = p->bins[b];
-			while (pg && n < PURGE_BATCH && p->dirty_pages > keep_pages && taken < max_pages) {
+			while (pg && n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages) {
 				struct np_page *next = pg->next;
-				if (np_pool_run_dirty(pg)) {
-					taken += np_pool_run_dirty(pg);
+				if (np_pool_run_dirty(pg) && (!keep.any || (pg->user != keep.ended && pg->user != keep.begun))) {
 					np_pool_remove_free_locked(p, pg);
 					np_pool_mark_used(pg, pg->npages, NP_ORDER_NONE);
 					runs[n++] = pg;
@@ -40,21 +50,23 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, size_t max
 				pg = next;
 			}
 		}
+		p->npurging = n;
 		np_pool_unlock(p);
 		if (n == 0)
 			break;
 		size_t pages = 0;
-		for (int i = 0; i < n; i++) {
+		for (unsigned i = 0; i < n; i++) {
 			np_os_purge(np_page_addr(runs[i]), (size_t)runs[i]->npages << NP_PAGE_SHIFT);
 			pages += runs[i]->npages;
 		}
 		np_pool_lock(p, st);
-		for (int i = 0; i < n; i++)
+		for (unsigned i = 0; i < n; i++)
 			np_pool_put_locked(p, runs[i], true);
+		p->npurging = 0;
 		np_pool_unlock(p);
 		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
 		total += pages;
-		if (n < PURGE_BATCH)
+		if (n < NP_POOL_PURGE_BATCH)
 			break;
 	}
 	return total;
@@ -80,7 +92,7 @@ static size_t purge_node(struct np_pool *pool, size_t keep_pages, struct np_vmst
 		if (sum <= keep_pages || !big)
 			break;
 		size_t excess = sum - keep_pages;
-		total += purge_shard(big, most > excess ? most - excess : 0, SIZE_MAX, st);
+		total += purge_shard(big, most > excess ? most - excess : 0, (struct keep_periods){.any = false}, st);
 	}
 	return total;
 }
@@ -92,27 +104,25 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 }
 
 /* The decay (pool.h): once a node's period of NUMAPAGE_DECAY_MS has ended, the first thread to
- * look (a compare-and-swap on decay_began elects it) gives back, in every shard, as many dirty
- * free pages as the shard held at every unlock of the period (dirty_low), largest runs first,
- * and the next period begins at the level that leaves. period_ns: the option as it is now (a
- * change applies to the period under way), not 0. */
+ * look (a compare-and-swap on decay_began elects it) begins the next period, numbered one
+ * more, and gives back, in every shard, the dirty runs stamped neither with the period that
+ * ended nor with the new one: returned before the period that ended began, and not taken
+ * since. The first look only begins a period. now: read before the look, so it may be older
+ * than a period another thread began meanwhile, which then is not due (signed difference).
+ * period_ns: the option as it is now (a change applies to the period under way), not 0. */
 static void decay_node(struct np_pool *pool, uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st)
 {
 	uint64_t began = __atomic_load_n(&pool->decay_began, __ATOMIC_RELAXED);
-	if ((began && now - began < period_ns) ||
+	if ((began && (int64_t)(now - began) < (int64_t)period_ns) ||
 	    !__atomic_compare_exchange_n(&pool->decay_began, &began, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	for (unsigned k = 0; k < pool->nshards; k++) {
-		struct np_pool_shard *p = &pool->shard[k];
-		np_pool_lock(p, st);
-		/* The first period only begins: nothing was counted before it. */
-		size_t idle = began ? NP_MIN(p->dirty_low, p->dirty_pages) : 0;
-		size_t keep = p->dirty_pages - idle;
-		p->dirty_low = keep; /* the purge's unlocks take it lower, to where the period begins */
-		np_pool_unlock(p);
-		if (idle)
-			purge_shard(p, keep, idle, st);
-	}
+	uint8_t ended = __atomic_load_n(&pool->decay_period, __ATOMIC_RELAXED), begun = (uint8_t)(ended + 1);
+	__atomic_store_n(&pool->decay_period, begun, __ATOMIC_RELAXED);
+	if (!began)
+		return;
+	struct keep_periods keep = {.any = true, .ended = ended, .begun = begun};
+	for (unsigned k = 0; k < pool->nshards; k++)
+		purge_shard(&pool->shard[k], 0, keep, st);
 }
 
 /* The option in nanoseconds; 0: no decay. */
