@@ -24,6 +24,8 @@ struct cache {
 	long live_pages;        /* pages of huge blocks handed out (relaxed atomic) */
 	size_t peak_pages;      /* the recent peak of live_pages */
 	uint64_t decay_at;      /* np_os_clock_ns when the peak halves next */
+	struct np_chunk *purging; /* chunks give_back is purging with the lock dropped (linked by
+				   * next): a fork's child, without that thread, caches them again */
 } NP_ALIGNED(NP_CACHELINE);
 
 static struct cache caches[NP_MAX_NODES];
@@ -132,12 +134,15 @@ static void choose_locked(struct cache *h, uint64_t now, struct np_chunk **purge
 			unmap[(*nu)++] = c;
 		}
 	}
-	/* Off the list, last first so the links stay valid. */
+	/* Off the list, last first so the links stay valid; the ones to purge onto `purging`. */
 	for (int i = n - 1; i >= 0; i--) {
 		struct np_chunk *c = *links[i];
 		for (int k = 0; k < *np; k++)
-			if (purge[k] == c)
+			if (purge[k] == c) {
 				unlink_locked(h, links[i]);
+				c->next = h->purging;
+				h->purging = c;
+			}
 		for (int k = 0; k < *nu; k++)
 			if (unmap[k] == c)
 				unlink_locked(h, links[i]);
@@ -162,8 +167,14 @@ static void give_back(struct cache *h, int node, struct np_chunk **purge, int np
 		np_chunk_unmap_huge(unmap[i]);
 	if (np) {
 		np_lock(&h->lock);
-		for (int i = 0; i < np; i++)
+		for (int i = 0; i < np; i++) {
+			for (struct np_chunk **l = &h->purging; *l; l = &(*l)->next)
+				if (*l == purge[i]) {
+					*l = purge[i]->next;
+					break;
+				}
 			link_locked(h, purge[i]);
+		}
 		np_unlock(&h->lock);
 	}
 	if (pages)
@@ -313,11 +324,23 @@ void np_huge_atfork_parent(void)
 			np_unlock(&caches[i].lock);
 }
 
+/* Chunks a give_back was purging at the fork go back to the cache, counted dirty: the madvise
+ * may not have run, and a calloc served by one clears only what it counts dirty. */
 void np_huge_atfork_child(void)
 {
 	for (int i = 0; i < NP_MAX_NODES; i++)
-		if (caches[i].exists)
-			init_lock(&caches[i], i);
+		if (caches[i].exists) {
+			struct cache *h = &caches[i];
+			init_lock(h, i);
+			np_lock(&h->lock);
+			while (h->purging) {
+				struct np_chunk *c = h->purging;
+				h->purging = c->next;
+				c->dirty = np_chunk_data_bytes(c);
+				link_locked(h, c);
+			}
+			np_unlock(&h->lock);
+		}
 }
 
 const char *np_huge_check(int node)

@@ -14,8 +14,11 @@
 #include <cmocka.h>
 
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fake_os.h"
+#include "lock.h"
 #include "pool/huge.h"
 #include "unit_fixture.h"
 
@@ -232,10 +235,66 @@ static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
 	check();
 }
 
+/* fork() while a decay purges cached chunks with the lock dropped: the child, where the
+ * purging thread does not exist, caches them again, counted dirty (a calloc served by one
+ * clears what it counts dirty). */
+static size_t fork_child_cached[2];
+static void fork_in_purge_hook(void)
+{
+	np_fake_os_purge_hook = NULL;
+	np_huge_atfork_prepare();
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		np_lock_forget_all(); /* as the library's fork handler does first */
+		np_huge_atfork_child();
+		size_t got[2];
+		np_huge_cached(0, &got[0], &got[1]);
+		if (np_huge_check(0))
+			got[0] = got[1] = 0;
+		if (write(fd[1], got, sizeof got) != (ssize_t)sizeof got)
+			_exit(1);
+		_exit(0);
+	}
+	np_huge_atfork_parent();
+	assert_int_equal(read(fd[0], fork_child_cached, sizeof fork_child_cached), (ssize_t)sizeof fork_child_cached);
+	close(fd[0]);
+	close(fd[1]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void fork_during_a_purge_keeps_the_chunks(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "1000", NULL);
+	struct np_chunk *c[3];
+	for (int i = 0; i < 3; i++)
+		c[i] = make(6 * MB);
+	for (int i = 0; i < 3; i++)
+		assert_true(np_huge_put(c[i], NULL));
+	size_t one = PAGES(np_chunk_data_bytes(c[0]));
+	assert_int_equal(cached_dirty(), 3 * one);
+	np_fake_os_advance_clock(2000000000ull);
+	np_fake_os_purge_hook = fork_in_purge_hook;
+	struct np_chunk *k = make(1 * MB); /* its put decays the three: purged, forking meanwhile */
+	assert_true(np_huge_put(k, NULL));
+	assert_null(np_fake_os_purge_hook);
+	/* The child has all four, the ones caught in the purge counted dirty. */
+	size_t all = 3 * one + PAGES(np_chunk_data_bytes(k));
+	assert_int_equal(fork_child_cached[0] + fork_child_cached[1], all);
+	assert_true(fork_child_cached[0] >= one);
+	assert_int_equal(cached_dirty() + cached_clean(), all);
+	check();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(reuse_whole_and_grow, teardown),
+		cmocka_unit_test_teardown(fork_during_a_purge_keeps_the_chunks, teardown),
 		cmocka_unit_test_teardown(budget_follows_the_peak, teardown),
 		cmocka_unit_test_teardown(a_grown_block_counts_its_new_pages, teardown),
 		cmocka_unit_test_teardown(decay_gives_pages_back_then_unmaps_the_clean, teardown),
