@@ -16,9 +16,9 @@
  * it at once): single-threaded, larson's sweeps walked millions of slabs and released none. The fast
  * path's byte counters are folded into the statistics at the same pace. */
 #define SWEEP_EVERY 64
-/* Slab slow paths a thread makes between two orphan sweeps, per orphan the last one walked
+/* Slab slow paths the process makes between two orphan sweeps, per orphan the last one kept
  * (at least SWEEP_EVERY). */
-#define ORPHAN_SWEEP_EVERY 4
+#define ORPHAN_SWEEP_EVERY 2
 
 /* Full slabs a thread keeps in its ring of a class rather than letting them float. Each slow
  * path collects them (a load each while nobody freed into them), and blocks other threads free
@@ -159,15 +159,16 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 		/* Only when an orphan may have emptied since the last sweep: the sweep reads every
 		 * node's list heads of every class, lines other threads write, and collects every
 		 * orphan (3.6% of larson/2's time, docs/perf-issue15.md on bench15, 4.2). And not
-		 * before this thread has made ORPHAN_SWEEP_EVERY slow paths per orphan the last
-		 * sweep walked: a sweep costs a collect per orphan, so this bounds it to a fraction
-		 * of a collect per slow path however many orphans dead threads left (mstress/2
-		 * walked 127 per sweep and released one in a thousand). */
-		th->orphan_calls += SWEEP_EVERY;
-		if (__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED) &&
-		    th->orphan_calls >= ORPHAN_SWEEP_EVERY * __atomic_load_n(&np_slab_orphans_walked, __ATOMIC_RELAXED)) {
-			th->orphan_calls = 0;
-			np_slab_sweep_orphans();
+		 * before the process has made ORPHAN_SWEEP_EVERY slow paths per orphan the last
+		 * sweep kept: a sweep costs a collect per orphan, so this bounds it to a fraction of
+		 * a collect per slow path however many orphans dead threads left (mstress/2 walked
+		 * 127 per sweep and released one in a thousand). The slow paths are counted over all
+		 * threads, so that short-lived threads of a pool reach it together (one atomic add
+		 * per 64 slow paths, only while orphans change); the thread that reaches it sweeps. */
+		if (__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED)) {
+			size_t calls = __atomic_add_fetch(&np_slab_orphan_calls, SWEEP_EVERY, __ATOMIC_RELAXED);
+			if (calls >= ORPHAN_SWEEP_EVERY * __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED))
+				np_slab_sweep_orphans(); /* which zeroes the count */
 		}
 	}
 	struct np_slab *s = th->ring[c];

@@ -293,12 +293,14 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 	return s;
 }
 
-size_t np_slab_orphans_walked;
+size_t np_slab_orphans_kept;
+size_t np_slab_orphan_calls;
 
 size_t np_slab_sweep_orphans(void)
 {
-	size_t walked = 0;
+	size_t kept = 0;
 	pthread_once(&orphans_once, orphans_init);
+	__atomic_store_n(&np_slab_orphan_calls, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&np_slab_orphans_changed, 0, __ATOMIC_RELAXED);
 	size_t pages = 0;
 	for (int n = 0; n < np_topo_table.nnodes; n++)
@@ -312,7 +314,6 @@ size_t np_slab_sweep_orphans(void)
 			np_unlock(&l->lock);
 			while (s) {
 				struct np_slab *next = s->next;
-				walked++;
 				np_slab_collect(s);
 				if (s->used == 0 && np_slab_confirm_empty(s)) {
 					pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
@@ -320,6 +321,7 @@ size_t np_slab_sweep_orphans(void)
 				} else {
 					s->next = keep;
 					keep = s;
+					kept++;
 				}
 				s = next;
 			}
@@ -333,7 +335,7 @@ size_t np_slab_sweep_orphans(void)
 				np_unlock(&l->lock);
 			}
 		}
-	__atomic_store_n(&np_slab_orphans_walked, walked, __ATOMIC_RELAXED);
+	__atomic_store_n(&np_slab_orphans_kept, kept, __ATOMIC_RELAXED);
 	return pages;
 }
 

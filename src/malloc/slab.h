@@ -332,8 +332,11 @@ void np_slab_orphan(struct np_slab *s);
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner);
 /* Collects every orphan of every class and releases the empty ones; returns pages released. */
 size_t np_slab_sweep_orphans(void);
-/* Orphans the last sweep walked (relaxed: a hint for when to sweep next, ring.c). */
-extern NP_HIDDEN size_t np_slab_orphans_walked;
+/* Orphans the last sweep left on the lists, and slab slow paths (any thread's, counted by
+ * ring.c while np_slab_orphans_changed is set) since it: relaxed hints for when the next sweep
+ * is worth its walk. */
+extern NP_HIDDEN size_t np_slab_orphans_kept;
+extern NP_HIDDEN size_t np_slab_orphan_calls;
 /* Set when a sweep of the orphans may find one to release: a slab became an orphan, or a
  * remote free made an orphan's remote list non-empty (np_slab_note_orphan_free); cleared by
  * the sweep. A hint: relaxed, and a sweep it lets through finds nothing at worst. */

@@ -52,7 +52,6 @@ struct np_thread {
 	struct np_thread *next, *prev;        /* live list */
 	int tid;
 	unsigned slow_calls;                  /* slab slow paths since the last sweep */
-	size_t orphan_calls;                  /* slab slow paths since its last orphan sweep, about */
 	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
 	size_t struct_pages;
 	/* Set by another thread whose free made one of our slabs' remote lists non-empty: only

@@ -139,9 +139,10 @@ static void lifecycle(void **state)
 		fail_msg("pool: %s", err);
 }
 
-/* Orphan sweeps cost a collect per orphan, so a thread sweeps only after ORPHAN_SWEEP_EVERY (4)
- * slab slow paths per orphan the last sweep walked (in steps of the periodic 64): not before,
- * and then it finds what emptied. */
+/* Orphan sweeps cost a collect per orphan, so the process sweeps only after ORPHAN_SWEEP_EVERY
+ * (2) slab slow paths per orphan the last sweep kept, counted over all threads at each
+ * thread's periodic point (every 64 of its own): not before, and then it finds what emptied,
+ * even when no one thread lived long enough (a pool's short jobs). */
 enum { OS_SLABS = 40, OS_SIZE = 3000 };
 static void *os_blocks[OS_SLABS * 32];
 static int os_n;
@@ -169,30 +170,40 @@ static void *os_leave_orphans(void *arg)
 	}
 }
 
-struct os_check {
-	size_t due;          /* slow paths after which the sweep runs */
-	long held, released; /* pages_in_use of node 0 just before and just after it */
+struct os_job {
+	size_t calls;        /* slab slow paths this thread makes */
+	long held, released; /* pages_in_use of node 0 just before and just after its last one */
 };
 
-static void *os_count_slow_paths(void *arg)
+/* A fresh thread's `calls` slab slow paths (np_ring_alloc directly: one each), its blocks then
+ * freed. */
+static void *os_slow_paths(void *arg)
 {
-	struct os_check *c = arg;
+	struct os_job *j = arg;
 	np_fake_os_set_cpu(1);
 	static void *mine[4096];
 	unsigned cls = np_size_class(24);
 	mine[0] = numa_page_malloc(24); /* a fresh thread: its first slow path */
-	assert_non_null(mine[0]);
-	size_t calls = 1;
-	for (; calls < c->due - 1; calls++) {
-		mine[calls] = np_ring_alloc(np_tls.self, cls);
-		assert_non_null(mine[calls]);
-	}
-	c->held = stat(0, NUMA_PAGE_STAT_pages_in_use);
-	mine[calls] = np_ring_alloc(np_tls.self, cls); /* the due one */
-	c->released = stat(0, NUMA_PAGE_STAT_pages_in_use);
-	for (size_t i = 0; i <= calls; i++)
+	if (!mine[0])
+		abort();
+	size_t n = 1;
+	for (; n < j->calls - 1; n++)
+		if (!(mine[n] = np_ring_alloc(np_tls.self, cls)))
+			abort();
+	j->held = stat(0, NUMA_PAGE_STAT_pages_in_use);
+	if (!(mine[n] = np_ring_alloc(np_tls.self, cls)))
+		abort();
+	j->released = stat(0, NUMA_PAGE_STAT_pages_in_use);
+	for (size_t i = 0; i <= n; i++)
 		numa_page_free(mine[i]);
 	return NULL;
+}
+
+static void os_run(struct os_job *j)
+{
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, os_slow_paths, j), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
 }
 
 static void orphan_sweeps_wait_for_their_cost(void **state)
@@ -215,22 +226,28 @@ static void orphan_sweeps_wait_for_their_cost(void **state)
 		}
 		last = slab;
 	}
-	np_slab_sweep_orphans(); /* walks them: nothing to release yet */
-	size_t walked = __atomic_load_n(&np_slab_orphans_walked, __ATOMIC_RELAXED);
-	assert_true(walked >= OS_SLABS);
+	np_slab_sweep_orphans(); /* walks them: nothing to release yet; the count starts at 0 */
+	size_t kept = __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED);
+	assert_true(kept >= OS_SLABS);
 	for (int i = 0; i < os_n; i++)
 		numa_page_free(os_blocks[i]); /* every orphan empties: a sweep would release them */
 	assert_true(np_slab_orphans_changed);
-	/* The periodic point comes every 64 slow paths; the sweep at the first one past 4 x walked. */
-	struct os_check c = {.due = (4 * walked + 63) / 64 * 64};
-	assert_int_equal(pthread_create(&t, NULL, os_count_slow_paths, &c), 0);
-	assert_int_equal(pthread_join(t, NULL), 0);
+	/* The sweep comes at the first periodic point past 2 x kept slow paths: `due` of them,
+	 * made by two short-lived threads, one after the other. */
+	size_t due = (2 * kept + 63) / 64 * 64;
+	assert_true(due >= 128);
+	struct os_job first = {.calls = due - 64}, second = {.calls = 64};
+	os_run(&first);
+	os_run(&second);
 	long slab_pages = (long)(np_class_slab_bytes(np_size_class(OS_SIZE)) >> NP_PAGE_SHIFT);
-	print_message("orphans walked %zu, swept after %zu slow paths: pages_in_use %ld -> %ld\n", walked, c.due,
-		      c.held, c.released);
-	/* Before the due slow path (64 before it, the last periodic point, did not sweep) the
-	 * orphans were all still held; at it, they went. */
-	assert_true(c.held - c.released >= OS_SLABS * slab_pages);
+	print_message("orphans kept %zu, swept after %zu slow paths: pages_in_use %ld -> %ld (first thread), "
+		      "%ld -> %ld (second)\n",
+		      kept, due, first.held, first.released, second.held, second.released);
+	/* Up to the second thread's last slow path the orphans were all still held; at it, they
+	 * went; and the next wait follows what that sweep kept, not what it walked. */
+	assert_true(first.released - second.released >= OS_SLABS * slab_pages);
+	assert_true(second.held - second.released >= OS_SLABS * slab_pages);
+	assert_true(__atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED) <= kept - OS_SLABS);
 }
 
 int main(void)
