@@ -125,7 +125,7 @@ size_t np_pool_run_dirty(const struct np_page *pg)
 }
 
 /* period: the decay period the run was returned in (pool.h); a run cut from a free one keeps
- * its stamp, a returned or merged one gets the period under way. */
+ * its stamp, a returned one gets the period under way, a merged one its oldest dirty part's. */
 static void insert_free_locked(struct np_pool_shard *p, struct np_page *pg, size_t n, bool clean, size_t dirty,
 			       uint8_t period)
 {
@@ -158,12 +158,22 @@ void np_pool_remove_free_locked(struct np_pool_shard *p, struct np_page *pg)
 
 /* Returns a run to the pool, merging it with free neighbours. clean: the run reads as zeros
  * (a purged run); otherwise all its pages count as dirty. */
+/* The stamp of a run merged from parts: the oldest dirty part's (a clean part has nothing to
+ * age), so that an idle dirty run beside one the program keeps freeing and taking again still
+ * decays (a helper's review: restamped at every merge, it never did). */
+NP_INLINE void merge_period(uint8_t now, const struct np_page *part, uint8_t *period)
+{
+	if (np_pool_run_dirty(part) && (uint8_t)(now - part->user) > (uint8_t)(now - *period))
+		*period = part->user;
+}
+
 void np_pool_put_locked(struct np_pool_shard *p, struct np_page *pg, bool clean)
 {
 	struct np_chunk *c = np_chunk_of(pg);
 	size_t idx = (size_t)(pg - c->pages);
 	size_t n = pg->npages;
 	size_t dirty = clean ? 0 : n;
+	uint8_t now = __atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED), period = now;
 	/* When the run merges into a free run on its left, its head becomes an interior page
 	 * that nothing rewrites: it must not keep saying USED, or freeing the pointer again
 	 * would pass free()'s state check and insert the run a second time. */
@@ -173,6 +183,7 @@ void np_pool_put_locked(struct np_pool_shard *p, struct np_page *pg, bool clean)
 		uint8_t ls = np_page_state(left); /* may belong to a run another thread owns */
 		if (ls == NP_PAGE_FREE || ls == NP_PAGE_FREE_END) {
 			struct np_page *head = &c->pages[idx - left->npages];
+			merge_period(now, head, &period);
 			dirty += np_pool_run_dirty(head);
 			np_pool_remove_free_locked(p, head);
 			clean = clean && head->clean;
@@ -184,13 +195,14 @@ void np_pool_put_locked(struct np_pool_shard *p, struct np_page *pg, bool clean)
 	if (idx + n < NP_CHUNK_PAGES) {
 		struct np_page *right = &c->pages[idx + n];
 		if (np_page_state(right) == NP_PAGE_FREE) {
+			merge_period(now, right, &period);
 			dirty += np_pool_run_dirty(right);
 			np_pool_remove_free_locked(p, right);
 			clean = clean && right->clean;
 			n += right->npages;
 		}
 	}
-	insert_free_locked(p, pg, n, clean, dirty, __atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED));
+	insert_free_locked(p, pg, n, clean, dirty, period);
 }
 
 /* Marks [pg, pg+n) as one run handed out: head USED, every other page TAIL. */
@@ -563,12 +575,14 @@ void np_pool_atfork_child(void)
 			for (unsigned k = 0; k < np_pools[i].nshards; k++) {
 				struct np_pool_shard *p = &np_pools[i].shard[k];
 				init_lock(p);
-				if (!p->npurging)
+				if (!p->purging)
 					continue;
 				np_pool_lock(p, NULL);
-				for (unsigned r = 0; r < p->npurging; r++)
-					np_pool_put_locked(p, p->purging[r], false);
-				p->npurging = 0;
+				for (struct np_pool_purge_batch *b = p->purging; b; b = b->next) /* a copy of
+											    * their stacks */
+					for (unsigned r = 0; r < b->n; r++)
+						np_pool_put_locked(p, b->runs[r], false);
+				p->purging = NULL;
 				np_pool_unlock(p);
 			}
 }

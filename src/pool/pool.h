@@ -43,8 +43,13 @@
 /* Longest run a pool hands out; longer requests get a huge chunk of their own. */
 #define NP_POOL_MAX_RUN NP_CHUNK_DATA_PAGES
 
-/* Runs a purge takes out of a shard's bins at once. */
+/* Runs a purge takes out of a shard's bins at once, listed in the shard while it madvises. */
 #define NP_POOL_PURGE_BATCH 32
+struct np_pool_purge_batch {
+	struct np_pool_purge_batch *next;
+	unsigned n;
+	struct np_page *runs[NP_POOL_PURGE_BATCH];
+};
 
 /* Shards per pool, at most (a power of two is not needed). */
 #define NP_POOL_SHARDS 8
@@ -56,10 +61,10 @@ struct np_pool_shard {
 	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */
 	size_t free_pages;           /* pages in free runs (racy reads allowed: a hint) */
 	size_t dirty_pages;          /* free pages that may be resident (an upper bound) */
-	/* Runs out of the bins for a purge's madvise (the lock dropped): a fork's child, where
-	 * the purging thread does not exist, puts them back. */
-	struct np_page *purging[NP_POOL_PURGE_BATCH];
-	unsigned npurging;
+	/* Batches of runs out of the bins for a purge's madvise (the lock dropped; each on its
+	 * purging thread's stack): a fork's child, where those threads do not exist, puts them
+	 * back. */
+	struct np_pool_purge_batch *purging;
 	struct np_chunk *chunks;     /* this shard's normal chunks */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	struct np_page *bins[NP_POOL_BINS];

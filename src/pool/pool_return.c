@@ -23,50 +23,53 @@ struct keep_periods {
 
 /* Gives back dirty free runs of shard p, largest first (the coldest, one madvise each), until
  * at most keep_pages dirty pages remain, taking only runs whose stamp is not one `keep` names.
- * Runs are taken out of the bins and listed in p->purging while the lock is dropped for the
- * madvise (a fork's child puts them back); a shard another thread is purging is left to it.
- * Returns the pages given back. */
+ * Each batch is taken out of the bins and listed in p->purging while the lock is dropped for
+ * the madvise (a fork's child puts it back); other purges of the shard run beside it on other
+ * runs. Returns the pages given back. */
 static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, struct keep_periods keep,
 			  struct np_vmstat_diffs *st)
 {
 	size_t total = 0;
 	for (;;) {
-		struct np_page **runs = p->purging;
-		unsigned n = 0;
+		struct np_pool_purge_batch batch = {.n = 0};
 		np_pool_lock(p, st);
-		if (p->npurging) {
-			np_pool_unlock(p);
-			break;
-		}
-		for (int b = NP_POOL_BINS - 1; b >= 0 && n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages; b--) {
+		for (int b = NP_POOL_BINS - 1; b >= 0 && batch.n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages;
+		     b--) {
 			struct np_page *pg = p->bins[b];
-			while (pg && n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages) {
+			while (pg && batch.n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages) {
 				struct np_page *next = pg->next;
 				if (np_pool_run_dirty(pg) && (!keep.any || (pg->user != keep.ended && pg->user != keep.begun))) {
 					np_pool_remove_free_locked(p, pg);
 					np_pool_mark_used(pg, pg->npages, NP_ORDER_NONE);
-					runs[n++] = pg;
+					batch.runs[batch.n++] = pg;
 				}
 				pg = next;
 			}
 		}
-		p->npurging = n;
+		if (batch.n) {
+			batch.next = p->purging;
+			p->purging = &batch;
+		}
 		np_pool_unlock(p);
-		if (n == 0)
+		if (batch.n == 0)
 			break;
 		size_t pages = 0;
-		for (unsigned i = 0; i < n; i++) {
-			np_os_purge(np_page_addr(runs[i]), (size_t)runs[i]->npages << NP_PAGE_SHIFT);
-			pages += runs[i]->npages;
+		for (unsigned i = 0; i < batch.n; i++) {
+			np_os_purge(np_page_addr(batch.runs[i]), (size_t)batch.runs[i]->npages << NP_PAGE_SHIFT);
+			pages += batch.runs[i]->npages;
 		}
 		np_pool_lock(p, st);
-		for (unsigned i = 0; i < n; i++)
-			np_pool_put_locked(p, runs[i], true);
-		p->npurging = 0;
+		for (struct np_pool_purge_batch **l = &p->purging; *l; l = &(*l)->next)
+			if (*l == &batch) {
+				*l = batch.next;
+				break;
+			}
+		for (unsigned i = 0; i < batch.n; i++)
+			np_pool_put_locked(p, batch.runs[i], true);
 		np_pool_unlock(p);
 		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
 		total += pages;
-		if (n < NP_POOL_PURGE_BATCH)
+		if (batch.n < NP_POOL_PURGE_BATCH)
 			break;
 	}
 	return total;

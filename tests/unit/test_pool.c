@@ -794,18 +794,18 @@ static void decay_gives_back_what_stayed_free(void **state)
 	assert_int_equal(np_pool_dirty_pages(0), 604);
 	assert_true(idle->clean);
 	check_node(0);
-	/* pin1 merges all three into one run, returned now: a merge counts as a return, so busy's
-	 * pages, free through period 2, wait through period 3 as well. */
+	/* pin1 merges all three into one run: it keeps the oldest dirty part's stamp (busy's, free
+	 * through period 2), so it goes at the look that ends period 2, pin1's 4 new pages with
+	 * it; an idle run does not stay young by the frees beside it. */
 	np_fake_os_advance_clock(PERIOD_S * SEC + SEC);
 	np_pool_put_run(pin1, NULL);
-	assert_int_equal(STAT(0, pages_purged), 100);
-	assert_int_equal(np_pool_dirty_pages(0), 608);
-	np_fake_os_advance_clock(PERIOD_S * SEC + SEC);
-	np_pool_decay(NULL); /* a malloc slow path's look */
 	assert_int_equal(STAT(0, pages_purged), 100 + 708); /* the merged run, all of it */
 	assert_int_equal(np_pool_dirty_pages(0), 0);
 	check_node(0);
-	np_pool_put_run(r[4], NULL);
+	np_pool_put_run(r[4], NULL); /* next to clean runs only: its own, current stamp */
+	np_fake_os_advance_clock(PERIOD_S * SEC + SEC);
+	np_pool_decay(NULL); /* a malloc slow path's look: r[4] came back in the period that ended */
+	assert_int_equal(np_pool_dirty_pages(0), 4);
 }
 
 /* A return to one shard decays every shard of the node: pages one CPU's thread left free do
@@ -968,6 +968,86 @@ static void fork_during_a_purge_keeps_its_runs(void **state)
 	np_pool_put_run(pin, NULL);
 }
 
+/* A dirty run left free beside one the program frees and takes again every period keeps its
+ * own stamp through the merges and cuts, and decays. A helper review's case. */
+static void decay_reaches_a_run_beside_churn(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "100000", NULL);
+	np_fake_os_set_cpu(0);
+	struct np_page *x = np_pool_get_run(0, 100, 1, NULL, true);
+	struct np_page *idle = np_pool_get_run(0, 500, 1, NULL, true);
+	struct np_page *rest = np_pool_get_run(0, NP_CHUNK_DATA_PAGES - 600, 1, NULL, true); /* fills the chunk */
+	assert_non_null(x);
+	assert_non_null(idle);
+	assert_non_null(rest);
+	memset(np_page_addr(x), 1, 100 * NP_PAGE_SIZE);
+	memset(np_page_addr(idle), 1, 500 * NP_PAGE_SIZE);
+	np_pool_put_run(idle, NULL); /* period 1 begins: 500 dirty pages nobody takes again */
+	for (int period = 1; period <= 4; period++) {
+		np_fake_os_advance_clock(PERIOD_S / 2 * SEC);
+		np_pool_put_run(x, NULL);                   /* the program's working run comes back, */
+		x = np_pool_get_run(0, 100, 1, NULL, true); /* merged with idle, and is cut out again */
+		assert_non_null(x);
+		np_fake_os_advance_clock(PERIOD_S / 2 * SEC + SEC);
+		np_pool_decay(NULL);
+	}
+	/* idle was free through periods 1..4: gone by the end of period 2. */
+	assert_true(STAT(0, pages_purged) >= 500);
+	assert_int_equal(np_pool_dirty_pages(0), 0);
+	check_node(0);
+	np_pool_put_run(x, NULL);
+	np_pool_put_run(rest, NULL);
+}
+
+/* Two purges of one shard at once (a decay's madvise, and a return past the watermark or a
+ * purge of everything meanwhile) both do their work: the second takes other runs. A helper
+ * review's case. */
+static struct np_page *beside_big;
+static int beside_mode;
+static size_t beside_ret;
+static void purge_beside_hook(void)
+{
+	np_fake_os_purge_hook = NULL;
+	if (beside_mode == 0)
+		np_pool_put_run(beside_big, NULL); /* another thread's return: past the watermark */
+	else
+		beside_ret = np_pool_purge(0, 0, NULL); /* everything */
+}
+
+static void purges_of_one_shard_run_side_by_side(void **state)
+{
+	(void)state;
+	for (beside_mode = 0; beside_mode < 2; beside_mode++) {
+		start("2node", "DECAY_MS", "100000", "PURGE_MB", "1", NULL); /* watermark 256 pages */
+		np_fake_os_set_cpu(0);
+		struct np_page *a = np_pool_get_run(0, 40, 1, NULL, true), *pin1 = np_pool_get_run(0, 4, 1, NULL, true);
+		beside_big = np_pool_get_run(0, beside_mode ? 200 : 300, 1, NULL, true);
+		struct np_page *pin2 = np_pool_get_run(0, 4, 1, NULL, true);
+		assert_non_null(a);
+		assert_non_null(pin1);
+		assert_non_null(beside_big);
+		assert_non_null(pin2);
+		memset(np_page_addr(a), 1, 40 * NP_PAGE_SIZE);
+		np_pool_put_run(a, NULL); /* period 1 begins */
+		if (beside_mode)
+			np_pool_put_run(beside_big, NULL); /* in period 1: the decay keeps it */
+		np_fake_os_advance_clock(PERIOD_S * SEC + SEC);
+		np_fake_os_purge_hook = purge_beside_hook;
+		np_pool_decay(NULL); /* purges a; the hook meanwhile */
+		assert_null(np_fake_os_purge_hook);
+		if (beside_mode == 0)
+			assert_true(np_pool_dirty_pages(0) <= 256); /* the return's purge did its part */
+		else
+			assert_int_equal(np_pool_dirty_pages(0), 0);
+		check_node(0);
+		np_pool_put_run(pin1, NULL);
+		np_pool_put_run(pin2, NULL);
+		np_test_unmap_pools();
+	}
+	(void)beside_ret;
+}
+
 /* Shards follow the allowed CPUs in turn: allowed {0, 2} of four make two shards, one each. */
 static void sparse_cpuset_uses_every_shard(void **state)
 {
@@ -1063,6 +1143,8 @@ int main(void)
 		cmocka_unit_test_teardown(decay_with_an_older_clock_is_not_due, teardown),
 		cmocka_unit_test_teardown(decay_follows_a_moved_chunk, teardown),
 		cmocka_unit_test_teardown(fork_during_a_purge_keeps_its_runs, teardown),
+		cmocka_unit_test_teardown(decay_reaches_a_run_beside_churn, teardown),
+		cmocka_unit_test_teardown(purges_of_one_shard_run_side_by_side, teardown),
 		cmocka_unit_test_teardown(sparse_cpuset_uses_every_shard, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
