@@ -140,6 +140,29 @@ static void *let_go(struct np_thread *th, struct np_slab *s)
 	return take_from(s);
 }
 
+/* Only when an orphan may have emptied since the last sweep: the sweep reads every node's list
+ * heads of every class, lines other threads write, and collects every orphan (3.6% of
+ * larson/2's time, docs/perf-issue15.md on bench15, 4.2). And not before the process has made
+ * ORPHAN_SWEEP_EVERY slab slow paths per orphan the last sweep kept: a sweep costs a collect
+ * per orphan, so this bounds it to a fraction of a collect per slow path however many orphans
+ * dead threads left (mstress/2 walked 127 per sweep and released one in a thousand). The slow
+ * paths are counted over all threads, `calls` at a time (each thread's periodic 64, and what
+ * is left of them at its exit), so that the short-lived threads of a pool reach it together:
+ * one atomic add per 64 slow paths, only while orphans change. The thread that reaches it
+ * sweeps, unless a sweep is under way (two at once would each see part of the lists and store
+ * a short count of what they kept). */
+static void count_for_orphans(unsigned calls)
+{
+	if (!calls || !__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED))
+		return;
+	size_t n = __atomic_add_fetch(&np_slab_orphan_calls, calls, __ATOMIC_RELAXED);
+	if (n < ORPHAN_SWEEP_EVERY * __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&np_slab_sweeping, 1, __ATOMIC_ACQUIRE))
+		return;
+	np_slab_sweep_orphans(); /* which zeroes the count */
+	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);
+}
+
 void *np_ring_alloc(struct np_thread *th, unsigned c)
 {
 	if (np_config_debug >= 3) {
@@ -156,20 +179,7 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 			__atomic_store_n(&th->remote_pending, 0, __ATOMIC_RELAXED);
 			np_ring_sweep(th);
 		}
-		/* Only when an orphan may have emptied since the last sweep: the sweep reads every
-		 * node's list heads of every class, lines other threads write, and collects every
-		 * orphan (3.6% of larson/2's time, docs/perf-issue15.md on bench15, 4.2). And not
-		 * before the process has made ORPHAN_SWEEP_EVERY slow paths per orphan the last
-		 * sweep kept: a sweep costs a collect per orphan, so this bounds it to a fraction of
-		 * a collect per slow path however many orphans dead threads left (mstress/2 walked
-		 * 127 per sweep and released one in a thousand). The slow paths are counted over all
-		 * threads, so that short-lived threads of a pool reach it together (one atomic add
-		 * per 64 slow paths, only while orphans change); the thread that reaches it sweeps. */
-		if (__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED)) {
-			size_t calls = __atomic_add_fetch(&np_slab_orphan_calls, SWEEP_EVERY, __ATOMIC_RELAXED);
-			if (calls >= ORPHAN_SWEEP_EVERY * __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED))
-				np_slab_sweep_orphans(); /* which zeroes the count */
-		}
+		count_for_orphans(SWEEP_EVERY);
 	}
 	struct np_slab *s = th->ring[c];
 	void *b;
@@ -299,6 +309,9 @@ void np_ring_abandon(struct np_thread *th)
 		}
 		th->ring[c] = NULL;
 	}
+	/* Its slow paths since its last periodic point, its slabs with live blocks now orphans. */
+	count_for_orphans(th->slow_calls);
+	th->slow_calls = 0;
 }
 
 unsigned np_ring_leave_far(struct np_thread *th, uint64_t near)

@@ -295,6 +295,7 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 
 size_t np_slab_orphans_kept;
 size_t np_slab_orphan_calls;
+int np_slab_sweeping;
 
 size_t np_slab_sweep_orphans(void)
 {
@@ -354,6 +355,7 @@ void np_slab_atfork_parent(void)
 
 void np_slab_atfork_child(void)
 {
+	np_slab_sweeping = 0; /* a sweep by a thread the child does not have */
 	for (int n = 0; n < np_topo_table.nnodes; n++)
 		np_lock_init(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
 }

@@ -337,6 +337,8 @@ size_t np_slab_sweep_orphans(void);
  * is worth its walk. */
 extern NP_HIDDEN size_t np_slab_orphans_kept;
 extern NP_HIDDEN size_t np_slab_orphan_calls;
+/* Set while a periodic sweep runs (ring.c takes it with an exchange); a fork's child clears it. */
+extern NP_HIDDEN int np_slab_sweeping;
 /* Set when a sweep of the orphans may find one to release: a slab became an orphan, or a
  * remote free made an orphan's remote list non-empty (np_slab_note_orphan_free); cleared by
  * the sweep. A hint: relaxed, and a sweep it lets through finds nothing at worst. */
