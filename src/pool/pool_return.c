@@ -14,31 +14,26 @@
 #include "os.h"
 #include "pool/pool_locked.h"
 
-/* Stamps of the runs a decay keeps: those returned in the period that just ended and in the one
- * it begins (pool.h). */
-struct keep_periods {
-	bool any;         /* false: a watermark purge, every dirty run may go */
-	uint8_t ended, begun;
-};
-
 /* Gives back dirty free runs of shard p, largest first (the coldest, one madvise each), until
- * at most keep_pages dirty pages remain, taking only runs whose stamp is not one `keep` names.
+ * at most keep_pages dirty pages remain; old_only: only runs returned before the period before
+ * the one under way began (a decay's), that period read under the lock at each batch, so that
+ * a decay slower than a period never takes what came back in a newer one.
  * Each batch is taken out of the bins and listed in p->purging while the lock is dropped for
  * the madvise (a fork's child puts it back); other purges of the shard run beside it on other
  * runs. Returns the pages given back. */
-static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, struct keep_periods keep,
-			  struct np_vmstat_diffs *st)
+static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, bool old_only, struct np_vmstat_diffs *st)
 {
 	size_t total = 0;
 	for (;;) {
 		struct np_pool_purge_batch batch = {.n = 0};
 		np_pool_lock(p, st);
+		uint8_t now = __atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED);
 		for (int b = NP_POOL_BINS - 1; b >= 0 && batch.n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages;
 		     b--) {
 			struct np_page *pg = p->bins[b];
 			while (pg && batch.n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages) {
 				struct np_page *next = pg->next;
-				if (np_pool_run_dirty(pg) && (!keep.any || (pg->user != keep.ended && pg->user != keep.begun))) {
+				if (np_pool_run_dirty(pg) && (!old_only || (uint8_t)(now - pg->user) >= 2)) {
 					np_pool_remove_free_locked(p, pg);
 					np_pool_mark_used(pg, pg->npages, NP_ORDER_NONE);
 					batch.runs[batch.n++] = pg;
@@ -95,7 +90,7 @@ static size_t purge_node(struct np_pool *pool, size_t keep_pages, struct np_vmst
 		if (sum <= keep_pages || !big)
 			break;
 		size_t excess = sum - keep_pages;
-		total += purge_shard(big, most > excess ? most - excess : 0, (struct keep_periods){.any = false}, st);
+		total += purge_shard(big, most > excess ? most - excess : 0, false, st);
 	}
 	return total;
 }
@@ -108,10 +103,10 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
 
 /* The decay (pool.h): once a node's period of NUMAPAGE_DECAY_MS has ended, the first thread to
  * look (a compare-and-swap on decay_began elects it) begins the next period, numbered one
- * more, and gives back, in every shard, the dirty runs stamped neither with the period that
- * ended nor with the new one: returned before the period that ended began, and not taken
- * since. The first look only begins a period. now: read before the look, so it may be older
- * than a period another thread began meanwhile, which then is not due (signed difference).
+ * more, and gives back, in every shard, the dirty runs stamped two or more periods before the
+ * one under way: returned before the period that ended began, and not taken since. The first
+ * look only begins a period. now: read before the look, so it may be older than a period
+ * another thread began meanwhile, which then is not due (signed difference).
  * period_ns: the option as it is now (a change applies to the period under way), not 0. */
 static void decay_node(struct np_pool *pool, uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st)
 {
@@ -119,13 +114,11 @@ static void decay_node(struct np_pool *pool, uint64_t now, uint64_t period_ns, s
 	if ((began && (int64_t)(now - began) < (int64_t)period_ns) ||
 	    !__atomic_compare_exchange_n(&pool->decay_began, &began, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	uint8_t ended = __atomic_load_n(&pool->decay_period, __ATOMIC_RELAXED), begun = (uint8_t)(ended + 1);
-	__atomic_store_n(&pool->decay_period, begun, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&pool->decay_period, 1, __ATOMIC_RELAXED); /* the elected thread alone */
 	if (!began)
 		return;
-	struct keep_periods keep = {.any = true, .ended = ended, .begun = begun};
 	for (unsigned k = 0; k < pool->nshards; k++)
-		purge_shard(&pool->shard[k], 0, keep, st);
+		purge_shard(&pool->shard[k], 0, true, st);
 }
 
 /* The option in nanoseconds; 0: no decay. */

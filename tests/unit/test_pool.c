@@ -1048,6 +1048,53 @@ static void purges_of_one_shard_run_side_by_side(void **state)
 	(void)beside_ret;
 }
 
+/* A decay slower than a period (a long madvise, a preempted thread) does not take what came
+ * back in the period a later look began meanwhile: "old" is two periods before the one under
+ * way, read at each batch. A helper review's case. */
+static struct np_page *slow_fresh;
+static void slow_decay_hook(void)
+{
+	np_fake_os_purge_hook = NULL;
+	np_fake_os_advance_clock(PERIOD_S * SEC + SEC);
+	np_fake_os_set_cpu(0);
+	np_pool_decay(NULL); /* another thread's look: period 3 begins */
+	np_fake_os_set_cpu(1);
+	np_pool_put_run(slow_fresh, NULL); /* returned in period 3, to the shard not reached yet */
+}
+
+static void decay_slower_than_a_period_keeps_the_newer(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "100000", NULL);
+	assert_true(np_pools[0].nshards >= 2);
+	np_fake_os_set_cpu(0);
+	struct np_page *a = np_pool_get_run(0, 100, 1, NULL, true), *pin = np_pool_get_run(0, 4, 1, NULL, true);
+	np_fake_os_set_cpu(1);
+	slow_fresh = np_pool_get_run(0, 50, 1, NULL, true);
+	struct np_page *pin1 = np_pool_get_run(0, 4, 1, NULL, true);
+	assert_non_null(a);
+	assert_non_null(pin);
+	assert_non_null(slow_fresh);
+	assert_non_null(pin1);
+	assert_int_equal(shard_of(a), 0);
+	assert_int_equal(shard_of(slow_fresh), 1);
+	memset(np_page_addr(slow_fresh), 1, 50 * NP_PAGE_SIZE);
+	np_fake_os_set_cpu(0);
+	np_pool_put_run(a, NULL); /* period 1 begins */
+	np_fake_os_advance_clock(PERIOD_S * SEC + SEC);
+	np_fake_os_purge_hook = slow_decay_hook;
+	np_pool_decay(NULL); /* period 2: purges a in shard 0; the hook meanwhile; then shard 1 */
+	assert_null(np_fake_os_purge_hook);
+	assert_int_equal(STAT(0, pages_purged), 100);
+	assert_false(slow_fresh->clean);
+	assert_int_equal(np_pool_dirty_pages(0), 50);
+	check_node(0);
+	np_fake_os_set_cpu(0);
+	np_pool_put_run(pin, NULL);
+	np_fake_os_set_cpu(1);
+	np_pool_put_run(pin1, NULL);
+}
+
 /* Shards follow the allowed CPUs in turn: allowed {0, 2} of four make two shards, one each. */
 static void sparse_cpuset_uses_every_shard(void **state)
 {
@@ -1145,6 +1192,7 @@ int main(void)
 		cmocka_unit_test_teardown(fork_during_a_purge_keeps_its_runs, teardown),
 		cmocka_unit_test_teardown(decay_reaches_a_run_beside_churn, teardown),
 		cmocka_unit_test_teardown(purges_of_one_shard_run_side_by_side, teardown),
+		cmocka_unit_test_teardown(decay_slower_than_a_period_keeps_the_newer, teardown),
 		cmocka_unit_test_teardown(sparse_cpuset_uses_every_shard, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
