@@ -7,6 +7,11 @@
 #define NP_OS_ERRNO_H
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
 
 #define SAVE_ERRNO int saved_errno_ = errno
 /* Evaluates rc exactly once (it is the system call). */
@@ -17,5 +22,39 @@
 		errno = saved_errno_;                         \
 		return r_;                                    \
 	} while (0)
+
+/* The calls the layer makes that the C library makes cancellation points (open, read, write,
+ * close, nanosleep, waitpid, getrandom), made through syscall(2), which is none: a thread with a pending
+ * cancel request that allocates must come back, not be cancelled halfway with a lock or a
+ * flag of ours held (glibc's malloc makes no cancellation point either). Same results and
+ * errno as the libc calls. */
+static inline int np_nc_open(const char *path, int flags, mode_t mode)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+static inline ssize_t np_nc_read(int fd, void *buf, size_t n)
+{
+	return (ssize_t)syscall(SYS_read, fd, buf, n);
+}
+static inline ssize_t np_nc_write(int fd, const void *buf, size_t n)
+{
+	return (ssize_t)syscall(SYS_write, fd, buf, n);
+}
+static inline int np_nc_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+static inline int np_nc_nanosleep(const struct timespec *ts, struct timespec *rem)
+{
+	return (int)syscall(SYS_nanosleep, ts, rem);
+}
+static inline ssize_t np_nc_getrandom(void *buf, size_t n, unsigned flags)
+{
+	return (ssize_t)syscall(SYS_getrandom, buf, n, flags);
+}
+static inline pid_t np_nc_waitpid(pid_t pid, int *status, int options)
+{
+	return (pid_t)syscall(SYS_wait4, pid, status, options, NULL);
+}
 
 #endif /* NP_OS_ERRNO_H */

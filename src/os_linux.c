@@ -307,14 +307,14 @@ int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
 	while (nd > 0)
 		path[len++] = digits[--nd];
 	memcpy(path + len, "/meminfo", sizeof "/meminfo");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = np_nc_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		RETURN_ERRNO(-1);
 	/* MemFree is the second line and Inactive(file) the ninth: the first 2 KiB hold both. */
 	char buf[2048];
 	size_t have = 0;
 	long n;
-	while (have < sizeof buf - 1 && (n = read(fd, buf + have, sizeof buf - 1 - have)) != 0) {
+	while (have < sizeof buf - 1 && (n = np_nc_read(fd, buf + have, sizeof buf - 1 - have)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -322,7 +322,7 @@ int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
 		}
 		have += (size_t)n;
 	}
-	close(fd);
+	np_nc_close(fd);
 	errno = saved_errno_;
 	buf[have] = 0;
 	int64_t free_kb = meminfo_field(buf, "MemFree"), inactive_kb = meminfo_field(buf, "Inactive(file)");

@@ -26,7 +26,7 @@
 int np_os_shm_create(const char *path, size_t size, void **out)
 {
 	SAVE_ERRNO;
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = np_nc_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		RETURN_ERRNO(-1);
 	/* The umask may have removed bits: the file is 0600 whatever it says. */
@@ -37,7 +37,7 @@ int np_os_shm_create(const char *path, size_t size, void **out)
 		if (p == MAP_FAILED)
 			rc = -errno;
 	}
-	close(fd);
+	np_nc_close(fd);
 	if (rc) {
 		unlink(path);
 		errno = saved_errno_;
@@ -102,7 +102,7 @@ void np_os_random(void *buf, size_t n)
 	char *out = buf;
 	size_t got = 0;
 	while (got < n) {
-		ssize_t r = getrandom(out + got, n - got, GRND_NONBLOCK);
+		ssize_t r = np_nc_getrandom(out + got, n - got, GRND_NONBLOCK);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -149,7 +149,7 @@ void *np_os_map_shared(size_t size)
 static void sleep_ns(long ns)
 {
 	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	while (np_nc_nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }
 
@@ -157,11 +157,11 @@ static void sleep_ns(long ns)
 static uint64_t data_pages(void)
 {
 	char buf[256];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	int fd = np_nc_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
+	ssize_t n = np_nc_read(fd, buf, sizeof buf - 1);
+	np_nc_close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -203,7 +203,7 @@ int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms
 	long waited = 0, step = 100000, limit = (long)timeout_ms * 1000000L;
 	int status = 0, rc;
 	for (;;) {
-		long r = waitpid((pid_t)pid, &status, __WALL | WNOHANG);
+		long r = np_nc_waitpid((pid_t)pid, &status, __WALL | WNOHANG);
 		if (r == pid)
 			break;
 		if (r < 0 && errno != EINTR) {
@@ -214,7 +214,7 @@ int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms
 		}
 		if (waited >= limit) {
 			kill((pid_t)pid, SIGKILL);
-			while (waitpid((pid_t)pid, &status, __WALL) < 0 && errno == EINTR)
+			while (np_nc_waitpid((pid_t)pid, &status, __WALL) < 0 && errno == EINTR)
 				;
 			errno = saved_errno_;
 			return -ETIMEDOUT;
@@ -237,7 +237,7 @@ void np_os_write(int fd, const char *buf, size_t len)
 {
 	SAVE_ERRNO;
 	while (len) {
-		ssize_t n = write(fd, buf, len);
+		ssize_t n = np_nc_write(fd, buf, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -278,7 +278,7 @@ struct np_dirent64 {
 int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), void *ctx)
 {
 	SAVE_ERRNO;
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = np_nc_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (fd < 0)
 		RETURN_ERRNO(-1);
 	char buf[4096] __attribute__((aligned(8)));
@@ -290,7 +290,7 @@ int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), vo
 			off += d->d_reclen;
 		}
 	int rc = n < 0 ? -errno : 0;
-	close(fd);
+	np_nc_close(fd);
 	errno = saved_errno_;
 	return rc;
 }

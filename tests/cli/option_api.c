@@ -139,6 +139,36 @@ static void check_reset(void)
 	      freed.in_use);
 }
 
+/* The library makes no cancellation point of its own: a thread with a pending cancel request
+ * that calls into it (here numa_page_option_set, which logs the change when verbose is on: a
+ * write to stderr) comes back, and is cancelled at its own next cancellation point. Cancelled
+ * inside, it left whatever the library held behind (a review found a sweep's flag stuck for
+ * good that way). */
+static int cancel_returned;
+static void *set_with_cancel_pending(void *arg)
+{
+	(void)arg;
+	pthread_cancel(pthread_self()); /* deferred: pending until a cancellation point */
+	numa_page_option_set("decay_ms", "10000");
+	cancel_returned = 1;
+	pthread_testcancel();
+	return NULL;
+}
+
+static void check_no_cancellation_point(void)
+{
+	char was[64];
+	snprintf(was, sizeof was, "%s", get("verbose"));
+	CHECK(numa_page_option_set("verbose", "1") == 0, "verbose on");
+	pthread_t t;
+	void *res = NULL;
+	CHECK(pthread_create(&t, NULL, set_with_cancel_pending, NULL) == 0, "pthread_create");
+	CHECK(pthread_join(t, &res) == 0, "pthread_join");
+	CHECK(res == PTHREAD_CANCELED, "the thread was not cancelled at all");
+	CHECK(cancel_returned == 1, "cancelled inside numa_page_option_set (a cancellation point in the library)");
+	CHECK(numa_page_option_set("verbose", was) == 0, "verbose back to %s", was);
+}
+
 int main(int argc, char **argv)
 {
 	/* A plain malloc links the library's malloc, and with it its constructor, into the static
@@ -162,6 +192,7 @@ int main(int argc, char **argv)
 	}
 	check_options();
 	check_reset();
+	check_no_cancellation_point();
 	if (failures)
 		return 1;
 	puts("ok");
