@@ -521,6 +521,11 @@ def build_initramfs(args, path):
             else:
                 add_host_path(cpio, dep)
     cpio.symlink(MULTIARCH_LIB + '/libnumapage.so', 'libnumapage.so.0')
+    # glibc dlopen()s libgcc_s for pthread_cancel and pthread_exit (the unwinder): no ldd lists
+    # it, and option_api cancels a thread.
+    libgcc = MULTIARCH_LIB + '/libgcc_s.so.1'
+    if os.path.exists(libgcc) and not cpio.has(libgcc):
+        add_host_path(cpio, libgcc)
 
     for a in applets:
         a = a.replace('sbin/', 'usr/sbin/', 1) if a.startswith('sbin/') else a
