@@ -3,10 +3,10 @@
  * back to the operating system (see pool.h): returned runs merge with their free neighbours
  * (np_pool_put_locked, pool.c); past the pool's watermark, dirty runs are purged (madvise), from
  * the shards that hold the most, largest first; at the end of a decay period, the dirty runs
- * that stayed free through all of it; malloc_trim gives back everything free. pool.c takes runs out; this file puts them
- * back and never calls the other way. The system calls are made
- * with the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which
- * holds the lock so that no allocation can take a run while its pages go.
+ * that stayed free through all of it; malloc_trim gives back everything free. pool.c takes runs
+ * out; this file puts them back and never calls the other way. The system calls are made with
+ * the pool lock dropped, the runs taken out of the bins meanwhile, except in trim, which holds
+ * the lock so that no allocation can take a run while its pages go.
  */
 #include "pool/pool.h"
 

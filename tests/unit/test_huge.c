@@ -14,11 +14,8 @@
 #include <cmocka.h>
 
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "fake_os.h"
-#include "lock.h"
 #include "pool/huge.h"
 #include "unit_fixture.h"
 
@@ -239,31 +236,20 @@ static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
  * purging thread does not exist, caches them again, counted dirty (a calloc served by one
  * clears what it counts dirty). */
 static size_t fork_child_cached[2];
+/* The child's cached dirty and clean pages of node 0, or 0 and 0 when its cache is not sound. */
+static void child_cached(void *out)
+{
+	size_t got[2] = {0, 0};
+	if (!np_huge_check(0))
+		np_huge_cached(0, &got[0], &got[1]);
+	memcpy(out, got, sizeof got);
+}
+
 static void fork_in_purge_hook(void)
 {
 	np_fake_os_purge_hook = NULL;
-	np_huge_atfork_prepare();
-	int fd[2];
-	assert_int_equal(pipe(fd), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		np_lock_forget_all(); /* as the library's fork handler does first */
-		np_huge_atfork_child();
-		size_t got[2];
-		np_huge_cached(0, &got[0], &got[1]);
-		if (np_huge_check(0))
-			got[0] = got[1] = 0;
-		if (write(fd[1], got, sizeof got) != (ssize_t)sizeof got)
-			_exit(1);
-		_exit(0);
-	}
-	np_huge_atfork_parent();
-	assert_int_equal(read(fd[0], fork_child_cached, sizeof fork_child_cached), (ssize_t)sizeof fork_child_cached);
-	close(fd[0]);
-	close(fd[1]);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	np_test_fork(np_huge_atfork_prepare, np_huge_atfork_parent, np_huge_atfork_child, child_cached,
+		     fork_child_cached, sizeof fork_child_cached);
 }
 
 static void fork_during_a_purge_keeps_the_chunks(void **state)

@@ -19,10 +19,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/wait.h>
 
 #include "fake_os.h"
-#include "lock.h"
 #include "options.h"
 #include "os.h"
 #include "pool/chunk.h"
@@ -921,31 +919,18 @@ static void decay_follows_a_moved_chunk(void **state)
 /* fork() while a purge has its runs out of the bins for the madvise: the child, where the
  * purging thread does not exist, gets them back. A helper review's case. */
 static size_t fork_child_free;
+/* The child's free pages of node 0, or 0 when its pool is not sound. */
+static void child_free_pages(void *out)
+{
+	size_t f = np_pool_check(0) ? 0 : np_pool_free_pages(0);
+	memcpy(out, &f, sizeof f);
+}
+
 static void fork_in_purge_hook(void)
 {
 	np_fake_os_purge_hook = NULL;
-	np_pool_atfork_prepare();
-	int fd[2];
-	assert_int_equal(pipe(fd), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		np_lock_forget_all(); /* as the library's fork handler does first */
-		np_pool_atfork_child();
-		size_t f = np_pool_free_pages(0);
-		const char *err = np_pool_check(0);
-		if (err)
-			f = 0;
-		if (write(fd[1], &f, sizeof f) != (ssize_t)sizeof f)
-			_exit(1);
-		_exit(0);
-	}
-	np_pool_atfork_parent();
-	assert_int_equal(read(fd[0], &fork_child_free, sizeof fork_child_free), (ssize_t)sizeof fork_child_free);
-	close(fd[0]);
-	close(fd[1]);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	np_test_fork(np_pool_atfork_prepare, np_pool_atfork_parent, np_pool_atfork_child, child_free_pages,
+		     &fork_child_free, sizeof fork_child_free);
 }
 
 static void fork_during_a_purge_keeps_its_runs(void **state)

@@ -80,11 +80,17 @@ static void *live(void *arg)
 	return NULL;
 }
 
-static void run(struct life *l)
+/* fn(arg) on a thread of its own, joined. */
+static void run_thread(void *(*fn)(void *), void *arg)
 {
 	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, live, l), 0);
+	assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+static void run(struct life *l)
+{
+	run_thread(live, l);
 }
 
 static int setup(void **state)
@@ -201,21 +207,19 @@ static void *os_slow_paths(void *arg)
 
 static void os_run(struct os_job *j)
 {
-	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, os_slow_paths, j), 0);
-	assert_int_equal(pthread_join(t, NULL), 0);
+	run_thread(os_slow_paths, j);
 }
 
-static void orphan_sweeps_wait_for_their_cost(void **state)
+/* OS_SLABS orphans of node 0 with live blocks, swept once (nothing to release; the count starts
+ * at 0), then emptied: a sweep would release them. Returns the orphans that sweep kept. This
+ * thread gets its state first: else it would be given the leaving thread's recycled struct, and
+ * its frees would take the floating slabs back as their owner's. */
+static size_t os_empty_orphans(void)
 {
-	(void)state;
-	/* This thread gets its state first: else it would be given the leaving thread's recycled
-	 * struct, and its frees would take the floating slabs back as their owner's. */
 	numa_page_free(numa_page_malloc(24));
 	assert_non_null(np_tls.self);
-	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, os_leave_orphans, NULL), 0);
-	assert_int_equal(pthread_join(t, NULL), 0);
+	os_n = 0;
+	run_thread(os_leave_orphans, NULL);
 	/* Full slabs floated at their owner's slow paths; a free claims each for the orphans. */
 	uintptr_t last = 0;
 	for (int i = 0; i < os_n; i++) {
@@ -226,12 +230,19 @@ static void orphan_sweeps_wait_for_their_cost(void **state)
 		}
 		last = slab;
 	}
-	np_slab_sweep_orphans(); /* walks them: nothing to release yet; the count starts at 0 */
+	np_slab_sweep_orphans();
 	size_t kept = __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED);
-	assert_true(kept >= OS_SLABS);
 	for (int i = 0; i < os_n; i++)
-		numa_page_free(os_blocks[i]); /* every orphan empties: a sweep would release them */
+		numa_page_free(os_blocks[i]);
 	assert_true(np_slab_orphans_changed);
+	return kept;
+}
+
+static void orphan_sweeps_wait_for_their_cost(void **state)
+{
+	(void)state;
+	size_t kept = os_empty_orphans();
+	assert_true(kept >= OS_SLABS);
 	/* The sweep comes at the first periodic point past 2 x kept slow paths: `due` of them,
 	 * made by two short-lived threads, one after the other. */
 	size_t due = (2 * kept + 63) / 64 * 64;
@@ -256,24 +267,8 @@ static void orphan_sweeps_wait_for_their_cost(void **state)
 static void orphan_sweeps_count_short_threads(void **state)
 {
 	(void)state;
-	os_n = 0;
-	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, os_leave_orphans, NULL), 0);
-	assert_int_equal(pthread_join(t, NULL), 0);
-	uintptr_t last = 0;
-	for (int i = 0; i < os_n; i++) {
-		uintptr_t slab = (uintptr_t)os_blocks[i] >> 16;
-		if (slab != last) {
-			numa_page_free(os_blocks[i]);
-			os_blocks[i] = NULL;
-		}
-		last = slab;
-	}
-	np_slab_sweep_orphans();
-	size_t kept = __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED);
+	size_t kept = os_empty_orphans();
 	assert_true(kept >= OS_SLABS && kept < 60); /* due after 2 x kept < 120 slow paths */
-	for (int i = 0; i < os_n; i++)
-		numa_page_free(os_blocks[i]); /* every orphan empties */
 	long held = stat(0, NUMA_PAGE_STAT_pages_in_use);
 	struct os_job job = {.calls = 60}; /* under the periodic 64: the job never reaches a periodic point */
 	os_run(&job);

@@ -8,8 +8,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fake_os.h"
+#include "lock.h"
 #include "node/node.h"
 #include "options.h"
 #include "os.h"
@@ -62,6 +65,35 @@ static inline void np_test_unmap_pools(void)
 			}
 			np_pools[i].shard[k].chunks = NULL;
 		}
+}
+
+/* Forks as the library's fork handlers would for one module: prepare() before, parent() after
+ * in the parent; in the child the lock checker forgets every held lock (as the library's
+ * handler does first), child() runs, then measure() fills len bytes, which the child sends back
+ * into out through a pipe before it exits. The child must exit 0. */
+static inline void np_test_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+				void (*measure)(void *out), void *out, size_t len)
+{
+	prepare();
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		np_lock_forget_all();
+		child();
+		char buf[256];
+		if (len > sizeof buf)
+			_exit(2);
+		measure(buf);
+		_exit(write(fd[1], buf, len) == (ssize_t)len ? 0 : 1);
+	}
+	parent();
+	assert_int_equal(read(fd[0], out, len), (ssize_t)len);
+	close(fd[0]);
+	close(fd[1]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 #endif
