@@ -10,7 +10,7 @@
  *     miss  -> np_malloc_slow (alloc.c): thread init, the slab ring (ring.c: other slabs,
  *              orphans, a new slab from the page cache), large blocks (large.c)
  *   free(p) -> np_free_fast: granule byte, slab header of p's 64 KiB, owner == me,
- *              slot and double-free checks, push on local_free, used-- [46 instructions]
+ *              slot and double-free checks, push on local_free, used-- [45 instructions]
  *     another thread's slab (or refused) -> np_free_slab_slow (free.c): double-free hints,
  *              byte count, one CAS push [~80 instructions]; claims and checks out of line
  *     else  -> np_free_slow (free.c): the pointer decoded once (ptr.c): blocks past the first
@@ -108,8 +108,7 @@ NP_INLINE void *np_malloc_fast(size_t size)
 NP_INLINE void np_free_fast(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	if (NP_LIKELY((a >> NP_ADDR_BITS) == 0) &&
-	    NP_LIKELY(__atomic_load_n(&np_granule_map[a >> NP_CHUNK_SHIFT], __ATOMIC_RELAXED) == NP_GRANULE_START)) {
+	if (NP_LIKELY(np_granule_is_start(a))) {
 		/* The slab header by address alone (no page descriptor on the way): it is ours
 		 * exactly when its owner is this thread (np_slab_at_step). */
 		struct np_slab *s = np_slab_at_step(p);

@@ -107,8 +107,13 @@ _Static_assert(offsetof(struct np_chunk, no_owner) - offsetof(struct np_chunk, m
  * their own: their slot reads as no owner's, and free() finds their slab the slow way. */
 NP_INLINE struct np_slab *np_slab_at_step(const void *p)
 {
-	struct np_chunk *c = np_chunk_of(p);
-	return (struct np_slab *)(void *)c->meta[((uintptr_t)p >> NP_META_SHIFT) & (NP_CHUNK_SIZE / NP_SLAB_ALIGN - 1)];
+	/* &np_chunk_of(p)->meta[(p >> NP_META_SHIFT) % slots], with the slot's byte offset taken
+	 * by one shift and one mask: the free fast path's address arithmetic. */
+	_Static_assert((NP_META_SIZE & (NP_META_SIZE - 1)) == 0, "a metadata slot is a power of two");
+	uintptr_t a = (uintptr_t)p;
+	uintptr_t slot = (a >> (NP_META_SHIFT - __builtin_ctz(NP_META_SIZE))) &
+			 ((NP_CHUNK_SIZE / NP_SLAB_ALIGN - 1) * NP_META_SIZE);
+	return (struct np_slab *)(void *)(np_chunk_of(p)->meta[0] + slot);
 }
 
 /* A slab with no free block: every thread's current slab of every class before its first

@@ -156,14 +156,20 @@ NP_INLINE void np_page_set_state(struct np_page *pg, enum np_page_state state)
 	__atomic_store_n(&pg->state, (uint8_t)state, __ATOMIC_RELAXED);
 }
 
+/* True when address a lies in the start granule of one of our chunks. One shift serves both
+ * the range test and the index (no separate test of the high bits: free's fast path). */
+NP_INLINE bool np_granule_is_start(uintptr_t a)
+{
+	uintptr_t g = a >> NP_CHUNK_SHIFT;
+	return NP_LIKELY(g < sizeof np_granule_map) &&
+	       __atomic_load_n(&np_granule_map[g], __ATOMIC_RELAXED) == NP_GRANULE_START;
+}
+
 /* The chunk whose granule holds p, or NULL when p is not our memory: the start granule of a
  * normal or huge chunk (the common case: a pointer we handed out). */
 NP_INLINE struct np_chunk *np_chunk_lookup(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
-	if (NP_UNLIKELY(a >> NP_ADDR_BITS))
-		return NULL;
-	if (NP_LIKELY(__atomic_load_n(&np_granule_map[a >> NP_CHUNK_SHIFT], __ATOMIC_RELAXED) == NP_GRANULE_START))
+	if (NP_LIKELY(np_granule_is_start((uintptr_t)p)))
 		return np_chunk_of(p);
 	return NULL;
 }
