@@ -34,6 +34,7 @@ static int nbinds;
 static int fail_node = -1, fail_errno;
 static long maps_left = -1;
 static long n_binds, n_maps, n_unmaps, n_purged;
+static int purge_error; /* np_fake_os_fail_purge */
 static __thread int fake_cpu;
 /* Memory of each OS node as np_os_node_avail reports it (-1: the file does not exist), where
  * binds to a node land (spill_to: the node the kernel "put" them on instead), and the memory
@@ -72,6 +73,7 @@ void np_fake_os_reset(void)
 	fail_node = -1;
 	fail_errno = 0;
 	n_binds = n_maps = n_unmaps = n_purged = 0;
+	purge_error = 0;
 	maps_left = -1;
 	for (int i = 0; i < 1024; i++) {
 		node_avail[i] = -1;
@@ -206,11 +208,14 @@ int np_os_nohuge(void *p, size_t size)
 }
 
 void (*np_fake_os_purge_hook)(void);
+void np_fake_os_fail_purge(int neg_errno) { purge_error = neg_errno; }
 
 int np_os_purge(void *p, size_t size)
 {
 	if (np_fake_os_purge_hook)
 		np_fake_os_purge_hook();
+	if (purge_error) /* as madvise(MADV_DONTNEED) of locked pages: nothing given back */
+		return purge_error;
 	int saved = errno;
 	int rc = madvise(p, size, MADV_DONTNEED) ? -errno : 0;
 	__atomic_fetch_add(&n_purged, (long)size, __ATOMIC_SEQ_CST);

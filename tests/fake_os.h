@@ -45,6 +45,9 @@ void np_fake_os_reset(void);
 /* When set, called at the start of every np_os_purge (what other threads, or a fork, do while
  * a purge has its runs out of the bins); the test clears it. */
 extern void (*np_fake_os_purge_hook)(void);
+/* np_os_purge fails with this negative errno and gives nothing back, as madvise does for locked
+ * memory (mlock, mlockall: EINVAL); 0: purge again. */
+void np_fake_os_fail_purge(int neg_errno);
 
 /* np_os_shm_create fails with this negative errno (0 = create real files again). The shm
  * functions otherwise act for real (files in /dev/shm, real kill(pid, 0)). */

@@ -6,6 +6,7 @@
 #include "pool/chunk.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "log.h"
 #include "options.h"
@@ -257,6 +258,20 @@ void np_chunk_trim_huge(struct np_chunk *c, size_t size)
 	for (uintptr_t g = last + 1; g <= old_last; g++)
 		__atomic_store_n(&np_granule_map[g], NP_GRANULE_NONE, __ATOMIC_RELEASE);
 	np_os_unmap((char *)c + size, old - size);
+}
+
+bool np_chunk_purge(void *p, size_t size, bool holds_data)
+{
+	int rc = np_os_purge(p, size);
+	if (rc == 0)
+		return true;
+	static bool said;
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		np_verbose("madvise refused to give free pages back (%d; locked memory?): they are zeroed and kept",
+			   rc);
+	if (holds_data)
+		memset(p, 0, size);
+	return false;
 }
 
 struct np_chunk *np_chunk_find(const void *p)

@@ -214,6 +214,12 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes);
 /* Unmaps the tail of a huge chunk past its first `size` bytes (a multiple of the page size
  * that still covers the header) and clears the granules no longer covered. */
 void np_chunk_trim_huge(struct np_chunk *c, size_t size);
+/* Gives the pages of [p, p + size) (page-aligned, free memory of a chunk) back to the OS, so
+ * that they read as zeros. True when they went back; false when the kernel refused (madvise
+ * fails on locked memory: mlock, mlockall), and then, when holds_data, they are zeroed in place
+ * (resident, as the lock asks): either way the range reads as zeros afterwards, which is what
+ * a purged run or chunk promises calloc. */
+bool np_chunk_purge(void *p, size_t size, bool holds_data);
 /* The user's bytes of a huge or interleaved chunk (its mapping past the header). */
 NP_INLINE size_t np_chunk_data_bytes(const struct np_chunk *c)
 {

@@ -158,10 +158,9 @@ static void give_back(struct cache *h, int node, struct np_chunk **purge, int np
 		struct np_chunk *c = purge[i];
 		size_t first = (c->data_offset + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
 		size_t end = (c->data_offset + c->dirty + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
-		if (end > first)
-			np_os_purge((char *)c + first, end - first);
-		pages += (long)dirty_pages_of(c);
-		c->dirty = 0;
+		if (end <= first || np_chunk_purge((char *)c + first, end - first, true))
+			pages += (long)dirty_pages_of(c);
+		c->dirty = 0; /* given back, or zeroed in place (refused: locked memory) */
 	}
 	for (int i = 0; i < nu; i++)
 		np_chunk_unmap_huge(unmap[i]);

@@ -133,8 +133,9 @@ static void insert_free_locked(struct np_pool_shard *p, struct np_page *pg, size
 	pg->user = period;
 	pg->npages = (uint32_t)n;
 	dirty = clean ? 0 : NP_MIN(dirty, n);
-	if (n == 1 && dirty == 0)
-		clean = true; /* its one page is not resident-dirty: as good as clean for purging */
+	if (n == 1)
+		dirty = !clean; /* no room for an estimate: dirty exactly when not clean (a remainder
+				 * estimated 0 may still hold data, and calloc trusts clean) */
 	pg->clean = clean;
 	pg->owner = NULL;
 	pg->order = NP_ORDER_NONE;

@@ -12,6 +12,7 @@
 
 #include "options.h"
 #include "os.h"
+#include "pool/chunk.h"
 #include "pool/pool_locked.h"
 
 /* Gives back dirty free runs of shard p, largest first (the coldest, one madvise each), until
@@ -49,10 +50,9 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, bool old_o
 		if (batch.n == 0)
 			break;
 		size_t pages = 0;
-		for (unsigned i = 0; i < batch.n; i++) {
-			np_os_purge(np_page_addr(batch.runs[i]), (size_t)batch.runs[i]->npages << NP_PAGE_SHIFT);
-			pages += batch.runs[i]->npages;
-		}
+		for (unsigned i = 0; i < batch.n; i++)
+			if (np_chunk_purge(np_page_addr(batch.runs[i]), (size_t)batch.runs[i]->npages << NP_PAGE_SHIFT, true))
+				pages += batch.runs[i]->npages; /* else zeroed in place: clean, not given back */
 		np_pool_lock(p, st);
 		for (struct np_pool_purge_batch **l = &p->purging; *l; l = &(*l)->next)
 			if (*l == &batch) {
@@ -195,15 +195,18 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 				struct np_page *pg = &c->pages[i];
 				size_t n = pg->npages ? pg->npages : 1;
 				if (np_page_state(pg) == NP_PAGE_FREE) {
-					np_os_purge(np_page_addr(pg), n << NP_PAGE_SHIFT);
+					/* A run the pool counts clean reads as zeros already: a refused
+					 * purge leaves it as it is; a dirty one it zeroes. */
+					bool gone = np_chunk_purge(np_page_addr(pg), n << NP_PAGE_SHIFT, !pg->clean);
 					size_t d = np_pool_run_dirty(pg);
-					if (d)
+					if (d && gone)
 						total += n; /* known to have been resident */
 					p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
 					pg->clean = 1;
 					if (n > 1)
 						pg[n - 1].prev = NULL; /* dirty estimate 0 */
-					pages += n;
+					if (gone)
+						pages += n;
 				}
 				i += n;
 			}

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -750,6 +751,74 @@ static void stats_exact_in_fork_child(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Under mlockall the kernel refuses to give locked pages back (madvise fails with EINVAL):
+ * freed memory that the pools or the huge cache then try to purge (past the watermark, by
+ * trim, by the decay) keeps its contents, and calloc must still return zeros. In a child, so
+ * that the lock stays there; skipped where the limit on locked memory refuses mlockall. */
+static size_t dirty_callocs(size_t n, int blocks)
+{
+	size_t bad = 0;
+	for (int i = 0; i < blocks; i++) {
+		unsigned char *q = F_CALLOC(1, n);
+		if (!q)
+			return SIZE_MAX;
+		for (size_t k = 0; k < n; k += 8)
+			if (*(uint64_t *)(void *)(q + k)) {
+				bad++;
+				break;
+			}
+		F_FREE(q);
+	}
+	return bad;
+}
+
+static size_t fill_and_free(size_t n, int blocks)
+{
+	enum { MAX = 96 };
+	void *v[MAX];
+	for (int i = 0; i < blocks && i < MAX; i++) {
+		v[i] = F_MALLOC(np_t_opaque(n));
+		if (!v[i])
+			return SIZE_MAX;
+		memset(v[i], 0xab, n);
+	}
+	for (int i = 0; i < blocks && i < MAX; i++)
+		F_FREE(v[i]);
+	return 0;
+}
+
+static void calloc_is_zeroed_when_purges_are_refused(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+			_exit(77);
+		size_t bad = 0;
+		/* Page runs, purged by trim. */
+		bad += fill_and_free(100 * KiB, 64);
+		F_TRIM();
+		bad += dirty_callocs(100 * KiB, 64);
+		/* Page runs, purged past the watermark (80 MiB freed, 64 kept). */
+		bad += fill_and_free(1 * MiB, 80);
+		bad += dirty_callocs(1 * MiB, 80);
+		/* Huge chunks, purged by the decay. */
+		numa_page_option_set("decay_ms", "1");
+		bad += fill_and_free(6 * MiB, 8);
+		usleep(20 * 1000);
+		F_FREE(F_MALLOC(np_t_opaque(5 * MiB))); /* the cache is used: it decays */
+		bad += dirty_callocs(6 * MiB, 8);
+		_exit(bad ? 1 : 0);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip(); /* RLIMIT_MEMLOCK */
+	assert_int_equal(WEXITSTATUS(status), 0); /* 1: a calloc returned old data */
+}
+
 /* trim gives freed memory back: pages_purged grows and the resident set shrinks. */
 static void trim_returns_memory(void **state)
 {
@@ -847,6 +916,7 @@ int main(void)
 		cmocka_unit_test(usable_size_is_writable),
 		cmocka_unit_test(calloc_is_zeroed_after_reuse),
 		cmocka_unit_test(calloc_is_zeroed_after_slab_reuse),
+		cmocka_unit_test(calloc_is_zeroed_when_purges_are_refused),
 		cmocka_unit_test(calloc_overflow_is_enomem),
 		cmocka_unit_test(huge_sizes_are_enomem),
 		cmocka_unit_test(large_lazy_block),

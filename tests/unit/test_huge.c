@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <string.h>
 
 #include "fake_os.h"
@@ -232,6 +233,40 @@ static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
 	check();
 }
 
+/* The kernel refuses to purge locked memory (mlock, mlockall): a chunk the decay could not
+ * give back must still read as zeros when the cache says it is clean, since calloc then
+ * clears nothing of it. */
+static void refused_purges_leave_zeros(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "1000", NULL);
+	np_fake_os_fail_purge(-EINVAL);
+	struct np_chunk *c[3];
+	for (int i = 0; i < 3; i++)
+		c[i] = make(6 * MB);
+	for (int i = 0; i < 3; i++)
+		assert_true(np_huge_put(c[i], NULL));
+	np_fake_os_advance_clock(2000000000ull);
+	long purged = np_fake_os_purged_bytes();
+	size_t dirty;
+	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL); /* the decay runs */
+	assert_non_null(t);
+	for (int i = 0; i < 2; i++) {
+		struct np_chunk *z = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL);
+		assert_non_null(z);
+		const uint64_t *w = (const uint64_t *)((char *)z + z->data_offset);
+		for (size_t k = dirty / 8; k < 6 * MB / 8; k++)
+			if (w[k])
+				fail_msg("chunk %d: byte %zu holds data past the %zu the cache counts dirty", i, k * 8,
+					 dirty);
+		assert_true(np_huge_put(z, NULL));
+	}
+	assert_int_equal(np_fake_os_purged_bytes(), purged);
+	assert_true(np_huge_put(t, NULL));
+	check();
+	np_fake_os_fail_purge(0);
+}
+
 /* fork() while a decay purges cached chunks with the lock dropped: the child, where the
  * purging thread does not exist, caches them again, counted dirty (a calloc served by one
  * clears what it counts dirty). */
@@ -280,6 +315,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(reuse_whole_and_grow, teardown),
+		cmocka_unit_test_teardown(refused_purges_leave_zeros, teardown),
 		cmocka_unit_test_teardown(fork_during_a_purge_keeps_the_chunks, teardown),
 		cmocka_unit_test_teardown(budget_follows_the_peak, teardown),
 		cmocka_unit_test_teardown(a_grown_block_counts_its_new_pages, teardown),

@@ -586,6 +586,108 @@ static void purge_past_watermark(void **state)
 	assert_int_equal(np_pool_purge(5, 0, NULL), 0); /* no such pool */
 }
 
+/* A run cut from a free one keeps an estimate of its dirty pages (the taken part is assumed
+ * to take them): an estimate of 0 must not make a one-page remainder that holds data count as
+ * clean, which calloc trusts. A dirty 10-page run merged into the chunk's clean rest; an
+ * aligned request takes 12 pages from its second page on, leaving its first page alone. */
+static void a_cut_leaves_no_dirty_page_called_clean(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "1024", "DECAY_MS", "0", NULL);
+	struct np_page *pins[2];
+	int npins = 0;
+	struct np_page *r;
+	for (;;) {
+		r = np_pool_get_run(0, 10, 1, NULL, true);
+		assert_non_null(r);
+		if ((r - np_chunk_of(r)->pages) % 2 == 1)
+			break;
+		np_pool_put_run(r, NULL);
+		assert_true(npins < 2);
+		pins[npins++] = np_pool_get_run(0, 1, 1, NULL, true); /* the next run starts one later */
+		assert_non_null(pins[npins - 1]);
+	}
+	uintptr_t first = (uintptr_t)np_page_addr(r);
+	memset(np_page_addr(r), 0xab, 10 * NP_PAGE_SIZE);
+	np_pool_put_run(r, NULL); /* merges with the chunk's clean rest: 10 pages dirty */
+	struct np_page *big = np_pool_get_run(0, 12, 2, NULL, true);
+	assert_non_null(big);
+	assert_int_equal((uintptr_t)np_page_addr(big), first + NP_PAGE_SIZE);
+	struct np_page *one = np_pool_get_run(0, 1, 1, NULL, true);
+	assert_non_null(one);
+	assert_int_equal((uintptr_t)np_page_addr(one), first);
+	if (one->clean) {
+		const uint64_t *w = np_page_addr(one);
+		for (size_t i = 0; i < NP_PAGE_SIZE / 8; i++)
+			if (w[i])
+				fail_msg("a page counted clean holds data at word %zu", i);
+	}
+	np_pool_put_run(one, NULL);
+	np_pool_put_run(big, NULL);
+	for (int i = 0; i < npins; i++)
+		np_pool_put_run(pins[i], NULL);
+	check_node(0);
+}
+
+/* Every run the pool holds as clean reads as zeros (calloc clears nothing of it). */
+static void check_clean_runs_read_zero(int node)
+{
+	for (unsigned k = 0; k < np_pools[node].nshards; k++)
+		for (int b = 0; b < NP_POOL_BINS; b++)
+			for (struct np_page *pg = np_pools[node].shard[k].bins[b]; pg; pg = pg->next) {
+				if (!pg->clean)
+					continue;
+				const uint64_t *w = np_page_addr(pg);
+				for (size_t i = 0; i < (size_t)pg->npages * NP_PAGE_SIZE / 8; i++)
+					if (w[i])
+						fail_msg("run %p of %u pages counted clean holds data at word %zu",
+							 np_page_addr(pg), (unsigned)pg->npages, i);
+			}
+}
+
+/* The kernel refuses to purge locked memory (madvise fails with EINVAL under mlock or
+ * mlockall): what the pool then counts clean must still read as zeros, and a purge that can
+ * give nothing back must end. Every way a run is purged: past the watermark, by the decay,
+ * by trim. */
+static void refused_purges_leave_zeros(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "1", "DECAY_MS", "1000", NULL);
+	np_fake_os_fail_purge(-EINVAL);
+	struct np_page *runs[8];
+	for (int i = 0; i < 8; i++) {
+		runs[i] = np_pool_get_run(0, 80, 1, NULL, true);
+		assert_non_null(runs[i]);
+		memset(np_page_addr(runs[i]), 0xab, 80 * NP_PAGE_SIZE);
+	}
+	np_pool_put_batch(runs, 8, NULL); /* 640 dirty pages: over the watermark */
+	check_clean_runs_read_zero(0);
+	check_node(0);
+	for (int i = 0; i < 8; i++) {
+		runs[i] = np_pool_get_run(0, 80, 1, NULL, true);
+		assert_non_null(runs[i]);
+		memset(np_page_addr(runs[i]), 0xcd, 80 * NP_PAGE_SIZE);
+	}
+	np_pool_put_batch(runs, 8, NULL);
+	np_fake_os_advance_clock(3000000000ull); /* two periods: the decay takes them all */
+	np_pool_decay(NULL);
+	np_fake_os_advance_clock(3000000000ull);
+	np_pool_decay(NULL);
+	check_clean_runs_read_zero(0);
+	np_pool_purge(0, 0, NULL);
+	check_clean_runs_read_zero(0);
+	struct np_page *r = np_pool_get_run(0, 300, 1, NULL, true);
+	assert_non_null(r);
+	memset(np_page_addr(r), 0xef, 300 * NP_PAGE_SIZE);
+	np_pool_put_run(r, NULL);
+	np_pool_trim(0, NULL);
+	check_clean_runs_read_zero(0);
+	check_node(0);
+	assert_int_equal(STAT(0, pages_purged), 0); /* nothing went back to the kernel */
+	assert_int_equal(np_fake_os_purged_bytes(), 0);
+	np_fake_os_fail_purge(0);
+}
+
 static void purge_off_keeps_nothing_dirty(void **state)
 {
 	(void)state;
@@ -1164,6 +1266,8 @@ int main(void)
 		cmocka_unit_test_teardown(grow_run_in_place, teardown),
 		cmocka_unit_test_teardown(randomized_invariants, teardown),
 		cmocka_unit_test_teardown(purge_past_watermark, teardown),
+		cmocka_unit_test_teardown(a_cut_leaves_no_dirty_page_called_clean, teardown),
+		cmocka_unit_test_teardown(refused_purges_leave_zeros, teardown),
 		cmocka_unit_test_teardown(purge_off_keeps_nothing_dirty, teardown),
 		cmocka_unit_test_teardown(contended_lock_is_counted, teardown),
 		cmocka_unit_test_teardown(shards_keep_cpus_apart, teardown),
