@@ -53,6 +53,9 @@ int np_os_nohuge(void *p, size_t size);
 /* Gives a range's physical pages back to the kernel (MADV_DONTNEED: the range stays mapped and
  * reads back as zeros, on the node it is bound to). 0 or -errno. */
 int np_os_purge(void *p, size_t size);
+/* Which pages of [p, p + size) (page-aligned) are resident (mincore): bit 0 of vec[i] for page
+ * i; vec holds size / page size bytes. 0 or -errno. */
+int np_os_resident(const void *p, size_t size, unsigned char *vec);
 /* Faults every page of a range in now (MADV_POPULATE_WRITE; before Linux 5.14, a write to
  * each page), so that the kernel places them now. 0 or -errno. */
 int np_os_populate(void *p, size_t size);

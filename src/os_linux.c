@@ -161,6 +161,12 @@ int np_os_purge(void *p, size_t size)
 	RETURN_ERRNO(madvise(p, size, MADV_DONTNEED));
 }
 
+int np_os_resident(const void *p, size_t size, unsigned char *vec)
+{
+	SAVE_ERRNO;
+	RETURN_ERRNO(mincore((void *)p, size, vec));
+}
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif

@@ -223,6 +223,14 @@ int np_os_purge(void *p, size_t size)
 	return rc;
 }
 
+int np_os_resident(const void *p, size_t size, unsigned char *vec)
+{
+	int saved = errno;
+	int rc = mincore((void *)p, size, vec) ? -errno : 0;
+	errno = saved;
+	return rc;
+}
+
 static long n_populated;
 long np_fake_os_populated(void) { return __atomic_load_n(&n_populated, __ATOMIC_SEQ_CST); }
 

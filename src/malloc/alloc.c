@@ -115,8 +115,8 @@ void *np_calloc(size_t nmemb, size_t size)
 				return np_enomem();
 			np_large_count(th, p, n);
 			/* Fresh or purged pages already read as zeros: only what a previous user may
-			 * have written is cleared. */
-			memset(p, 0, NP_MIN(dirty, n));
+			 * have written is cleared, and of that only what is resident. */
+			np_chunk_zero(p, NP_MIN(dirty, n));
 			return p;
 		}
 	}

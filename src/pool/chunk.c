@@ -274,6 +274,65 @@ bool np_chunk_purge(void *p, size_t size, bool holds_data)
 	return false;
 }
 
+/* True when page p holds anything but zeros. The first line decides for nearly every page a
+ * program wrote; a page that reads as zeros (the kernel's zero page mapped by a read, or
+ * cleared before) is read whole, never written, which would make it resident. */
+static bool page_written(const uint64_t *p)
+{
+	for (size_t i = 0; i < NP_PAGE_SIZE / 8; i += 8)
+		if (p[i] | p[i + 1] | p[i + 2] | p[i + 3] | p[i + 4] | p[i + 5] | p[i + 6] | p[i + 7])
+			return true;
+	return false;
+}
+
+/* Clears the written pages of [q, q + n) (resident pages), consecutive ones with one memset (a
+ * large memset streams past the cache). */
+static void clear_written(char *q, size_t n)
+{
+	size_t from = 0, k = 0;
+	for (; k < n; k += NP_PAGE_SIZE)
+		if (!page_written((const uint64_t *)(void *)(q + k))) {
+			if (k > from)
+				memset(q + from, 0, k - from);
+			from = k + NP_PAGE_SIZE;
+		}
+	if (k > from)
+		memset(q + from, 0, k - from);
+}
+
+void np_chunk_zero(void *p, size_t size)
+{
+	char *a = p;
+	if (size < NP_CHUNK_ZERO_PROBE || ((uintptr_t)a & (NP_PAGE_SIZE - 1))) {
+		memset(a, 0, size);
+		return;
+	}
+	unsigned char vec[1024]; /* 4 MiB of pages per question */
+	size_t whole = size & ~(NP_PAGE_SIZE - 1);
+	for (size_t off = 0; off < whole;) {
+		size_t len = NP_MIN(whole - off, sizeof vec << NP_PAGE_SHIFT), pages = len >> NP_PAGE_SHIFT;
+		if (np_os_resident(a + off, len, vec) < 0) {
+			memset(a + off, 0, whole - off);
+			break;
+		}
+		for (size_t i = 0; i < pages;) {
+			size_t j = i;
+			bool resident = vec[i] & 1;
+			while (j < pages && (vec[j] & 1) == resident)
+				j++;
+			char *q = a + off + (i << NP_PAGE_SHIFT);
+			size_t n = (j - i) << NP_PAGE_SHIFT;
+			if (resident)
+				clear_written(q, n);
+			else
+				np_chunk_purge(q, n, true); /* a refusal clears it */
+			i = j;
+		}
+		off += len;
+	}
+	memset(a + whole, 0, size - whole);
+}
+
 struct np_chunk *np_chunk_find(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;

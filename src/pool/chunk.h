@@ -220,6 +220,14 @@ void np_chunk_trim_huge(struct np_chunk *c, size_t size);
  * (resident, as the lock asks): either way the range reads as zeros afterwards, which is what
  * a purged run or chunk promises calloc. */
 bool np_chunk_purge(void *p, size_t size, bool holds_data);
+/* Makes [p, p + size) of a block just handed out read as zeros (calloc), at the cost of what
+ * was written there: from NP_CHUNK_ZERO_PROBE bytes on, page-aligned ranges are asked which
+ * pages are resident (mincore); those that hold data are cleared (not those that read as zeros
+ * already: the zero page a read mapped), the others given back (a page never written costs
+ * nothing, one swapped out must not come back), so that a large block written only in part
+ * does not become resident whole. Smaller ranges are cleared. */
+#define NP_CHUNK_ZERO_PROBE ((size_t)1 << 20)
+void np_chunk_zero(void *p, size_t size);
 /* The user's bytes of a huge or interleaved chunk (its mapping past the header). */
 NP_INLINE size_t np_chunk_data_bytes(const struct np_chunk *c)
 {

@@ -751,6 +751,33 @@ static void stats_exact_in_fork_child(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* A freed block the program hardly wrote, served again to calloc: what it never wrote was
+ * never resident, and clearing it must not fault it in (a 64 MiB calloc after a 64 MiB block
+ * of which 1 MiB was written made the whole 64 MiB resident, memset page by page; a larger one
+ * got the process killed in a memory cgroup where glibc's calloc took nothing). */
+static void calloc_of_a_reused_block_faults_in_only_what_was_written(void **state)
+{
+	(void)state;
+	const size_t n = 64 * MiB;
+	for (int round = 0; round < 2; round++) { /* a huge chunk the first time, reused after */
+		unsigned char *p = F_MALLOC(np_t_opaque(n));
+		assert_ours(p, n);
+		memset(p, 0xab, 1 * MiB);
+		memset(p + n / 2, 0xcd, 64 * KiB);
+		F_FREE(p);
+		size_t before = np_t_rss();
+		unsigned char *q = F_CALLOC(1, n);
+		assert_ours(q, n);
+		size_t grew = np_t_rss() - before;
+		if (before && grew > 16 * MiB)
+			fail_msg("calloc of %zu bytes made %zu bytes resident", n, grew);
+		for (size_t k = 0; k < n; k += (k < 2 * MiB || (k >= n / 2 && k < n / 2 + 128 * KiB)) ? 8 : 4096)
+			if (*(uint64_t *)(void *)(q + k))
+				fail_msg("calloc'd byte %zu is not zero", k);
+		F_FREE(q);
+	}
+}
+
 /* Under mlockall the kernel refuses to give locked pages back (madvise fails with EINVAL):
  * freed memory that the pools or the huge cache then try to purge (past the watermark, by
  * trim, by the decay) keeps its contents, and calloc must still return zeros. In a child, so
@@ -916,6 +943,7 @@ int main(void)
 		cmocka_unit_test(usable_size_is_writable),
 		cmocka_unit_test(calloc_is_zeroed_after_reuse),
 		cmocka_unit_test(calloc_is_zeroed_after_slab_reuse),
+		cmocka_unit_test(calloc_of_a_reused_block_faults_in_only_what_was_written),
 		cmocka_unit_test(calloc_is_zeroed_when_purges_are_refused),
 		cmocka_unit_test(calloc_overflow_is_enomem),
 		cmocka_unit_test(huge_sizes_are_enomem),

@@ -17,7 +17,7 @@ import re
 import sys
 
 SYSCALLS = """
-mmap munmap mremap madvise mprotect mbind get_mempolicy set_mempolicy move_pages migrate_pages
+mmap munmap mremap madvise mincore mprotect mbind get_mempolicy set_mempolicy move_pages migrate_pages
 sched_getcpu sched_yield sched_setaffinity sched_getaffinity syscall open openat creat read
 write pread pwrite close stat fstat lstat fstatat unlink unlinkat ftruncate fchmod chmod kill
 tgkill getpid gettid geteuid getuid prctl clone fork vfork waitpid wait4 nanosleep clock_gettime

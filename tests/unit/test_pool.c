@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -584,6 +585,57 @@ static void purge_past_watermark(void **state)
 	np_pool_purge(0, 0, NULL);
 	assert_int_equal(np_pool_purge(1, 0, NULL), 0);
 	assert_int_equal(np_pool_purge(5, 0, NULL), 0); /* no such pool */
+}
+
+/* np_chunk_zero (calloc's clearing of a reused large block): whatever mix of written,
+ * read-only (the zero page) and untouched pages, and a tail that is not a whole page, the
+ * range reads as zeros after it; untouched pages stay out of memory, written ones are cleared
+ * in place. */
+static void zeroing_clears_what_was_written_only(void **state)
+{
+	(void)state;
+	const size_t pages = 1536; /* 6 MiB: past NP_CHUNK_ZERO_PROBE, over two questions */
+	const size_t size = pages * NP_PAGE_SIZE;
+	char *a = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(a != MAP_FAILED);
+	volatile uint64_t sink = 0;
+	for (size_t i = 0; i < pages; i++) {
+		char *pg = a + i * NP_PAGE_SIZE;
+		switch (i % 7) {
+		case 0: case 1: case 2: /* written from the start */
+			memset(pg, 0x5a, NP_PAGE_SIZE);
+			break;
+		case 3: /* written only at its end */
+			pg[NP_PAGE_SIZE - 1] = 1;
+			break;
+		case 4: /* read only: the zero page */
+			sink += *(volatile uint64_t *)(void *)pg;
+			break;
+		default: /* untouched */
+			break;
+		}
+	}
+	(void)sink;
+	size_t n = size - 100; /* the last page cleared only in part */
+	a[size - 1] = 7;
+	np_chunk_zero(a, n);
+	unsigned char vec[1536]; /* before the reads below map the zero page */
+	assert_int_equal(mincore(a, size, vec), 0);
+	for (size_t i = 0; i + 1 < pages; i++)
+		if (i % 7 >= 5)
+			assert_int_equal(vec[i] & 1, 0); /* untouched: never faulted in */
+	for (size_t k = 0; k < n; k++)
+		if (a[k])
+			fail_msg("byte %zu (page %zu) not cleared", k, k / NP_PAGE_SIZE);
+	assert_int_equal(a[size - 1], 7); /* past the range: kept */
+	/* Below the probe size, and from an address inside a page: cleared. */
+	memset(a, 0x33, 3 * NP_PAGE_SIZE);
+	np_chunk_zero(a + 8, 2 * NP_PAGE_SIZE);
+	for (size_t k = 8; k < 8 + 2 * NP_PAGE_SIZE; k++)
+		assert_int_equal(a[k], 0);
+	assert_int_equal(a[7], 0x33);
+	assert_int_equal(a[8 + 2 * NP_PAGE_SIZE], 0x33);
+	munmap(a, size);
 }
 
 /* A run cut from a free one keeps an estimate of its dirty pages (the taken part is assumed
@@ -1266,6 +1318,7 @@ int main(void)
 		cmocka_unit_test_teardown(grow_run_in_place, teardown),
 		cmocka_unit_test_teardown(randomized_invariants, teardown),
 		cmocka_unit_test_teardown(purge_past_watermark, teardown),
+		cmocka_unit_test_teardown(zeroing_clears_what_was_written_only, teardown),
 		cmocka_unit_test_teardown(a_cut_leaves_no_dirty_page_called_clean, teardown),
 		cmocka_unit_test_teardown(refused_purges_leave_zeros, teardown),
 		cmocka_unit_test_teardown(purge_off_keeps_nothing_dirty, teardown),
