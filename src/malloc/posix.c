@@ -90,14 +90,15 @@ void *np_realloc(void *p, size_t size)
 {
 	if (!p)
 		return np_malloc_fast(size);
-	if (size == 0) {
-		np_free_fast(p);
-		return NULL;
-	}
 	struct np_ptr d;
 	np_ptr_decode(p, false, &d);
 	if (d.kind == NP_PTR_BAD)
 		np_ptr_invalid("realloc", false, &d, p);
+	np_ptr_check_live("realloc", &d, p);
+	if (size == 0) {
+		np_free_decoded(&d, p);
+		return NULL;
+	}
 	size_t old = np_ptr_usable(&d, p);
 	/* Start-up memory always moves into the allocator proper. */
 	if (size <= old && size >= old / 2 && d.kind != NP_PTR_BOOT)
@@ -160,6 +161,7 @@ size_t np_usable_size(const void *p)
 	np_ptr_decode(p, false, &d);
 	if (d.kind == NP_PTR_BAD)
 		np_ptr_invalid("malloc_usable_size", false, &d, p);
+	np_ptr_check_live("malloc_usable_size", &d, p);
 	return np_ptr_usable(&d, p);
 }
 

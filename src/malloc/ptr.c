@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "malloc/bootstrap.h"
+#include "malloc/thread.h"
 
 static void bad(struct np_ptr *d, const char *why, bool freed)
 {
@@ -135,6 +136,30 @@ size_t np_ptr_usable(const struct np_ptr *d, const void *p)
 int np_ptr_node(const struct np_ptr *d, const void *p)
 {
 	return np_chunk_node_at(d->chunk, p);
+}
+
+void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p)
+{
+	if (d->kind != NP_PTR_SMALL)
+		return;
+	struct np_slab *s = d->slab;
+	uintptr_t a = (uintptr_t)p;
+	/* A block on the lists has a link for its first word, or another thread's mark in its
+	 * second: only then is the walk made. */
+	if (NP_LIKELY(!np_slab_looks_free(s, a) && !np_slab_has_mark(s, a)))
+		return;
+	struct np_thread *self = np_tls.self;
+	bool freed;
+	if (self && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == self) {
+		np_slab_collect(s); /* its remote list into the owner's lists, where the walk looks */
+		freed = np_slab_holds_free(s, a);
+	} else {
+		freed = np_slab_holds_free_racy(s, a);
+	}
+	if (freed) {
+		bad(d, "invalid pointer (freed)", true);
+		np_ptr_invalid(call, false, d, p);
+	}
 }
 
 void np_ptr_invalid(const char *call, bool freeing, const struct np_ptr *d, const void *p)

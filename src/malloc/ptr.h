@@ -42,6 +42,11 @@ void np_ptr_decode(const void *p, bool interior, struct np_ptr *out);
 size_t np_ptr_usable(const struct np_ptr *d, const void *p);
 /* The dense node of the memory at p, decoded as SMALL, RUN or CHUNK. */
 int np_ptr_node(const struct np_ptr *d, const void *p);
+/* For a call that uses a block without freeing it (realloc, malloc_usable_size): aborts with
+ * "numapage: <call>: invalid pointer (freed) <p>" when p, decoded as SMALL, is on its slab's
+ * free lists (confirmed as free() confirms a double free: exactly for the owner, by the careful
+ * racy walk for any other thread). Other kinds are checked by the decoder itself. */
+void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p);
 /* Reports a BAD pointer given to `call` ("free", "realloc", ...) and aborts with
  * "numapage: <call>: <why> <p>", or "numapage: free: double free of <p>" when freeing memory
  * already freed. */

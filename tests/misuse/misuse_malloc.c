@@ -18,10 +18,12 @@
 #define M_MALLOC malloc
 #define M_FREE free
 #define M_USABLE malloc_usable_size
+#define M_REALLOC realloc
 #else
 #define M_MALLOC numa_page_malloc
 #define M_FREE numa_page_free
 #define M_USABLE numa_page_usable_size
+#define M_REALLOC numa_page_realloc
 #endif
 
 /* p, opaque to the compiler: it must not see (or warn about) the mistake it cannot prove. */
@@ -77,6 +79,12 @@ static void *free_other_then_write_twice(void *arg)
 }
 
 /* Runs fn(arg) in a thread of its own and waits for it. */
+static void *realloc_in_thread(void *arg)
+{
+	printf("%p\n", M_REALLOC(launder(arg), 72));
+	return NULL;
+}
+
 static void in_thread(void *(*fn)(void *), void *arg)
 {
 	pthread_t t;
@@ -197,6 +205,33 @@ int main(int argc, char **argv)
 		char buf[64];
 		memset(buf, 1, sizeof buf);
 		printf("%zu\n", M_USABLE(launder(buf)));
+	} else if (!strcmp(c, "realloc_freed_small")) {
+		/* A shrink that would stay in place. */
+		char *p = live_block(48);
+		M_FREE(p);
+		printf("%p\n", M_REALLOC(launder(p), 40));
+	} else if (!strcmp(c, "realloc_freed_small_grow")) {
+		char *p = live_block(48);
+		M_FREE(p);
+		printf("%p\n", M_REALLOC(launder(p), 4000));
+	} else if (!strcmp(c, "realloc_freed_small_remote")) {
+		/* Freed by another thread, then resized by its owner. */
+		char *p = live_block(80);
+		free_in_thread(p);
+		printf("%p\n", M_REALLOC(launder(p), 72));
+	} else if (!strcmp(c, "realloc_freed_small_by_other")) {
+		/* Freed by its owner, then resized by another thread. */
+		char *p = live_block(80);
+		M_FREE(p);
+		in_thread(realloc_in_thread, p);
+	} else if (!strcmp(c, "usable_size_freed_small")) {
+		char *p = live_block(48);
+		M_FREE(p);
+		printf("%zu\n", M_USABLE(launder(p)));
+	} else if (!strcmp(c, "realloc_stack_zero")) {
+		char buf[64];
+		memset(buf, 1, sizeof buf);
+		printf("%p\n", M_REALLOC(launder(buf), 0));
 	} else {
 		fprintf(stderr, "unknown case %s\n", c);
 		return 2;
