@@ -33,7 +33,26 @@ struct row {
 	/* Safe to change while running: the option is read where it is used (a log call, a chunk
 	 * being bound, a thread starting, the exit report), never cached into state built once. */
 	bool runtime;
+	/* K_STR: the forms a value may take (checked where it is set), and how to say them. */
+	bool (*valid)(const char *value);
+	const char *forms;
 };
+
+int np_options_stats_kind(const char *value)
+{
+	if (!value || strcmp(value, "0") == 0)
+		return NP_STATS_NONE;
+	if (strcmp(value, "1") == 0)
+		return NP_STATS_TABLE;
+	if (strncmp(value, "json:", 5) == 0 && value[5])
+		return NP_STATS_JSON;
+	return -1;
+}
+
+static bool stats_valid(const char *value)
+{
+	return np_options_stats_kind(value) >= 0;
+}
 
 static const char *const bind_names[] = {"preferred", "strict", "none", NULL};
 static const char *const place_names[] = {"none", "spread", "fill", NULL};
@@ -45,7 +64,8 @@ static const struct row rows[] = {
 	{"TOPOLOGY", K_STR, OFF(topology), 0, 0, 0, NULL, "(this machine)",
 	 "rehearse another machine: an hwloc XML file, or synthetic:<hwloc synthetic string>", false},
 	{"STATS", K_STR, OFF(stats), 0, 0, 0, NULL, "(off)",
-	 "1: per-node table on stderr at exit; json:<path>: JSON written to path at exit", true},
+	 "1: per-node table on stderr at exit; json:<path>: JSON written to path at exit", true, stats_valid,
+	 "0, 1 or json:<path>"},
 	{"STAT_THRESHOLD", K_LONG, OFF(stat_threshold), -1, -1, NP_STAT_THRESHOLD_MAX, NULL, "-1 (log-scaled)",
 	 "fold per-thread statistics deltas past this size; 0 folds every event", false},
 	{"PCP_HIGH", K_LONG, OFF(pcp_high), 0, 0, 1 << 20, NULL, "0 (6 x batch)",
@@ -144,7 +164,7 @@ static int parse(const struct row *r, const char *text, union value *v)
 	switch (r->kind) {
 	case K_STR:
 		v->s = text[0] ? text : NULL;
-		return 0;
+		return v->s && r->valid && !r->valid(v->s) ? -1 : 0;
 	case K_ENUM:
 		for (int i = 0; r->names[i]; i++)
 			if (strcmp(r->names[i], text) == 0) {
@@ -215,7 +235,7 @@ static void accepted(const struct row *r, char *buf, size_t size)
 		np_format(buf, size, "a number from %ld to %ld (k, m, g: x 1024^n)", r->min, r->max);
 		break;
 	case K_STR:
-		buf[0] = '\0';
+		np_format(buf, size, "%s", r->forms ? r->forms : "");
 		break;
 	}
 }

@@ -75,6 +75,10 @@ void np_options_load(char *const *env, bool secure);
 int np_options_set(const char *name, const char *value);
 /* Restores every default. */
 void np_options_reset(void);
+/* What a NUMAPAGE_STATS value asks for: no report (NULL or "0"), the table on stderr ("1"),
+ * JSON to a file ("json:<path>"); -1 for anything else, which setting the option refuses. */
+enum { NP_STATS_NONE, NP_STATS_TABLE, NP_STATS_JSON };
+int np_options_stats_kind(const char *value);
 /* The table, for documentation: NULL-terminated, in the order of the index used below. */
 const struct np_option_doc *np_options_table(void);
 /* Index of an option: "bind", "BIND" and "NUMAPAGE_BIND" all name it. -1 if none does. */

@@ -205,25 +205,17 @@ NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format)
 
 /* ---- At start and at exit ---------------------------------------------------------------- */
 
-enum report { REPORT_NONE, REPORT_TABLE, REPORT_JSON };
 
 static bool started;
 static int report_pid;  /* the process that reports: this one, also after fork */
 static int parent_pid;  /* in a forked child: the process it was forked from; else 0 */
 
-static enum report report_kind(const char *s, bool warn)
+/* The report NUMAPAGE_STATS asks for (options.c refuses any other form where it is set). */
+static int report_kind(const char *s)
 {
-	if (!s || strcmp(s, "0") == 0)
-		return REPORT_NONE;
-	if (strcmp(s, "1") == 0)
-		return REPORT_TABLE;
-	if (strncmp(s, "json:", 5) == 0 && s[5])
-		return REPORT_JSON;
-	if (warn)
-		np_warn("NUMAPAGE_STATS=%s is not valid (1, or json:<path>); no report at exit", s);
-	return REPORT_NONE;
+	int kind = np_options_stats_kind(s);
+	return kind < 0 ? NP_STATS_NONE : kind;
 }
-
 static void at_exit(void)
 {
 	np_vmstat_exit_report();
@@ -247,16 +239,16 @@ void np_vmstat_start_output(void)
 		np_vmstat_shm_sweep();
 		publish();
 	}
-	enum report kind = report_kind(np_opt.stats, true);
-	if (kind == REPORT_TABLE)
+	int kind = report_kind(np_opt.stats);
+	if (kind == NP_STATS_TABLE)
 		np_verbose("statistics: a table on standard error at exit");
-	else if (kind == REPORT_JSON)
+	else if (kind == NP_STATS_JSON)
 		np_verbose("statistics: JSON written to %s at exit", np_opt.stats + 5);
 	/* Always: the report can be asked for later (numa_page_option_set("stats", ...)), and the
 	 * live file must go at exit. */
 	if (atexit(at_exit) != 0) {
 		/* Without the handler the file would outlive us: do not publish. */
-		if (kind != REPORT_NONE || np_vmstat_shm_published())
+		if (kind != NP_STATS_NONE || np_vmstat_shm_published())
 			np_warn("cannot register the statistics exit handler; no report at exit");
 		np_vmstat_shm_remove();
 	}
@@ -330,13 +322,13 @@ void np_vmstat_exit_report(void)
 	if (report_pid && report_pid != np_os_pid())
 		return;
 	const char *s = __atomic_load_n(&np_opt.stats, __ATOMIC_ACQUIRE);
-	switch (report_kind(s, false)) {
-	case REPORT_TABLE:
+	switch (report_kind(s)) {
+	case NP_STATS_TABLE:
 		fprintf(stderr, "numapage: per-node statistics of process %d (pages; malloc_* in bytes)\n",
 			np_os_pid());
 		numa_page_stats_print(stderr, NUMA_PAGE_STATS_TABLE);
 		break;
-	case REPORT_JSON: {
+	case NP_STATS_JSON: {
 		char path[4096];
 		report_path(s + 5, path, sizeof path);
 		FILE *f = fopen(path, "w");
@@ -349,7 +341,7 @@ void np_vmstat_exit_report(void)
 			np_warn("NUMAPAGE_STATS: writing %s failed", path);
 		break;
 	}
-	case REPORT_NONE:
+	case NP_STATS_NONE:
 		break;
 	}
 	np_vmstat_shm_remove();

@@ -100,6 +100,16 @@ static void check_options(void)
 	CHECK(numa_page_option_set("verbose", "0") == 0, "verbose");
 	errno = 0;
 	CHECK(numa_page_option_set("verbose", "2") == -1 && errno == EINVAL, "verbose 2: errno %d", errno);
+	/* A stats form that no report reads is refused now, not found out at exit. */
+	char stats_before[256];
+	snprintf(stats_before, sizeof stats_before, "%s", get("stats"));
+	const char *bad_stats[] = {"garbage", "2", "json:"};
+	for (size_t i = 0; i < sizeof bad_stats / sizeof bad_stats[0]; i++) {
+		errno = 0;
+		CHECK(numa_page_option_set("stats", bad_stats[i]) == -1 && errno == EINVAL, "stats %s: errno %d",
+		      bad_stats[i], errno);
+		CHECK(strcmp(get("stats"), stats_before) == 0, "stats changed by %s", bad_stats[i]);
+	}
 	/* Fixed at start-up: a clear error, the value untouched. */
 	const char *fixed[] = {"topology", "stat_threshold", "purge_mb", "place", "shm"};
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {

@@ -152,6 +152,35 @@ static void secure_execution_reads_nothing(void **state)
 	assert_int_equal(np_opt.verbose, 0);
 }
 
+/* NUMAPAGE_STATS takes 0, 1 or json:<path>: anything else is refused where it is set (the
+ * environment warns, numa_page_option_set answers EINVAL), not found out at exit, when the
+ * report it asked for silently does not come. */
+static void stats_takes_only_its_forms(void **state)
+{
+	(void)state;
+	const char *bad[] = {"garbage", "2", "json:", "json", "1x", "table"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(np_options_set("STATS", bad[i]), -1);
+		assert_null(np_opt.stats);
+	}
+	assert_int_equal(np_options_set("STATS", "json:/tmp/s.json"), 0);
+	assert_string_equal(np_opt.stats, "json:/tmp/s.json");
+	assert_int_equal(np_options_set("STATS", "1"), 0);
+	assert_string_equal(np_opt.stats, "1");
+	assert_int_equal(np_options_set("STATS", "0"), 0);
+	assert_int_equal(np_options_stats_kind(np_opt.stats), NP_STATS_NONE);
+	assert_int_equal(np_options_stats_kind("1"), NP_STATS_TABLE);
+	assert_int_equal(np_options_stats_kind("json:x"), NP_STATS_JSON);
+	assert_int_equal(np_options_stats_kind(NULL), NP_STATS_NONE);
+	assert_int_equal(np_options_stats_kind("json:"), -1);
+	char *env[] = {"NUMAPAGE_STATS=garbage", NULL};
+	char err[1024];
+	np_options_reset();
+	load_capturing(env, false, err, sizeof err);
+	assert_non_null(strstr(err, "NUMAPAGE_STATS=garbage is not valid (0, 1 or json:<path>); keeping (off)"));
+	assert_null(np_opt.stats);
+}
+
 static void strings_are_copied(void **state)
 {
 	(void)state;
@@ -192,6 +221,7 @@ int main(void)
 		cmocka_unit_test_setup(conf_string_and_precedence, reset),
 		cmocka_unit_test_setup(unknown_names_warn_once_with_a_suggestion, reset),
 		cmocka_unit_test_setup(secure_execution_reads_nothing, reset),
+		cmocka_unit_test_setup(stats_takes_only_its_forms, reset),
 		cmocka_unit_test_setup(strings_are_copied, reset),
 		cmocka_unit_test_setup(verbose_lists_every_option, reset),
 	};
