@@ -64,8 +64,13 @@ void *numa_page_aligned_alloc(size_t alignment, size_t size)
 
 void *numa_page_memalign(size_t alignment, size_t size)
 {
-	/* glibc rounds a non-power-of-two alignment up to the next power of two. */
+	/* glibc rounds a non-power-of-two alignment up to the next power of two, and refuses one
+	 * past the largest (EINVAL). */
 	if (alignment & (alignment - 1)) {
+		if (alignment > SIZE_MAX / 2 + 1) {
+			errno = EINVAL;
+			return NULL;
+		}
 		if (alignment > NP_MAX_REQUEST)
 			return np_enomem();
 		alignment = (size_t)1 << (64 - __builtin_clzll(alignment));

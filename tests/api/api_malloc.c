@@ -453,6 +453,13 @@ static void memalign_rounds_alignment(void **state)
 		assert_pattern(p, 1000, i);
 		F_FREE(p);
 	}
+	/* No power of two is that large: EINVAL, as glibc answers (not ENOMEM). */
+	errno = 0;
+	assert_null(F_MEMALIGN(np_t_opaque(SIZE_MAX), 64));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(F_MEMALIGN(np_t_opaque(SIZE_MAX / 2 + 2), 64));
+	assert_int_equal(errno, EINVAL);
 }
 
 /* Every alignment from 8 B to 64 KiB for sizes from 1 B to 1 MiB, through the three aligned
