@@ -29,7 +29,7 @@ struct np_thread *np_thread_or_init(void)
 	struct np_thread *th = np_tls.self;
 	if (NP_LIKELY(th))
 		return th;
-	if (!np_init_for_malloc())
+	if (np_tls.exited || !np_init_for_malloc())
 		return NULL;
 	return np_thread_get();
 }
@@ -43,7 +43,10 @@ struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot)
 	 * second look at the state alone returned ENOMEM for a thread that raced the start-up. */
 	if (NP_LIKELY(th))
 		return th;
-	if (np_is_ready()) { /* one look decides: a second could see another answer */
+	/* A thread whose exit hook ran is served by the start-up allocator from then on: a state
+	 * made for it now might never be released (glibc runs at most
+	 * PTHREAD_DESTRUCTOR_ITERATIONS rounds of destructors, and the last sets nothing up). */
+	if (np_is_ready() && !np_tls.exited) { /* one look decides: a second could see another answer */
 		if ((th = np_thread_get()) == NULL)
 			np_enomem();
 		return th;

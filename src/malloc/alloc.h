@@ -54,12 +54,12 @@ NP_INLINE void *np_enomem(void)
 }
 
 /* The calling thread's state; the process's first allocation initialises the allocator here.
- * NULL while it initialises (the caller serves from the bootstrap allocator) or when no memory
- * is left. */
+ * NULL while it initialises (the caller serves from the bootstrap allocator), after the
+ * thread's exit hook ran (np_tls.exited: likewise), or when no memory is left. */
 struct np_thread *np_thread_or_init(void);
 /* The same for an allocation of size bytes at align: NULL after serving it from the bootstrap
- * allocator into *boot (the allocator is starting; *boot NULL and errno ENOMEM when even that
- * failed), or when no state can be made (*boot NULL, ENOMEM). */
+ * allocator into *boot (the allocator is starting, or the thread's exit hook ran; *boot NULL
+ * and errno ENOMEM when even that failed), or when no state can be made (*boot NULL, ENOMEM). */
 struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot);
 
 /* Block b of slab s, just taken (used counted it) for a request of size bytes: the bytes asked

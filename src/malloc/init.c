@@ -63,11 +63,7 @@ void np_thread_exit_hook(void *arg)
 	struct np_thread *th = arg;
 	if (th != np_tls.self)
 		return;
-	np_thread_fold_bytes(th);
-	np_thread_forget_tls();
-	np_ring_abandon(th); /* counts each slab as it leaves */
-	np_thread_fold_bytes(th);
-	np_thread_release(th);
+	np_ring_leave(th);
 }
 
 /* Before an exact statistics read: the calling thread's byte counts, every slab's too. */

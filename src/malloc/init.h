@@ -27,7 +27,9 @@ bool np_init_for_malloc(void);
 bool np_ensure_ready(void);
 /* The thread-exit destructor (a pthread key, given the thread's struct): the thread's slabs are
  * handed over (empty ones give their pages back, the others become orphans of their node),
- * then its page cache and statistics, and its struct is recycled. */
+ * then its page cache and statistics, and its struct is recycled (np_ring_leave). Allocations
+ * the thread makes afterwards (other destructors) get no state again: no destructor round may
+ * be left to release it (alloc.c, page_api.c). */
 void np_thread_exit_hook(void *arg);
 
 #endif

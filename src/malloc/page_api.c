@@ -13,20 +13,36 @@
 #include "malloc/large.h"
 #include "malloc/place.h"
 #include "malloc/ptr.h"
+#include "malloc/ring.h"
 #include "options.h"
 #include "os.h"
 #include "pcp/pcp.h"
 #include "topology/topology.h"
 
+/* The calling thread's state for a page API call. After its exit hook ran (a thread-specific
+ * destructor asking for pages: they must be placed, which the start-up allocator does not do)
+ * a state is made for the call alone: *leave, and the caller lets it go (np_ring_leave) once
+ * done, since no destructor round may be left to do it. */
+static struct np_thread *page_thread(bool *leave)
+{
+	*leave = np_tls.exited && !np_tls.self;
+	return *leave ? np_thread_get() : np_thread_or_init();
+}
+
 static void *pages_for(size_t size, int node)
 {
 	if (!np_ensure_ready())
 		return np_enomem();
-	struct np_thread *th = np_thread_or_init();
-	if (!th || size > NP_MAX_REQUEST)
+	if (size > NP_MAX_REQUEST)
+		return np_enomem();
+	bool leave;
+	struct np_thread *th = page_thread(&leave);
+	if (!th)
 		return np_enomem();
 	size_t dirty;
 	void *p = np_large_alloc(th, size, NP_PAGE_SIZE, node, &dirty);
+	if (leave)
+		np_ring_leave(th);
 	return p ? p : np_enomem();
 }
 
@@ -51,10 +67,15 @@ void *numa_page_alloc_interleaved(size_t size)
 {
 	if (!np_ensure_ready())
 		return np_enomem();
-	struct np_thread *th = np_thread_or_init();
-	if (!th || size > NP_MAX_REQUEST)
+	if (size > NP_MAX_REQUEST)
+		return np_enomem();
+	bool leave;
+	struct np_thread *th = page_thread(&leave);
+	if (!th)
 		return np_enomem();
 	void *p = np_large_interleaved(th, size, 0);
+	if (leave)
+		np_ring_leave(th);
 	return p ? p : np_enomem();
 }
 

@@ -314,6 +314,15 @@ void np_ring_abandon(struct np_thread *th)
 	th->slow_calls = 0;
 }
 
+void np_ring_leave(struct np_thread *th)
+{
+	np_thread_fold_bytes(th);
+	np_thread_forget_tls();
+	np_ring_abandon(th); /* counts each slab as it leaves */
+	np_thread_fold_bytes(th);
+	np_thread_release(th);
+}
+
 unsigned np_ring_leave_far(struct np_thread *th, uint64_t near)
 {
 	unsigned left = 0;

@@ -32,6 +32,10 @@ void np_ring_take_back(struct np_thread *th, struct np_slab *s);
 /* Thread exit: every slab collected; the empty ones give their pages back, the others become
  * orphans of their node. The rings are empty afterwards. */
 void np_ring_abandon(struct np_thread *th);
+/* The calling thread's state goes (thread exit, or a page API call after it): its byte counts
+ * folded, its fast path emptied (np_thread_forget_tls), its slabs handed over
+ * (np_ring_abandon), its page cache drained and its struct recycled (np_thread_release). */
+void np_ring_leave(struct np_thread *th);
 /* The thread moved to another node: every slab whose node is not in `near` (a bit per dense
  * node) leaves its ring, current slabs included, as an orphan of its node (empty ones too: the
  * orphan sweep gives those back), so the next allocations of each class come from near memory.

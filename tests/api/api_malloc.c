@@ -6,6 +6,7 @@
  * checked to be libnumapage's (numa_page_node_of), so a test cannot pass on another malloc.
  */
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -853,6 +854,53 @@ static void calloc_is_zeroed_when_purges_are_refused(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0); /* 1: a calloc returned old data */
 }
 
+/* A thread-specific destructor that allocates in every round glibc runs (its key set again
+ * each time, PTHREAD_DESTRUCTOR_ITERATIONS rounds), after the library's own exit hook: a state
+ * made for it in the last round was never released (the struct, its page cache and slabs, one
+ * more in the threads gauge per thread). Small blocks, a page run, and the page API. */
+static pthread_key_t late_key;
+static void late_destructor(void *arg)
+{
+	uintptr_t round = (uintptr_t)arg;
+	void *a = F_MALLOC(np_t_opaque(200)), *b = F_MALLOC(np_t_opaque(100 * KiB));
+	void *c = numa_page_alloc(64 * KiB);
+	if (a)
+		memset(a, 1, 200);
+	F_FREE(a);
+	F_FREE(b);
+	numa_page_free(c);
+	if (round < PTHREAD_DESTRUCTOR_ITERATIONS)
+		pthread_setspecific(late_key, (void *)(round + 1));
+}
+
+static void *late_thread(void *arg)
+{
+	(void)arg;
+	F_FREE(F_MALLOC(np_t_opaque(64))); /* the library's state (and exit hook) first */
+	pthread_setspecific(late_key, (void *)(uintptr_t)1);
+	return NULL;
+}
+
+static void thread_exit_destructors_leave_no_state(void **state)
+{
+	(void)state;
+	assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
+	struct numa_page_node_stats before = np_t_stats();
+	for (int i = 0; i < 300; i++) {
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, late_thread, NULL), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+	}
+	struct numa_page_node_stats after = np_t_stats();
+	if (after.threads > before.threads)
+		fail_msg("threads gauge %lld -> %lld after 300 joined threads",
+			 (long long)before.threads, (long long)after.threads);
+	/* A struct is 16 pages or more: 300 of them would be thousands of pages. */
+	if (after.pages_in_use > before.pages_in_use + 1024)
+		fail_msg("pages in use %lld -> %lld", (long long)before.pages_in_use, (long long)after.pages_in_use);
+	pthread_key_delete(late_key);
+}
+
 /* trim gives freed memory back: pages_purged grows and the resident set shrinks. */
 static void trim_returns_memory(void **state)
 {
@@ -972,6 +1020,7 @@ int main(void)
 		cmocka_unit_test(stats_count_requests),
 		cmocka_unit_test(stats_exact_for_small_blocks),
 		cmocka_unit_test(stats_exact_in_fork_child),
+		cmocka_unit_test(thread_exit_destructors_leave_no_state),
 		cmocka_unit_test(trim_returns_memory),
 		cmocka_unit_test(decay_returns_what_stays_free),
 	};
