@@ -184,6 +184,9 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 	struct np_slab *s = th->ring[c];
 	void *b;
 	if (s) {
+		/* The fast path's run on it ends here: its mallocs and frees are counted now, so that
+		 * an exact read by another thread lacks at most one slab per class of ours. */
+		count(th, s);
 		if ((b = take_from(s)) != NULL)
 			return b;
 		/* The others in the ring: each yields blocks or, full, is let go (FLOATING), but
