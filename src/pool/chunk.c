@@ -116,6 +116,15 @@ struct np_chunk *np_chunk_map(int node, bool low, bool *spilled)
 
 bool np_chunk_tight;
 
+long np_chunk_merge_above = 8192;
+static long huge_mapped; /* huge and interleaved chunks mapped now */
+
+/* Past np_chunk_merge_above chunks of their own: whole chunks, which merge (chunk.h). */
+static bool merge_sizes(void)
+{
+	return !np_chunk_tight && __atomic_load_n(&huge_mapped, __ATOMIC_RELAXED) >= np_chunk_merge_above;
+}
+
 size_t np_chunk_huge_size(size_t bytes)
 {
 	/* Four sizes per doubling up to a step of one chunk: the step is a quarter of the largest
@@ -123,7 +132,7 @@ size_t np_chunk_huge_size(size_t bytes)
 	 * touched is under a quarter of the request and under 4 MiB. */
 	size_t step = bytes < 4 * NP_PAGE_SIZE || np_chunk_tight ? NP_PAGE_SIZE
 								  : ((size_t)1 << (63 - __builtin_clzll(bytes))) / 4;
-	step = NP_MIN(step, NP_CHUNK_SIZE);
+	step = merge_sizes() ? NP_CHUNK_SIZE : NP_MIN(step, NP_CHUNK_SIZE);
 	return (bytes + step - 1) & ~(step - 1);
 }
 
@@ -139,8 +148,10 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	size_t off = (sizeof(struct np_chunk) + align - 1) & ~(align - 1);
 	if (bytes > SIZE_MAX / 2 - off - NP_CHUNK_SIZE)
 		return NULL;
-	/* Interleaved chunks are never kept for reuse: exact size. */
-	size_t size = node >= 0 ? np_chunk_huge_size(off + bytes) : (off + bytes + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
+	/* Interleaved chunks are never kept for reuse: exact size (whole chunks past
+	 * np_chunk_merge_above). */
+	size_t exact = merge_sizes() ? NP_CHUNK_SIZE : NP_PAGE_SIZE;
+	size_t size = node >= 0 ? np_chunk_huge_size(off + bytes) : (off + bytes + exact - 1) & ~(exact - 1);
 	struct np_chunk *c = np_os_map(size, align > NP_CHUNK_SIZE ? align : NP_CHUNK_SIZE);
 	if (!c)
 		return NULL;
@@ -190,6 +201,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	c->data_offset = off;
 	mark(c, size, NP_GRANULE_START);
 	np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_chunks_mapped, 1);
+	__atomic_add_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 	return c;
 }
 
@@ -208,6 +220,7 @@ void np_chunk_unmap_huge(struct np_chunk *c)
 	c->magic = 0;
 	mark(c, size, NP_GRANULE_NONE);
 	np_os_unmap(c, size);
+	__atomic_sub_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 }
 
 bool np_chunk_was_unmapped(const void *p)

@@ -191,6 +191,14 @@ struct np_chunk *np_chunk_map(int node, bool low, bool *spilled);
  * a size and a freed chunk kept by its pool fits the next one. The tail is address space the
  * program may use (malloc_usable_size says so) but is not made resident by us. */
 size_t np_chunk_huge_size(size_t bytes);
+/* Past this many huge and interleaved chunks mapped at once (8192; tests lower it), new ones
+ * are whole chunks long: each is a kernel mapping of its own, and the kernel caps mappings per
+ * process (vm.max_map_count, 65530 by default: malloc, fopen and pthread_create all failed at
+ * 65,479 live 6 MiB blocks, where glibc went past 200,000). Chunks of whole chunk sizes that the
+ * kernel places side by side, with the same binding and name, merge into one mapping. Below
+ * it, the finer sizes keep the tail short (with transparent huge pages "always", the partial
+ * last 2 MiB of a whole-chunk mapping may be backed by a huge page). */
+extern NP_HIDDEN long np_chunk_merge_above;
 /* The process's address space is limited (RLIMIT_AS at start-up, np_os_address_limited): a
  * huge chunk is then sized to the page (np_chunk_huge_size), and runs longer than an eighth of
  * a chunk get a chunk of their own (malloc/large.h), so that a block takes little more address

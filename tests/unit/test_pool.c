@@ -219,6 +219,56 @@ static void huge_chunk(void **state)
 	assert_null(np_chunk_map_huge(0, 0, SIZE_MAX - NP_PAGE_SIZE, NP_PAGE_SIZE, false, NULL));
 }
 
+/* Kernel mappings (lines of /proc/self/maps) that overlap [lo, hi). */
+static int mappings_over(uintptr_t lo, uintptr_t hi)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	unsigned long a, b;
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* Past np_chunk_merge_above chunks of their own, new ones are whole chunks long, so that the
+ * kernel merges neighbours into one mapping: 6 MiB blocks were a mapping each (7 MiB long, on
+ * 4 MiB boundaries, never touching), and vm.max_map_count stopped malloc at 65,479 of them. */
+static void many_huge_chunks_share_mappings(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	long saved = np_chunk_merge_above;
+	np_chunk_merge_above = 4;
+	enum { N = 48 };
+	struct np_chunk *c[N];
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < N; i++) {
+		c[i] = np_chunk_map_huge(0, 0, 6 << 20, NP_PAGE_SIZE, false, NULL);
+		assert_non_null(c[i]);
+		if (i >= 4)
+			assert_int_equal(c[i]->size % NP_CHUNK_SIZE, 0);
+		((char *)c[i] + c[i]->data_offset)[0] = 1;
+		lo = NP_MIN(lo, (uintptr_t)c[i]);
+		hi = NP_MAX(hi, (uintptr_t)c[i] + c[i]->size);
+	}
+	int maps = mappings_over(lo, hi);
+	np_chunk_merge_above = saved;
+	for (int i = 0; i < N; i++)
+		np_chunk_unmap_huge(c[i]);
+	if (maps > 16)
+		fail_msg("%d chunks of their own took %d mappings", N, maps);
+	/* Below the threshold the finer sizes stay. */
+	struct np_chunk *one = np_chunk_map_huge(0, 0, 6 << 20, NP_PAGE_SIZE, false, NULL);
+	assert_non_null(one);
+	assert_int_equal(one->size, np_chunk_huge_size(one->data_offset + (6 << 20)));
+	assert_true(one->size % NP_CHUNK_SIZE != 0);
+	np_chunk_unmap_huge(one);
+}
+
 static void huge_chunk_aligned(void **state)
 {
 	(void)state;
@@ -1306,6 +1356,7 @@ int main(void)
 		cmocka_unit_test_teardown(preferred_bind_failures, teardown),
 		cmocka_unit_test_teardown(map_failure_means_no_memory, teardown),
 		cmocka_unit_test_teardown(huge_chunk, teardown),
+		cmocka_unit_test_teardown(many_huge_chunks_share_mappings, teardown),
 		cmocka_unit_test_teardown(huge_chunk_aligned, teardown),
 		cmocka_unit_test_teardown(interleaved_chunk_round_robin, teardown),
 		cmocka_unit_test_teardown(init_marks_memory_nodes, teardown),
