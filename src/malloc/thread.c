@@ -180,4 +180,5 @@ void np_thread_atfork_child(void)
 	live = self;
 	if (self)
 		self->next = self->prev = NULL;
+	np_pcp_atfork_child(self ? &self->pcp : NULL); /* one thread counted: this one */
 }

@@ -88,6 +88,17 @@ void np_pcp_fini(struct np_pcp *pcp)
 	count_thread(pcp, pcp->home, -1);
 }
 
+void np_pcp_atfork_child(struct np_pcp *survivor)
+{
+	for (int n = 0; n < NP_MAX_NODES; n++) {
+		int now = survivor && survivor->home == n, had = np_pcp_threads[n];
+		if (had == now)
+			continue;
+		np_pcp_threads[n] = now;
+		np_vmstat_add(survivor ? survivor->st : NULL, n, NUMA_PAGE_STAT_threads, now - had);
+	}
+}
+
 /* The lists re-sorted for a new near mask: near runs to the head, the others behind them. */
 static void resort(struct np_pcp *pcp)
 {

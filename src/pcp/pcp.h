@@ -74,6 +74,9 @@ void np_pcp_init(struct np_pcp *pcp, int home, struct np_vmstat_diffs *st, const
 void np_pcp_count_thread(struct np_pcp *pcp);
 /* The thread leaves: its home node loses a thread (drain the cache first). */
 void np_pcp_fini(struct np_pcp *pcp);
+/* In a fork child: only the forking thread runs (survivor: its cache, or NULL when it has no
+ * state), so the threads counted on each node become it alone, the statistic with them. */
+void np_pcp_atfork_child(struct np_pcp *survivor);
 /* Re-homes the cache: the target follows (np_node_target), near pages move to the head of each
  * list, the others to the tail, and the thread counts on its new node. */
 void np_pcp_set_home(struct np_pcp *pcp, int home);

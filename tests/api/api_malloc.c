@@ -854,6 +854,47 @@ static void calloc_is_zeroed_when_purges_are_refused(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0); /* 1: a calloc returned old data */
 }
 
+/* A fork child has one thread: the threads gauge says so (it kept every thread of the parent,
+ * though they never run in the child; the node layer's per-node thread counts with it). */
+static pthread_barrier_t fg_bar;
+static void *fg_thread(void *arg)
+{
+	(void)arg;
+	F_FREE(F_MALLOC(np_t_opaque(64))); /* a state of its own, counted on its node */
+	pthread_barrier_wait(&fg_bar);
+	pthread_barrier_wait(&fg_bar);
+	return NULL;
+}
+
+static void fork_child_counts_one_thread(void **state)
+{
+	(void)state;
+	F_FREE(F_MALLOC(np_t_opaque(64)));
+	uint64_t alone = np_t_stats().threads;
+	assert_int_equal(pthread_barrier_init(&fg_bar, NULL, 4), 0);
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, fg_thread, NULL), 0);
+	pthread_barrier_wait(&fg_bar);
+	uint64_t with = np_t_stats().threads;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint64_t child = np_t_stats().threads;
+		F_FREE(F_MALLOC(np_t_opaque(64)));
+		_exit(child == alone ? 0 : child == with ? 1 : 2);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	pthread_barrier_wait(&fg_bar);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	pthread_barrier_destroy(&fg_bar);
+	assert_int_equal(with, alone + 3);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0); /* 1: the parent's count; 2: neither */
+}
+
 /* The exact reader while other threads are alive: one thread allocates 6.4 MB of 1000-byte
  * blocks and waits, another frees them all and waits. What the reader cannot see of theirs
  * (numapage.h): the allocating thread's mallocs from its current slab of the class since its
@@ -1078,6 +1119,7 @@ int main(void)
 		cmocka_unit_test(stats_count_requests),
 		cmocka_unit_test(stats_exact_for_small_blocks),
 		cmocka_unit_test(stats_exact_in_fork_child),
+		cmocka_unit_test(fork_child_counts_one_thread),
 		cmocka_unit_test(stats_exact_while_others_hold_and_free),
 		cmocka_unit_test(thread_exit_destructors_leave_no_state),
 		cmocka_unit_test(trim_returns_memory),
