@@ -34,23 +34,35 @@ struct np_thread *np_thread_or_init(void)
 	return np_thread_get();
 }
 
-struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot)
+struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot, bool *leave)
 {
 	*boot = NULL;
+	*leave = false;
 	struct np_thread *th = np_thread_or_init();
 	/* Not ready when asked, but maybe ready now (another thread finished the start-up in
 	 * between): then this thread's state; ENOMEM only when it cannot be made. Deciding on a
 	 * second look at the state alone returned ENOMEM for a thread that raced the start-up. */
 	if (NP_LIKELY(th))
 		return th;
-	/* A thread whose exit hook ran is served by the start-up allocator from then on: a state
-	 * made for it now might never be released (glibc runs at most
-	 * PTHREAD_DESTRUCTOR_ITERATIONS rounds of destructors, and the last sets nothing up). */
-	if (np_is_ready() && !np_tls.exited) { /* one look decides: a second could see another answer */
-		if ((th = np_thread_get()) == NULL)
+	if (np_is_ready()) { /* one look decides: a second could see another answer */
+		/* A thread whose exit hook ran: a state made for it now might never be released
+		 * (glibc runs at most PTHREAD_DESTRUCTOR_ITERATIONS rounds of destructors, and the
+		 * last sets nothing up). Blocks the start-up allocator's classes hold come from it
+		 * (tens of nanoseconds); a larger one gets a state for this call alone, which the
+		 * caller lets go (its own mapping in the start-up allocator would make every later
+		 * free there walk one more region). */
+		if (np_tls.exited) {
+			if (np_bootstrap_fits(size, align))
+				goto boot;
+			*leave = true;
+		}
+		if ((th = np_thread_get()) == NULL) {
+			*leave = false;
 			np_enomem();
+		}
 		return th;
 	}
+boot:
 	if ((*boot = np_bootstrap_alloc(size, align)) == NULL)
 		np_enomem();
 	return NULL;
@@ -62,12 +74,9 @@ void *np_malloc_bad_link(struct np_slab *s, size_t size)
 	return np_malloc_slow(size);
 }
 
-void *np_malloc_slow(size_t size)
+static void *malloc_for(struct np_thread *th, size_t size)
 {
 	void *p;
-	struct np_thread *th = np_thread_or_boot(size, 16, &p);
-	if (NP_UNLIKELY(!th))
-		return p;
 	if (size <= NP_SMALL_MAX) {
 		unsigned c = np_size_class(size);
 		np_home_follow(th); /* a slab miss: where a moved thread is noticed */
@@ -87,6 +96,19 @@ void *np_malloc_slow(size_t size)
 			np_large_count(th, p, size);
 	}
 	return p ? p : np_enomem();
+}
+
+void *np_malloc_slow(size_t size)
+{
+	void *p;
+	bool leave;
+	struct np_thread *th = np_thread_or_boot(size, 16, &p, &leave);
+	if (NP_UNLIKELY(!th))
+		return p;
+	p = malloc_for(th, size);
+	if (NP_UNLIKELY(leave))
+		np_ring_leave(th);
+	return p;
 }
 
 void *numa_page_malloc(size_t size)

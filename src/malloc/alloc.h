@@ -58,9 +58,11 @@ NP_INLINE void *np_enomem(void)
  * thread's exit hook ran (np_tls.exited: likewise), or when no memory is left. */
 struct np_thread *np_thread_or_init(void);
 /* The same for an allocation of size bytes at align: NULL after serving it from the bootstrap
- * allocator into *boot (the allocator is starting, or the thread's exit hook ran; *boot NULL
- * and errno ENOMEM when even that failed), or when no state can be made (*boot NULL, ENOMEM). */
-struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot);
+ * allocator into *boot (the allocator is starting, or the thread's exit hook ran and the
+ * bootstrap's classes hold the block; *boot NULL and errno ENOMEM when even that failed), or
+ * when no state can be made (*boot NULL, ENOMEM). *leave: the state is for this allocation
+ * alone (a larger block after the exit hook): the caller lets it go (np_ring_leave). */
+struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot, bool *leave);
 
 /* Block b of slab s, just taken (used counted it) for a request of size bytes: the bytes asked
  * for counted in the slab (np_ring_count takes both into the statistics), and b handed out. */

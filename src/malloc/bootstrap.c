@@ -115,6 +115,37 @@ static uintptr_t class_block_locked(unsigned k)
 	return raw;
 }
 
+/* The block size a request needs (header and alignment included), and its class (NCLASSES
+ * when it needs a mapping of its own). */
+static unsigned class_of(size_t size, size_t align)
+{
+	size_t need = (align > HEADER ? align : HEADER) + (size > sizeof(void *) ? size : sizeof(void *));
+	unsigned k = 0;
+	while (k < NCLASSES && ((size_t)MIN_BLOCK << k) < need)
+		k++;
+	return align <= PAGE ? k : NCLASSES;
+}
+
+bool np_bootstrap_fits(size_t size, size_t align)
+{
+	return size <= ((size_t)MIN_BLOCK << (NCLASSES - 1)) && class_of(size, align < HEADER ? HEADER : align) < NCLASSES;
+}
+
+void np_bootstrap_atfork_prepare(void)
+{
+	lock();
+}
+
+void np_bootstrap_atfork_parent(void)
+{
+	unlock();
+}
+
+void np_bootstrap_atfork_child(void)
+{
+	__atomic_store_n(&spin, 0, __ATOMIC_RELAXED);
+}
+
 void *np_bootstrap_alloc(size_t size, size_t align)
 {
 	if (align < HEADER)

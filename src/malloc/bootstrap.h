@@ -41,6 +41,14 @@ size_t np_bootstrap_size(const void *p);
  * Returns the bytes given back. A later bootstrap allocation (another thread's, during this very
  * moment) finds a fresh arena. */
 size_t np_bootstrap_release(void);
+/* True when a request of size bytes at align comes from the allocator's size classes (no
+ * mapping of its own): what a thread whose exit hook ran is served from here (alloc.c). */
+bool np_bootstrap_fits(size_t size, size_t align);
+/* Fork: the lock is held across fork (a thread past its exit hook may be inside it at any
+ * time), released in the parent, made anew in the child. */
+void np_bootstrap_atfork_prepare(void);
+void np_bootstrap_atfork_parent(void);
+void np_bootstrap_atfork_child(void);
 /* Bytes handed out and not yet freed (for tests and verbose output). */
 size_t np_bootstrap_used(void);
 /* Walks the free lists and regions; NULL when sound, else what is wrong. */

@@ -34,10 +34,12 @@ static void fork_prepare(void)
 	np_slab_atfork_prepare();
 	np_pool_atfork_prepare();
 	np_huge_atfork_prepare();
+	np_bootstrap_atfork_prepare(); /* a leaf: nothing is taken under it */
 }
 
 static void fork_parent(void)
 {
+	np_bootstrap_atfork_parent();
 	np_huge_atfork_parent();
 	np_pool_atfork_parent();
 	np_slab_atfork_parent();
@@ -49,6 +51,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	np_lock_forget_all(); /* every lock is re-created below; none is held any more */
+	np_bootstrap_atfork_child();
 	np_vmstat_atfork_child(np_tls.self ? &np_tls.self->st : NULL);
 	np_vmstat_output_atfork_child();
 	np_pool_atfork_child();

@@ -18,14 +18,8 @@
 #include "pool/huge.h"
 #include "pool/pool.h"
 
-void *np_alloc_aligned(size_t alignment, size_t size)
+static void *aligned_for(struct np_thread *th, size_t alignment, size_t size)
 {
-	if (alignment <= 16)
-		return np_malloc_fast(size);
-	void *boot;
-	struct np_thread *th = np_thread_or_boot(size, alignment, &boot);
-	if (!th)
-		return boot;
 	if (size > NP_MAX_REQUEST || alignment > NP_MAX_REQUEST)
 		return np_enomem();
 	np_thread_fold_bytes(th);
@@ -50,6 +44,21 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 	if (!p)
 		return np_enomem();
 	np_large_count(th, p, size);
+	return p;
+}
+
+void *np_alloc_aligned(size_t alignment, size_t size)
+{
+	if (alignment <= 16)
+		return np_malloc_fast(size);
+	void *boot;
+	bool leave;
+	struct np_thread *th = np_thread_or_boot(size, alignment, &boot, &leave);
+	if (!th)
+		return boot;
+	void *p = aligned_for(th, alignment, size);
+	if (leave)
+		np_ring_leave(th);
 	return p;
 }
 

@@ -958,11 +958,16 @@ static void stats_exact_while_others_hold_and_free(void **state)
  * made for it in the last round was never released (the struct, its page cache and slabs, one
  * more in the threads gauge per thread). Small blocks, a page run, and the page API. */
 static pthread_key_t late_key;
+static int late_unplaced; /* large blocks after the exit hook that are on no node */
 static void late_destructor(void *arg)
 {
 	uintptr_t round = (uintptr_t)arg;
 	void *a = F_MALLOC(np_t_opaque(200)), *b = F_MALLOC(np_t_opaque(100 * KiB));
 	void *c = numa_page_alloc(64 * KiB);
+	/* A large block is a placed block of the allocator proper, as before the exit hook (the
+	 * start-up allocator's own mappings would make its frees walk them all). */
+	if (!b || numa_page_node_of(b) < 0)
+		__atomic_add_fetch(&late_unplaced, 1, __ATOMIC_RELAXED);
 	if (a)
 		memset(a, 1, 200);
 	F_FREE(a);
@@ -997,7 +1002,59 @@ static void thread_exit_destructors_leave_no_state(void **state)
 	/* A struct is 16 pages or more: 300 of them would be thousands of pages. */
 	if (after.pages_in_use > before.pages_in_use + 1024)
 		fail_msg("pages in use %lld -> %lld", (long long)before.pages_in_use, (long long)after.pages_in_use);
+	assert_int_equal(late_unplaced, 0);
 	pthread_key_delete(late_key);
+}
+
+/* fork() while a thread past its exit hook allocates: those blocks come from the start-up
+ * allocator, whose lock a fork could copy held; the child's first use of it (here the free of
+ * such a block) then spun for ever. Each child has 10 s (SIGALRM kills it otherwise). */
+static pthread_key_t fb_key;
+static void *volatile fb_keep;
+static volatile int fb_stop;
+static void fb_destructor(void *arg)
+{
+	(void)arg;
+	if (!fb_keep)
+		fb_keep = F_MALLOC(np_t_opaque(48));
+	while (!__atomic_load_n(&fb_stop, __ATOMIC_RELAXED))
+		F_FREE(F_MALLOC(np_t_opaque(64)));
+}
+
+static void *fb_thread(void *arg)
+{
+	(void)arg;
+	F_FREE(F_MALLOC(np_t_opaque(8)));
+	pthread_setspecific(fb_key, (void *)1);
+	return NULL;
+}
+
+static void fork_while_an_exiting_thread_allocates(void **state)
+{
+	(void)state;
+	assert_int_equal(pthread_key_create(&fb_key, fb_destructor), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, fb_thread, NULL), 0);
+	while (!fb_keep)
+		usleep(100);
+	int bad = 0;
+	for (int i = 0; i < 200 && !bad; i++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			alarm(10);
+			F_FREE(fb_keep);
+			F_FREE(F_MALLOC(np_t_opaque(64)));
+			_exit(0);
+		}
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	}
+	__atomic_store_n(&fb_stop, 1, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	pthread_key_delete(fb_key);
+	assert_false(bad);
 }
 
 /* trim gives freed memory back: pages_purged grows and the resident set shrinks. */
@@ -1090,6 +1147,9 @@ static void decay_returns_what_stays_free(void **state)
 
 int main(void)
 {
+	/* Unbuffered: a test that dies (in a VM guest, whose harness shows the output's tail) still
+	 * shows which one it was. */
+	setvbuf(stdout, NULL, _IONBF, 0);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(malloc_zero_is_unique),
 		cmocka_unit_test(free_null_is_noop),
@@ -1122,6 +1182,7 @@ int main(void)
 		cmocka_unit_test(fork_child_counts_one_thread),
 		cmocka_unit_test(stats_exact_while_others_hold_and_free),
 		cmocka_unit_test(thread_exit_destructors_leave_no_state),
+		cmocka_unit_test(fork_while_an_exiting_thread_allocates),
 		cmocka_unit_test(trim_returns_memory),
 		cmocka_unit_test(decay_returns_what_stays_free),
 	};
