@@ -161,11 +161,14 @@ struct numa_page_node_stats {
 
 /* Exact counters of one node (OS id): shared totals plus every live thread's unfolded deltas.
  * Takes a lock and walks the live threads, so cost grows with their number; use the cheap
- * variant for frequent polling. One bound: malloc_in_use and malloc_requested lack, for each
- * other live thread, the blocks it took from or gave back to its current slab of each size
- * class since its last slow path there (at most one slab per class) and up to 64 KiB of its
- * frees of blocks of other threads; the calling thread's own are exact. 0, or -1/EINVAL for
- * an unknown node or a NULL out. */
+ * variant for frequent polling. One exception: malloc_in_use and malloc_requested lack, for
+ * each other live thread, what it did to its own slabs' blocks since it last counted each slab
+ * (the fast paths count in the slab; a thread takes a slab's count as the slab's run on the
+ * fast path ends, as it leaves the thread, at its periodic points and at its own exact reads,
+ * so one that makes no slow path for a while, sleeping or only freeing its own blocks, stays
+ * behind by at most its slabs' blocks), and up to 64 KiB of its frees of other threads'
+ * blocks; the calling thread's own are exact. 0, or -1/EINVAL for an unknown node or a NULL
+ * out. */
 NUMA_PAGE_API int numa_page_stats_get(int node, struct numa_page_node_stats *out);
 /* Shared totals only, lock-free: may lag by at most (fold threshold x live threads) per counter;
  * gauges are clamped at 0. Exact once all threads that counted have exited. Errors as above. */
