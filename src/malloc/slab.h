@@ -113,7 +113,7 @@ NP_INLINE struct np_slab *np_slab_at_step(const void *p)
 	uintptr_t a = (uintptr_t)p;
 	uintptr_t slot = (a >> (NP_META_SHIFT - __builtin_ctz(NP_META_SIZE))) &
 			 ((NP_CHUNK_SIZE / NP_SLAB_ALIGN - 1) * NP_META_SIZE);
-	return (struct np_slab *)(void *)(np_chunk_of(p)->meta[0] + slot);
+	return (struct np_slab *)(void *)((uint8_t *)(void *)np_chunk_of(p)->meta + slot);
 }
 
 /* A slab with no free block: every thread's current slab of every class before its first

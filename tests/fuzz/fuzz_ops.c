@@ -119,10 +119,13 @@ static size_t pow2_up(size_t a)
 void np_fz_aligned(struct np_fz_block *b, enum np_fz_aligned_call call, size_t align, size_t n, uint64_t seed)
 {
 	bool pow2 = align && !(align & (align - 1));
-	/* memalign rounds an alignment up to a power of two, as glibc does. */
+	/* memalign rounds an alignment up to a power of two, as glibc does, and refuses one past
+	 * the largest with EINVAL, as glibc does. */
 	size_t eff = call == NP_FZ_MEMALIGN ? pow2_up(align) : align;
 	enum expect e;
 	if (call == NP_FZ_POSIX_MEMALIGN && (!pow2 || align < sizeof(void *)))
+		e = FAIL_EINVAL;
+	else if (call == NP_FZ_MEMALIGN && align > SIZE_MAX / 2 + 1)
 		e = FAIL_EINVAL;
 	else if (call == NP_FZ_ALIGNED_ALLOC && !pow2)
 		e = FAIL_EINVAL;
