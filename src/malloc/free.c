@@ -87,11 +87,8 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	if (owner == th && th) {
 		/* Looks free: confirm before reporting. */
-		if (np_slab_looks_free(s, a)) {
-			np_slab_collect(s);
-			if (np_slab_holds_free(s, a))
-				invalid("double free of", a);
-		}
+		if (np_slab_looks_free(s, a) && np_slab_confirm_free(s, a, th))
+			invalid("double free of", a);
 		np_slab_push_local(s, a, i);
 		if (--s->used == 0) /* counted by used, as in the fast path */
 			np_ring_emptied(s);
@@ -101,7 +98,7 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 	 * remote free, may be on its owner's lists already, freed by the owner or another thread.
 	 * The owner may be changing them, so the walk is the careful racy one (no link followed
 	 * unchecked); found means free. */
-	if ((np_slab_looks_free(s, a) || np_slab_has_mark(s, a)) && np_slab_holds_free_racy(s, a))
+	if ((np_slab_looks_free(s, a) || np_slab_has_mark(s, a)) && np_slab_confirm_free(s, a, th))
 		invalid("double free of", a);
 	if (th) {
 		*in_use_counter(th, s) -= s->block;

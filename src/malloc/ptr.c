@@ -148,15 +148,7 @@ void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p)
 	 * second: only then is the walk made. */
 	if (NP_LIKELY(!np_slab_looks_free(s, a) && !np_slab_has_mark(s, a)))
 		return;
-	struct np_thread *self = np_tls.self;
-	bool freed;
-	if (self && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == self) {
-		np_slab_collect(s); /* its remote list into the owner's lists, where the walk looks */
-		freed = np_slab_holds_free(s, a);
-	} else {
-		freed = np_slab_holds_free_racy(s, a);
-	}
-	if (freed) {
+	if (np_slab_confirm_free(s, a, np_tls.self)) {
 		bad(d, "invalid pointer (freed)", true);
 		np_ptr_invalid(call, false, d, p);
 	}

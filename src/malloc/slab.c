@@ -383,6 +383,15 @@ bool np_slab_holds_free(const struct np_slab *s, uintptr_t b)
 	return list_holds(s, s->free, b, NULL) || list_holds(s, local_head(s, s->local_free), b, NULL);
 }
 
+bool np_slab_confirm_free(struct np_slab *s, uintptr_t b, const struct np_thread *self)
+{
+	if (self && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == self) {
+		np_slab_collect(s);
+		return np_slab_holds_free(s, b);
+	}
+	return np_slab_holds_free_racy(s, b);
+}
+
 bool np_slab_holds_free_racy(const struct np_slab *s, uintptr_t b)
 {
 	uintptr_t lists[3] = {

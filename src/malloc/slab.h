@@ -364,6 +364,12 @@ bool np_slab_holds_free(const struct np_slab *s, uintptr_t b);
  * it is followed and each walk bounded by the capacity. True means b was free at some moment
  * during the walk, so a free of it now is a second free; false may miss one that races. */
 bool np_slab_holds_free_racy(const struct np_slab *s, uintptr_t b);
+/* Whether block b of s, which looks free or carries a remote free's mark, is on s's free lists,
+ * asked by thread self (NULL: no state): exactly when self owns s (its remote list collected
+ * first, into the lists the walk reads), else by the careful racy walk. What free() and the
+ * calls that use a block without freeing it (realloc, malloc_usable_size) confirm before
+ * reporting a freed block. */
+bool np_slab_confirm_free(struct np_slab *s, uintptr_t b, const struct np_thread *self);
 /* Once at start-up, before the first slab: the process secret and the seed of slab keys. */
 void np_slab_init_secret(void);
 /* Walks the slab's lists; NULL when sound, else what is wrong (owner only). */
