@@ -112,10 +112,25 @@ static void uncount(struct np_thread *th, int node, size_t usable)
 	np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, -(long)usable);
 }
 
+/* Adds (sign 1) or takes off (-1) the malloc_in_use bytes of malloc's chunk c: an interleaved
+ * one's on the node of each of its pages, so that its free takes off just what its count put on. */
+static void count_chunk_bytes(struct np_thread *th, const struct np_chunk *c, long sign)
+{
+	struct np_vmstat_diffs *st = th ? &th->st : NULL;
+	if (c->kind != NP_CHUNK_INTERLEAVE) {
+		np_vmstat_add(st, c->node, NUMA_PAGE_STAT_malloc_in_use, sign * (long)np_chunk_data_bytes(c));
+		return;
+	}
+	long share[NP_MAX_NODES];
+	interleave_shares(c, share);
+	for (int i = 0; i < c->nilv; i++)
+		np_vmstat_add(st, c->ilv[i], NUMA_PAGE_STAT_malloc_in_use, sign * (share[c->ilv[i]] << NP_PAGE_SHIFT));
+}
+
 void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep)
 {
 	if (c->user)
-		uncount(th, c->node, np_chunk_data_bytes(c));
+		count_chunk_bytes(th, c, -1);
 	long pages = (long)(np_chunk_data_bytes(c) >> NP_PAGE_SHIFT);
 	struct np_pcp *pcp = th ? &th->pcp : NULL;
 	if (c->kind == NP_CHUNK_INTERLEAVE) {
@@ -180,21 +195,17 @@ void np_large_count(struct np_thread *th, void *p, size_t requested)
 	/* Large malloc blocks are marked, so that their free takes their bytes off malloc_in_use
 	 * (page-API memory is not malloc's). p is a run's start or a chunk's data. */
 	struct np_chunk *c = np_chunk_of(p);
-	size_t usable;
-	int node;
 	if (np_chunk_lookup(p) == c && c->kind == NP_CHUNK_NORMAL) {
 		struct np_page *pg = np_chunk_page(c, p);
 		pg->user = 1;
-		usable = (size_t)pg->npages << NP_PAGE_SHIFT;
-		node = c->node;
+		np_vmstat_add(&th->st, c->node, NUMA_PAGE_STAT_malloc_in_use, (long)pg->npages << NP_PAGE_SHIFT);
 	} else {
 		c = np_chunk_find(p);
 		c->user = 1;
-		usable = np_chunk_data_bytes(c);
-		node = np_chunk_node_at(c, p);
+		count_chunk_bytes(th, c, 1);
 	}
-	np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_requested, (long)requested);
-	np_vmstat_add(&th->st, node, NUMA_PAGE_STAT_malloc_in_use, (long)usable);
+	/* An event: an interleaved block's request counts on the node of its first page. */
+	np_vmstat_add(&th->st, np_chunk_node_at(c, p), NUMA_PAGE_STAT_malloc_requested, (long)requested);
 }
 
 void np_large_count_growth(struct np_thread *th, int node, size_t old, size_t new, bool user)

@@ -28,6 +28,7 @@
 #include "numapage.h"
 #include "malloc/large.h"
 #include "malloc/sizeclass.h"
+#include "malloc/thread.h"
 #include "options.h"
 #include "pcp/pcp.h"
 #include "pool/chunk.h"
@@ -315,6 +316,59 @@ static void interleaved_round_robin(void **state)
 	errno = 0;
 	assert_null(numa_page_alloc_interleaved(SIZE_MAX));
 	assert_int_equal(errno, ENOMEM);
+}
+
+/* A malloc block interleaved over the memory nodes (NUMAPAGE_INTERLEAVE_ABOVE in the main thread,
+ * or a huge block under the task's interleave policy) counts its malloc_in_use bytes on the nodes
+ * its pages are on, and its free takes them off those same nodes, not off the first node of the
+ * interleave. */
+static void interleaved_malloc_bytes_fn(void *arg)
+{
+	(void)arg;
+	struct counters a, b, c;
+	snap(&a);
+	char *p = numa_page_malloc(8 * MB + 3 * PAGE);
+	assert_non_null(p);
+	size_t usable = numa_page_usable_size(p);
+	long want[NP_MAX_NODES] = {0};
+	for (size_t off = 0; off < usable; off += PAGE)
+		want[dense_of(numa_page_node_of(p + off))] += (long)PAGE;
+	snap(&b);
+	int spread = 0;
+	for (int d = 0; d < T->nnodes; d++) {
+		assert_int_equal(DELTA(&a, &b, d, malloc_in_use), want[d]);
+		spread += want[d] > 0;
+	}
+	assert_true(spread >= 2); /* it was interleaved */
+	numa_page_free(p);
+	snap(&c);
+	for (int d = 0; d < T->nnodes; d++)
+		assert_int_equal(DELTA(&a, &c, d, malloc_in_use), 0);
+}
+
+static void interleave_above_malloc_bytes(void **state)
+{
+	(void)state;
+	interleaved_malloc_bytes_fn(NULL); /* the main thread, before any other thread */
+}
+
+/* A rehearsed topology's threads read no task policy (its nodes are not the kernel's): this
+ * thread is given the one it would have read under numactl --interleave=all. */
+static void interleave_policy_malloc_bytes_fn(void *arg)
+{
+	numa_page_free(numa_page_malloc(1)); /* the thread's state */
+	struct np_topo_policy *pol = &np_tls.self->pcp.policy;
+	pol->mode = NP_POLICY_INTERLEAVE;
+	for (int d = 0; d < T->nnodes; d++)
+		if (T->node[d].mem_allowed)
+			pol->nodes |= 1ULL << d;
+	interleaved_malloc_bytes_fn(arg);
+}
+
+static void interleave_policy_malloc_bytes(void **state)
+{
+	(void)state;
+	run_on_cpu(0, interleave_policy_malloc_bytes_fn, NULL);
 }
 
 /* ---- tests on 2node ------------------------------------------------------------------------- */
@@ -1139,6 +1193,9 @@ int main(void)
 	    cmocka_unit_test(interleaved_round_robin));
 	RUN("4node", NULL, cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
 	    cmocka_unit_test(interleaved_round_robin));
+	static const char *const ilv_env[] = {"NUMAPAGE_INTERLEAVE_ABOVE", "1048576", NULL};
+	RUN("4node", ilv_env, cmocka_unit_test(interleave_above_malloc_bytes),
+	    cmocka_unit_test(interleave_policy_malloc_bytes));
 	RUN("cxl", NULL, cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
 	    cmocka_unit_test(invalid_nodes_are_einval), cmocka_unit_test(interleaved_round_robin));
 	RUN("single", NULL, cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
