@@ -6,6 +6,7 @@ usage: test_run_cmd.py NUMAPAGE_EXE LIBNUMAPAGE_SO OPTION_API_STATIC
 
 - run: a library that cannot be loaded stops the job before it starts (125, the loader's
   words); a missing command (127), a killed one (its signal named), no report at all (125);
+  one that ends with _exit or a signal is counted from what it left in /dev/shm;
   --json - is stdout, --json -- is refused; every process of a job is counted: a Python
   os.fork() child, and `redis-server --daemonize yes` whose daemon outlives its parent (run
   waits for it), with --per-process naming each; `numapage stat` sees the forked daemon and a
@@ -81,6 +82,17 @@ try:
     assert 'cannot run' in p.stderr and 'no process' not in p.stderr, p.stderr
     p = run('run', '--stats', '--', 'sh', '-c', 'kill -9 $$', rc=137)
     assert 'sh was killed by signal 9' in p.stderr and 'loadable' not in p.stderr, p.stderr
+    # A program that ends with _exit (no exit report) is counted from the totals it left in
+    # /dev/shm, and its own status is kept; so is one killed by a signal.
+    out = os.path.join(tmp, 'exit.json')
+    for code, rc in (('os._exit(3)', 3), ('os.kill(os.getpid(), 9)', 137)):
+        p = run('run', '--stats', '--json', out, '--', PY, '-c',
+                'import os\nkeep = [bytes(2000) for _ in range(20000)]\n' + code, rc=rc)
+        assert 'ended without an exit report' in p.stderr and 'no process' not in p.stderr, p.stderr
+        j = json.load(open(out))
+        assert j['processes'] == 1 and j['per_process'][0]['command'] == 'python3', j
+        assert sum(n['malloc_requested'] for n in j['nodes']) >= 20000 * 2000 // 2, j
+        assert not os.path.exists('/dev/shm/numapage.%d.%d' % (os.geteuid(), j['per_process'][0]['pid']))
     busybox = shutil.which('busybox')
     if busybox and 'not a dynamic' in subprocess.run(['ldd', busybox], capture_output=True, text=True).stdout + \
             subprocess.run(['ldd', busybox], capture_output=True, text=True).stderr:

@@ -12,7 +12,9 @@
  * forked on the way, daemons included) writes its per-node statistics as JSON into a private
  * temporary directory when it exits. numapage run becomes the job's child subreaper
  * (PR_SET_CHILD_SUBREAPER), so a daemon that leaves its parent is still the job's, and it
- * waits until every process of the job has exited; then it prints the sums (and, with
+ * waits until every process of the job has exited. A process it reaps that ended without its
+ * report (_exit, a signal) is counted from the totals it left in its live-view file (/dev/shm),
+ * less what its threads had not folded yet. Then it prints the sums (and, with
  * --per-process, each process) as a numastat-like table on stderr, and JSON to FILE (- is
  * standard output). The exit status is the command's: 128 + N when signal N killed it, 127
  * when it does not exist, 126 when it cannot be executed, 125 when libnumapage could not be
@@ -34,6 +36,7 @@
 #include <unistd.h>
 
 #include "../cmds.h"
+#include "../lib/livefile.h"
 #include "../lib/procs.h"
 #include "../lib/tstats.h"
 #include "json.h"
@@ -248,15 +251,90 @@ static int write_json(const struct job *j, const char *path)
 	return fclose(f);
 }
 
+/* ---- What a process left without its report ---------------------------------------------------- */
+
+/*
+ * A process that ends without its exit handlers (_exit, a signal) writes no report, but its
+ * live-view file (/dev/shm, NUMAPAGE_SHM) stays behind with the totals it had folded: what its
+ * threads had not folded yet (at most the threshold per thread and counter) is missing. Read
+ * while the process is a zombie, so that its pid cannot have been taken by another process,
+ * then removed: the process is gone and the file would only wait for a sweep.
+ */
+struct leftover {
+	struct np_treport r;
+	struct leftover *next;
+};
+
+static struct leftover *leftovers;
+
+static void read_leftover(pid_t pid)
+{
+	char path[128];
+	np_vmstat_shm_path(path, sizeof path, (unsigned)geteuid(), pid);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return; /* it reported (the file goes at exit), or it did not publish */
+	struct stat st;
+	struct np_livefile f;
+	struct leftover *l = calloc(1, sizeof *l);
+	if (l && fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+	    np_livefile_map(&f, fd, (size_t)st.st_size, pid, 0) == NP_LIVEFILE_OK) {
+		l->r.pid = pid;
+		np_proc_comm(pid, l->r.command, sizeof l->r.command);
+		np_livefile_read(&f, &l->r.stats);
+		np_livefile_unmap(&f);
+		l->next = leftovers;
+		leftovers = l;
+		l = NULL;
+	}
+	free(l);
+	close(fd);
+	unlink(path);
+}
+
+/* Adds the leftovers of processes that wrote no report to the job; returns how many. */
+static int add_leftovers(struct job *j)
+{
+	int added = 0;
+	for (struct leftover *l = leftovers, *next; l; l = next) {
+		next = l->next;
+		bool reported = false;
+		for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++)
+			reported |= j->procs[i].pid == l->r.pid;
+		if (!reported) {
+			np_tstats_add(&j->total, &l->r.stats);
+			if (j->nprocs < MAX_PROCS)
+				j->procs[j->nprocs] = l->r;
+			j->nprocs++;
+			added++;
+		}
+		free(l);
+	}
+	leftovers = NULL;
+	qsort(j->procs, (size_t)(j->nprocs < MAX_PROCS ? j->nprocs : MAX_PROCS), sizeof *j->procs, by_pid);
+	return added;
+}
+
 /* ---- Running ---------------------------------------------------------------------------------- */
 
-/* Waits for the command, then (as the job's subreaper) for every other process of the job.
- * Returns the command's wait status. */
+/* Waits for the command, then (as the job's subreaper) for every other process of the job,
+ * reading what each one that ends without its report left (all: --stats). Returns the
+ * command's wait status. */
 static int wait_job(pid_t cmd, bool all)
 {
 	int status = 0, s;
 	bool cmd_done = false, said = false;
 	for (;;) {
+		if (all) {
+			/* Look at the zombie before it is reaped (WNOWAIT). */
+			siginfo_t si = {0};
+			if (waitid(cmd_done ? P_ALL : P_PID, cmd_done ? 0 : (id_t)cmd, &si, WEXITED | WNOWAIT) < 0) {
+				if (errno == EINTR)
+					continue;
+				break; /* ECHILD: the whole job is over */
+			}
+			read_leftover(si.si_pid);
+		}
 		pid_t p = waitpid(cmd_done ? -1 : cmd, &s, 0);
 		if (p < 0) {
 			if (errno == EINTR)
@@ -414,8 +492,8 @@ int np_cmd_run(int argc, char **argv)
 	}
 	int rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		fprintf(stderr, "numapage run: %s was killed by signal %d (%s)%s\n", argv[optind], WTERMSIG(status),
-			strsignal(WTERMSIG(status)), stats ? "; its statistics are lost" : "");
+		fprintf(stderr, "numapage run: %s was killed by signal %d (%s)\n", argv[optind], WTERMSIG(status),
+			strsignal(WTERMSIG(status)));
 	if (!stats)
 		return rc;
 
@@ -425,6 +503,11 @@ int np_cmd_run(int argc, char **argv)
 	collect(&j, dir);
 	if (j.bad)
 		fprintf(stderr, "numapage run: %d report%s of the job could not be read\n", j.bad, j.bad == 1 ? "" : "s");
+	int left = add_leftovers(&j);
+	if (left)
+		fprintf(stderr, "numapage run: %d process%s of the job ended without an exit report (_exit or a "
+				"signal): counted from the totals published in /dev/shm, less what threads had not folded yet\n",
+			left, left == 1 ? "" : "es");
 	if (j.nprocs == 0 && !WIFSIGNALED(status)) {
 		fprintf(stderr, "numapage run: no process of the job ran with libnumapage (%s): a static or "
 				"set-user-ID program, or one that clears LD_PRELOAD?\n", so);

@@ -21,18 +21,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../cmds.h"
+#include "../lib/livefile.h"
 #include "../lib/procs.h"
 #include "../lib/tstats.h"
 #include "json.h"
 #include "vmstat/vmstat.h"
 
-#define MAX_ITEMS 256
 #define MAX_LIVE 1024
 #define MAX_FILES 8192
 
@@ -139,28 +138,13 @@ struct live {
 	int pid;
 	char comm[64];
 	char path[128];
-	const void *map;
-	size_t size;
-	int nnodes, nitems, max_thr;
-	int item_of[MAX_ITEMS]; /* the file's item -> this build's, or -1 */
-	uint8_t kind[MAX_ITEMS];
-	int os_id[NP_MAX_NODES];
+	struct np_livefile file;
 	struct np_tstats now, before;
 	bool gone;
 };
 
 static struct live live[MAX_LIVE];
 static int nlive;
-
-static bool header_sane(const struct np_vmstat_shm_header *h, size_t size, int pid)
-{
-	size_t names_end = (size_t)h->names_off + (size_t)h->nitems * sizeof(struct np_vmstat_shm_name);
-	size_t totals_end = (size_t)h->totals_off + (size_t)h->nnodes * h->node_stride;
-	return h->version == NP_VMSTAT_SHM_VERSION && h->size <= size && h->pid == pid &&
-	       h->nnodes >= 1 && h->nnodes <= NP_MAX_NODES && h->nitems >= 1 && h->nitems <= MAX_ITEMS &&
-	       h->names_off >= sizeof *h && names_end <= h->size && h->totals_off % 8 == 0 &&
-	       h->node_stride % 8 == 0 && h->node_stride >= (uint32_t)h->nitems * 8 && totals_end <= h->size;
-}
 
 static void pause_for(double seconds)
 {
@@ -225,44 +209,21 @@ static int open_live(int pid, unsigned owner)
 		close(fd);
 		return other_user(pid, (unsigned)st.st_uid);
 	}
-	l->size = (size_t)st.st_size;
-	if (l->size < sizeof(struct np_vmstat_shm_header)) {
-		close(fd);
+	/* The publisher completes the header last: one starting right now may not have yet. */
+	enum np_livefile_err e = np_livefile_map(&l->file, fd, (size_t)st.st_size, pid, 100);
+	int saved = errno;
+	close(fd);
+	if (e == NP_LIVEFILE_NOT_OURS) {
 		fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", l->path);
 		return 1;
 	}
-	l->map = mmap(NULL, l->size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (l->map == MAP_FAILED) {
-		fprintf(stderr, "numapage stat: cannot map %s: %s\n", l->path, strerror(errno));
+	if (e == NP_LIVEFILE_MAP) {
+		fprintf(stderr, "numapage stat: cannot map %s: %s\n", l->path, strerror(saved));
 		return 1;
 	}
-	const struct np_vmstat_shm_header *h = l->map;
-	/* The publisher stores magic last; a process starting right now may not have yet. */
-	for (int tries = 0; __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != NP_VMSTAT_SHM_MAGIC; tries++) {
-		if (tries == 100) {
-			fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", l->path);
-			return 1;
-		}
-		pause_for(0.01);
-	}
-	if (!header_sane(h, l->size, pid)) {
-		fprintf(stderr, "numapage stat: %s has an unknown layout (version %u)\n", l->path, h->version);
+	if (e == NP_LIVEFILE_LAYOUT) {
+		fprintf(stderr, "numapage stat: %s has an unknown layout\n", l->path);
 		return 1;
-	}
-	l->nnodes = h->nnodes;
-	l->nitems = h->nitems;
-	const struct np_vmstat_shm_name *names = (const void *)((const char *)l->map + h->names_off);
-	for (int k = 0; k < l->nitems; k++) {
-		char name[NP_VMSTAT_SHM_NAME_LEN];
-		memcpy(name, names[k].name, sizeof names[k].name);
-		name[sizeof names[k].name] = '\0';
-		l->item_of[k] = np_tstats_item(name, strlen(name));
-		l->kind[k] = names[k].kind;
-	}
-	for (int i = 0; i < l->nnodes; i++) {
-		l->os_id[i] = h->os_id[i];
-		l->max_thr = h->threshold[i] > l->max_thr ? h->threshold[i] : l->max_thr;
 	}
 	np_proc_comm(pid, l->comm, sizeof l->comm);
 	nlive++;
@@ -271,20 +232,8 @@ static int open_live(int pid, unsigned owner)
 
 static void sample(struct live *l)
 {
-	const struct np_vmstat_shm_header *h = l->map;
 	l->before = l->now;
-	np_tstats_clear(&l->now);
-	for (int i = 0; i < l->nnodes; i++) {
-		long *d = np_tstats_node(&l->now, l->os_id[i]);
-		const int64_t *t = (const void *)((const char *)l->map + h->totals_off + (size_t)i * h->node_stride);
-		for (int k = 0; k < l->nitems; k++) {
-			if (l->item_of[k] < 0)
-				continue;
-			long v = (long)__atomic_load_n(&t[k], __ATOMIC_RELAXED);
-			/* Gauges read below zero while deltas are pending: clamp, as the library. */
-			d[l->item_of[k]] = NP_VMSTAT_KIND_IS_GAUGE(l->kind[k]) && v < 0 ? 0 : v;
-		}
-	}
+	np_livefile_read(&l->file, &l->now);
 }
 
 /* ---- Choosing the processes ------------------------------------------------------------------- */
@@ -377,7 +326,7 @@ static void heading(FILE *out, const char *what, const struct np_vmstat_table_op
 {
 	int thr = 0;
 	for (int i = 0; i < nlive; i++)
-		thr = live[i].gone ? thr : NP_MAX(thr, live[i].max_thr);
+		thr = live[i].gone ? thr : NP_MAX(thr, live[i].file.max_thr);
 	fprintf(out, "%s\n(%s; shared totals: each may lag by %d pages per live thread)\n", what,
 		o->raw ? "pages and bytes as counted" : "MiB", thr);
 }
@@ -413,7 +362,7 @@ static void print_json(double t)
 		np_tstats_add(&sum, &live[i].now);
 		printf("%s{\"pid\":%d,\"command\":", k++ ? "," : "", live[i].pid);
 		np_json_string(stdout, live[i].comm);
-		printf(",\"lag_per_thread\":%d,", live[i].max_thr);
+		printf(",\"lag_per_thread\":%d,", live[i].file.max_thr);
 		np_tstats_json_nodes(stdout, &live[i].now);
 		putchar('}');
 	}
