@@ -80,6 +80,52 @@ NP_EXPORT void *pvalloc(size_t size)
 	return np_alloc_aligned(NP_PAGE_SIZE, rounded ? rounded : NP_PAGE_SIZE);
 }
 
+/* glibc's own names for its allocator: a program or library that calls them directly and frees
+ * with free (or the reverse) meets one allocator, as under tcmalloc and mimalloc, which define
+ * them too (before, free(__libc_malloc(n)) aborted: "invalid pointer"). */
+void *__libc_malloc(size_t size);
+void __libc_free(void *p);
+void *__libc_calloc(size_t nmemb, size_t size);
+void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t alignment, size_t size);
+void *__libc_valloc(size_t size);
+void *__libc_pvalloc(size_t size);
+
+NP_EXPORT void *__libc_malloc(size_t size)
+{
+	return np_malloc_fast(size);
+}
+
+NP_EXPORT void __libc_free(void *p)
+{
+	np_free_fast(p);
+}
+
+NP_EXPORT void *__libc_calloc(size_t nmemb, size_t size)
+{
+	return np_calloc(nmemb, size);
+}
+
+NP_EXPORT void *__libc_realloc(void *p, size_t size)
+{
+	return np_realloc(p, size);
+}
+
+NP_EXPORT void *__libc_memalign(size_t alignment, size_t size)
+{
+	return numa_page_memalign(alignment, size);
+}
+
+NP_EXPORT void *__libc_valloc(size_t size)
+{
+	return valloc(size);
+}
+
+NP_EXPORT void *__libc_pvalloc(size_t size)
+{
+	return pvalloc(size);
+}
+
 NP_EXPORT size_t malloc_usable_size(void *p)
 {
 	return np_usable_size(p);

@@ -1,6 +1,6 @@
 /*
  * api_libc.c — what only the libc names have (valloc, pvalloc, mallinfo2, malloc_stats,
- * malloc_trim's pad) and proof that the C library's own allocations (strdup, asprintf, getline,
+ * malloc_trim's pad, glibc's __libc_malloc family) and proof that the C library's own allocations (strdup, asprintf, getline,
  * stdio buffers, qsort's buffer) come from libnumapage and can be freed with free. Built only
  * when libnumapage exports the libc names (not under a sanitizer).
  */
@@ -181,6 +181,52 @@ static void malloc_trim_with_pad(void **state)
 	assert_true(after.pages_purged >= used.pages_purged + N * (512 << 10) / 4096);
 }
 
+/* glibc's own names for its allocator are ours too: blocks pass between them and free. */
+extern void *__libc_malloc(size_t size);
+extern void __libc_free(void *p);
+extern void *__libc_calloc(size_t nmemb, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
+extern void *__libc_valloc(size_t size);
+extern void *__libc_pvalloc(size_t size);
+
+static void libc_internal_names_are_ours(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {1, 100, 5000, 300000, 9 << 20};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+		size_t n = sizes[i];
+		char *p = __libc_malloc(n);
+		assert_non_null(p);
+		assert_true(numa_page_node_of(p) >= 0);
+		np_t_fill(p, n, i);
+		p = __libc_realloc(p, 2 * n);
+		assert_non_null(p);
+		assert_true(numa_page_node_of(p) >= 0);
+		assert_int_equal(np_t_check(p, n, i), SIZE_MAX);
+		free(p);
+		p = malloc(n);
+		assert_true(numa_page_node_of(p) >= 0);
+		__libc_free(p);
+		p = __libc_calloc(n, 1);
+		assert_true(numa_page_node_of(p) >= 0);
+		for (size_t k = 0; k < n; k++)
+			assert_int_equal(p[k], 0);
+		__libc_free(p);
+		p = __libc_memalign(4096, n);
+		assert_true(numa_page_node_of(p) >= 0);
+		assert_int_equal((uintptr_t)p % 4096, 0);
+		free(p);
+		p = __libc_valloc(n);
+		assert_int_equal((uintptr_t)p % PAGE, 0);
+		free(p);
+		p = __libc_pvalloc(n);
+		assert_int_equal((uintptr_t)p % PAGE, 0);
+		assert_true(malloc_usable_size(p) >= (n + PAGE - 1) / PAGE * PAGE);
+		__libc_free(p);
+	}
+}
+
 int main(void)
 {
 	/* Linking libnumapage replaced malloc: the very first block is already ours. */
@@ -197,6 +243,7 @@ int main(void)
 		cmocka_unit_test(mallinfo2_reports_our_memory),
 		cmocka_unit_test(malloc_stats_prints_our_table),
 		cmocka_unit_test(malloc_trim_with_pad),
+		cmocka_unit_test(libc_internal_names_are_ours),
 	};
 	return cmocka_run_group_tests_name("api: libc-only names", tests, NULL, NULL);
 }
