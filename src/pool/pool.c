@@ -43,6 +43,13 @@ static void init_lock(struct np_pool_shard *s)
 	np_lock_init(&s->lock, NP_LOCK_RANK_POOL, s->node, true);
 }
 
+/* Pools some topology table has initialised (the tests load several): the ones past it were
+ * never written, and loops over pools stop there. A read of BSS nobody wrote costs nothing on
+ * most kernels (the shared zero page), but not on all: reading all 64 pools' headers made 64
+ * pages (256 KiB) resident at start-up on a 6.18 guest that backs such reads with fresh pages,
+ * a fifth of a small program's resident memory beyond glibc's. */
+static int pool_nodes;
+
 void np_pool_init(const struct np_topo *t)
 {
 	/* One shard per CPU the process may use, up to NP_POOL_SHARDS. */
@@ -55,22 +62,25 @@ void np_pool_init(const struct np_topo *t)
 	/* Only the pools of the table's nodes (and any a previous table used: tests load several)
 	 * are written: the 64 pools are 140 KiB of BSS, and a page of BSS nobody writes costs no
 	 * memory (a one-node process started with 124 KiB more resident when all were). */
-	for (int i = 0; i < NP_MAX_NODES; i++) {
+	int upto = NP_MAX(t->nnodes, pool_nodes);
+	for (int i = 0; i < upto; i++) {
 		struct np_pool *p = &np_pools[i];
 		if (i >= t->nnodes && !p->exists && !p->mapped_pages)
 			continue;
+		unsigned shards_upto = NP_MAX(nshards, p->shards_used);
 		p->node = i;
 		p->exists = false;
 		p->nshards = nshards;
+		p->shards_used = shards_upto;
 		p->mapped_pages = 0;
 		p->limit_pages = 0;
 		p->spilled = p->low = 0;
 		p->decay_began = 0;
 		p->decay_period = 0;
-		for (unsigned k = 0; k < NP_POOL_SHARDS; k++) {
+		for (unsigned k = 0; k < shards_upto; k++) {
 			struct np_pool_shard *sh = &p->shard[k];
 			if (k >= nshards && !sh->chunks && !sh->free_pages)
-				continue; /* never written: its BSS pages stay untouched */
+				continue;
 			*sh = (struct np_pool_shard){.node = i, .index = (uint8_t)k};
 			init_lock(sh);
 		}
@@ -79,6 +89,7 @@ void np_pool_init(const struct np_topo *t)
 			p->limit_pages = t->node[i].mem_bytes >> NP_PAGE_SHIFT;
 		}
 	}
+	pool_nodes = upto;
 }
 
 /* ---- free runs -------------------------------------------------------------------------- */
@@ -537,7 +548,7 @@ size_t np_pool_dirty_pages(int node)
 void np_pool_totals(size_t *mapped_pages, size_t *free_pages)
 {
 	*mapped_pages = *free_pages = 0;
-	for (int i = 0; i < NP_MAX_NODES; i++) {
+	for (int i = 0; i < pool_nodes; i++) {
 		if (!np_pools[i].exists)
 			continue;
 		*mapped_pages += __atomic_load_n(&np_pools[i].mapped_pages, __ATOMIC_RELAXED);
@@ -549,7 +560,7 @@ void np_pool_totals(size_t *mapped_pages, size_t *free_pages)
  * order's index: np_lock_nested). */
 void np_pool_atfork_prepare(void)
 {
-	for (int i = 0; i < NP_MAX_NODES; i++)
+	for (int i = 0; i < pool_nodes; i++)
 		if (np_pools[i].exists)
 			for (unsigned k = 0; k < np_pools[i].nshards; k++) {
 				if (k == 0)
@@ -561,7 +572,7 @@ void np_pool_atfork_prepare(void)
 
 void np_pool_atfork_parent(void)
 {
-	for (int i = NP_MAX_NODES - 1; i >= 0; i--)
+	for (int i = pool_nodes - 1; i >= 0; i--)
 		if (np_pools[i].exists)
 			for (unsigned k = np_pools[i].nshards; k-- > 0;)
 				np_unlock(&np_pools[i].shard[k].lock);
@@ -571,7 +582,7 @@ void np_pool_atfork_parent(void)
  * counted dirty: their madvise may not have run. */
 void np_pool_atfork_child(void)
 {
-	for (int i = 0; i < NP_MAX_NODES; i++)
+	for (int i = 0; i < pool_nodes; i++)
 		if (np_pools[i].exists)
 			for (unsigned k = 0; k < np_pools[i].nshards; k++) {
 				struct np_pool_shard *p = &np_pools[i].shard[k];

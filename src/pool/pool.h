@@ -74,6 +74,7 @@ struct np_pool {
 	int node;                    /* dense node index */
 	bool exists;                 /* the node has allowed memory */
 	unsigned nshards;            /* shards in use, 1..NP_POOL_SHARDS */
+	unsigned shards_used;        /* shards any np_pool_init set up: those past it were never written */
 	size_t mapped_pages;         /* data pages of all chunks (relaxed atomic) */
 	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
 	uint8_t spilled;             /* a chunk mapped for the node landed elsewhere (np_pool_note_spill) */

@@ -55,8 +55,10 @@ static inline void np_test_start_fixture_opts(const char *fixture, ...)
 /* Unmaps every normal chunk of every pool (tests leave whole pools behind). */
 static inline void np_test_unmap_pools(void)
 {
-	for (int i = 0; i < NP_MAX_NODES; i++)
-		for (int k = 0; k < NP_POOL_SHARDS; k++) {
+	/* The pools of the test's table only: those past it were never touched, and stay so
+	 * (test_pool pools_past_the_tables_stay_untouched). */
+	for (int i = 0; i < np_topo_table.nnodes; i++)
+		for (unsigned k = 0; k < np_pools[i].shards_used; k++) {
 			struct np_chunk *c = np_pools[i].shard[k].chunks, *next;
 			for (; c; c = next) {
 				next = c->next;
