@@ -36,7 +36,7 @@ static bool try_huge(int node, bool shared, bool grow, void *arg)
 	if (!h->c && grow) {
 		bool spilled;
 		h->c = np_chunk_map_huge(node, 0, h->size, h->align, np_pool_is_low(node), &spilled);
-		if (!h->c && !spilled && np_huge_trim(node, &h->th->st)) /* address space back: once more */
+		if (!h->c && !spilled && np_pool_give_back_space(&h->th->st)) /* address space back: once more */
 			h->c = np_chunk_map_huge(node, 0, h->size, h->align, np_pool_is_low(node), &spilled);
 		if (spilled)
 			np_pool_note_spill(node);

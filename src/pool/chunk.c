@@ -85,23 +85,22 @@ static void name_range(void *p, size_t size, int node)
 	np_os_name(p, size, name);
 }
 
-struct np_chunk *np_chunk_map(int node, bool low, bool *spilled)
+struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 {
-	if (spilled)
-		*spilled = false;
+	*why = NP_CHUNK_NO_SPACE;
 	struct np_chunk *c = np_os_map(NP_CHUNK_SIZE, NP_CHUNK_SIZE);
 	if (!c)
 		return NULL;
 	if (bind_range(c, NP_CHUNK_SIZE, node) < 0) {
 		np_os_unmap(c, NP_CHUNK_SIZE);
+		*why = NP_CHUNK_NOT_BOUND;
 		return NULL;
 	}
 	c->magic = NP_CHUNK_MAGIC; /* the first write: it faults the fields' page in */
 	char *data = (char *)c + NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
 	if (spilled_elsewhere(&c->magic, data, NP_CHUNK_SIZE - NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE, node, low)) {
 		np_os_unmap(c, NP_CHUNK_SIZE);
-		if (spilled)
-			*spilled = true;
+		*why = NP_CHUNK_SPILLED;
 		return NULL;
 	}
 	name_range(c, NP_CHUNK_SIZE, node);
@@ -112,6 +111,13 @@ struct np_chunk *np_chunk_map(int node, bool low, bool *spilled)
 	mark(c, NP_CHUNK_SIZE, NP_GRANULE_START);
 	np_vmstat_add(NULL, node, NUMA_PAGE_STAT_chunks_mapped, 1);
 	return c;
+}
+
+void np_chunk_unmap(struct np_chunk *c)
+{
+	c->magic = 0;
+	mark(c, NP_CHUNK_SIZE, NP_GRANULE_NONE);
+	np_os_unmap(c, NP_CHUNK_SIZE);
 }
 
 bool np_chunk_tight;

@@ -184,8 +184,16 @@ struct np_chunk *np_chunk_find(const void *p);
  * are not on its node is unmapped rather than counted as that node's (*spilled set: the node
  * is full). low: the node is nearly full (np_pool.low): every page is faulted in now and a
  * sample of them checked, so that the pages handed out later are where the chunk says.
- * spilled may be NULL. */
-struct np_chunk *np_chunk_map(int node, bool low, bool *spilled);
+ * *why: the reason for a NULL. */
+enum np_chunk_refusal {
+	NP_CHUNK_NO_SPACE = 1,   /* no mapping: the address space (or the kernel's memory) is short */
+	NP_CHUNK_SPILLED = 2,    /* the pages landed on another node: the node is full */
+	NP_CHUNK_NOT_BOUND = 3,  /* the kernel would not bind it to the node (cpuset, no memory) */
+};
+struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why);
+/* Unmaps a normal chunk that holds nothing (its pool has taken its free run out) and clears
+ * its granules. */
+void np_chunk_unmap(struct np_chunk *c);
 /* The mapping size of a huge chunk of `bytes` (header included): rounded up to one of four
  * sizes per doubling (steps of at most 4 MiB), so that requests of nearly the same size share
  * a size and a freed chunk kept by its pool fits the next one. The tail is address space the

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "options.h"
 #include "os.h"
+#include "pool/huge.h"
 #include "pool/pool_locked.h"
 
 struct np_pool np_pools[NP_MAX_NODES];
@@ -310,12 +311,18 @@ static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 		return false;
 	}
 	np_pool_unlock(p);
-	bool spilled;
-	struct np_chunk *c = np_chunk_map(p->node, np_pool_is_low(p->node), &spilled);
+	enum np_chunk_refusal why;
+	struct np_chunk *c = np_chunk_map(p->node, np_pool_is_low(p->node), &why);
+	if (!c && why == NP_CHUNK_NO_SPACE && np_pool_give_back_space(st))
+		c = np_chunk_map(p->node, np_pool_is_low(p->node), &why); /* address space back: once more */
 	np_pool_lock(p, st);
 	if (!c) {
-		p->grow_backoff = 64;
-		if (spilled)
+		/* A node that refused serves through the fallback order for a while; a lack of
+		 * address space is no node's, and a later free may end it (skipping 64 growths
+		 * then failed 64 mallocs after the space was back). */
+		if (why != NP_CHUNK_NO_SPACE)
+			p->grow_backoff = 64;
+		if (why == NP_CHUNK_SPILLED)
 			np_pool_note_spill(p->node);
 		return false;
 	}
@@ -412,6 +419,59 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 			return true;
 	}
 	return false;
+}
+
+size_t np_pool_unmap_free_chunks(int node, struct np_vmstat_diffs *st)
+{
+	struct np_pool *pool = &np_pools[node];
+	size_t unmapped = 0;
+	for (unsigned k = 0; pool->exists && k < pool->nshards; k++) {
+		struct np_pool_shard *p = &pool->shard[k];
+		if (__atomic_load_n(&p->free_pages, __ATOMIC_RELAXED) < NP_CHUNK_DATA_PAGES)
+			continue;
+		struct np_chunk *out = NULL;
+		size_t dirty = 0;
+		np_pool_lock(p, st);
+		for (struct np_page *pg = p->bins[NP_POOL_BINS - 1], *next; pg; pg = next) {
+			next = pg->next;
+			if (pg->npages != NP_CHUNK_DATA_PAGES)
+				continue;
+			struct np_chunk *c = np_chunk_of(pg);
+			dirty += np_pool_run_dirty(pg);
+			np_pool_remove_free_locked(p, pg);
+			for (struct np_chunk **l = &p->chunks; *l; l = &(*l)->next)
+				if (*l == c) {
+					*l = c->next;
+					break;
+				}
+			c->next = out;
+			out = c;
+		}
+		np_pool_debug_check_locked(p, "np_pool_unmap_free_chunks");
+		np_pool_unlock(p);
+		if (dirty)
+			np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)dirty);
+		/* Out of every list: no other thread can reach them. */
+		for (struct np_chunk *c = out, *next; c; c = next) {
+			next = c->next;
+			__atomic_sub_fetch(&pool->mapped_pages, NP_CHUNK_DATA_PAGES, __ATOMIC_RELAXED);
+			np_chunk_unmap(c);
+			unmapped++;
+		}
+	}
+	return unmapped;
+}
+
+bool np_pool_give_back_space(struct np_vmstat_diffs *st)
+{
+	bool any = false;
+	for (int n = 0; n < pool_nodes; n++) {
+		if (!np_pools[n].exists)
+			continue;
+		any |= np_huge_trim(n, st) > 0;
+		any |= np_pool_unmap_free_chunks(n, st) > 0;
+	}
+	return any;
 }
 
 /* Under a finite RLIMIT_AS (np_chunk_tight), address space is what runs out: a shard with a

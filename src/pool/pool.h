@@ -150,6 +150,14 @@ void np_pool_decay(struct np_vmstat_diffs *st);
  * included (all counted in pages_purged). Returns the pages known to have been resident (dirty
  * runs), malloc_trim's answer. */
 size_t np_pool_trim(int node, struct np_vmstat_diffs *st);
+/* Unmaps node's normal chunks that hold nothing (each one free run): their address space goes
+ * back to the kernel (their pages too). Returns the chunks unmapped. */
+size_t np_pool_unmap_free_chunks(int node, struct np_vmstat_diffs *st);
+/* A mapping failed for want of address space: gives back what the pools keep mapped and
+ * unused, every node's cached huge chunks and empty normal chunks (under `ulimit -v`, a
+ * program that freed 200 MB of small blocks could not get a 100 MB block: the chunks stayed
+ * mapped). True when anything went back, so that the mapping is worth trying once more. */
+bool np_pool_give_back_space(struct np_vmstat_diffs *st);
 
 /* Pages in node's free runs, and of those the ones that may be resident, over its shards
  * (racy reads: hints, and exact when no other thread uses the pool). */

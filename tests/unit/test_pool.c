@@ -79,7 +79,8 @@ static void chunk_layout_and_lookup(void **state)
 {
 	(void)state;
 	start("sparse", NULL);
-	struct np_chunk *c = np_chunk_map(2, false, NULL); /* dense 2 = OS node 5 */
+	enum np_chunk_refusal why;
+	struct np_chunk *c = np_chunk_map(2, false, &why); /* dense 2 = OS node 5 */
 	assert_non_null(c);
 	assert_int_equal((uintptr_t)c % NP_CHUNK_SIZE, 0);
 	assert_int_equal(c->magic, NP_CHUNK_MAGIC);
@@ -105,8 +106,8 @@ static void chunk_layout_and_lookup(void **state)
 	assert_int_equal(np_fake_os_binds(), 0);
 	assert_int_equal(STAT(2, bind_skipped), 1);
 	assert_int_equal(STAT(2, chunks_mapped), 1);
-	np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
-	np_os_unmap(c, NP_CHUNK_SIZE);
+	np_chunk_unmap(c);
+	assert_null(np_chunk_lookup(b));
 }
 
 static void chunks_bind_by_os_id(void **state)
@@ -185,6 +186,54 @@ static void map_failure_means_no_memory(void **state)
 	assert_int_equal(np_pool_get_batch(0, 0, 4, &run, NULL, true), 0);
 	assert_null(np_pool_get_run(0, 100, 1, NULL, true));
 	assert_int_equal(np_pools[0].mapped_pages, 0);
+	check_node(0);
+}
+
+/* A map refused for want of address space is no node's refusal: the next growth tries again
+ * (it skipped 64 growths, so 64 mallocs failed after the space was back). */
+static void map_failure_does_not_back_off(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_fake_os_fail_map_after(0);
+	assert_null(np_pool_get_run(0, 100, 1, NULL, true));
+	np_fake_os_fail_map_after(-1);
+	struct np_page *run = np_pool_get_run(0, 100, 1, NULL, true);
+	assert_non_null(run);
+	np_pool_put_run(run, NULL);
+	check_node(0);
+}
+
+/* Normal chunks that hold nothing can be unmapped (a huge block's mapping needs their address
+ * space under ulimit -v); a chunk with one page in use stays. */
+static void empty_chunks_unmap(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_page *a = np_pool_get_run(0, 100, 1, NULL, true);
+	struct np_page *b = np_pool_get_run(0, NP_CHUNK_DATA_PAGES, 1, NULL, true);
+	assert_non_null(a);
+	assert_non_null(b);
+	struct np_chunk *ca = np_chunk_of(a), *cb = np_chunk_of(b);
+	assert_ptr_not_equal(ca, cb);
+	np_pool_put_run(b, NULL);
+	long unmaps = np_fake_os_unmaps();
+	assert_int_equal(np_pool_unmap_free_chunks(0, NULL), 1);
+	assert_int_equal(np_fake_os_unmaps(), unmaps + 1);
+	assert_null(np_chunk_lookup(cb));
+	assert_ptr_equal(np_chunk_lookup(ca), ca);
+	assert_int_equal(np_pools[0].mapped_pages, NP_CHUNK_DATA_PAGES);
+	check_node(0);
+	assert_int_equal(np_pool_unmap_free_chunks(0, NULL), 0);
+	np_pool_put_run(a, NULL);
+	assert_true(np_pool_give_back_space(NULL));
+	assert_int_equal(np_pools[0].mapped_pages, 0);
+	assert_null(np_chunk_lookup(ca));
+	check_node(0);
+	/* The pool grows again from nothing. */
+	a = np_pool_get_run(0, 100, 1, NULL, true);
+	assert_non_null(a);
+	np_pool_put_run(a, NULL);
 	check_node(0);
 }
 
@@ -1374,6 +1423,8 @@ int main(void)
 		cmocka_unit_test_teardown(tight_address_space_sizes_to_the_page, teardown),
 		cmocka_unit_test_teardown(pools_past_the_tables_stay_untouched, teardown),
 		cmocka_unit_test_teardown(chunk_layout_and_lookup, teardown),
+		cmocka_unit_test_teardown(map_failure_does_not_back_off, teardown),
+		cmocka_unit_test_teardown(empty_chunks_unmap, teardown),
 		cmocka_unit_test_teardown(chunks_bind_by_os_id, teardown),
 		cmocka_unit_test_teardown(strict_bind_failure_means_no_memory, teardown),
 		cmocka_unit_test_teardown(preferred_bind_failures, teardown),

@@ -1,0 +1,102 @@
+/*
+ * address_space.c — a program linked with -lnumapage under a limited address space (RLIMIT_AS,
+ * as `ulimit -v` sets; the program re-executes itself with the limit, so it holds from the
+ * first allocation): memory it frees must be address space again, as under the C library.
+ *   reuse:   200 MB of 1000-byte blocks, all freed: then a 150 MB block (the pools kept their
+ *            empty 4 MiB chunks mapped, and it failed with ENOMEM)
+ *   backoff: a 100 MB block held while small blocks fill the rest of the space up to ENOMEM;
+ *            the 100 MB block freed: then 2000 small blocks (none came: the freed block stayed
+ *            mapped in its node's cache, and the pool skipped its next 64 growths)
+ * Exit status 0 when every allocation that must succeed does; prints what it saw.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "numapage.h"
+
+#define MB ((size_t)1 << 20)
+
+#define FAIL(...)                                                                          \
+	do {                                                                               \
+		fprintf(stderr, "address_space: " __VA_ARGS__);                            \
+		return 1;                                                                  \
+	} while (0)
+
+static int reuse(void)
+{
+	enum { BLOCK = 1000 };
+	size_t n = 200 * MB / BLOCK;
+	void **v = malloc(n * sizeof *v);
+	if (!v)
+		FAIL("no room for the table\n");
+	for (size_t i = 0; i < n; i++) {
+		v[i] = malloc(BLOCK);
+		if (!v[i])
+			FAIL("small block %zu of %zu: ENOMEM before the limit\n", i, n);
+		memset(v[i], 1, BLOCK);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	char *big = malloc(150 * MB);
+	if (!big)
+		FAIL("150 MB after freeing 200 MB of small blocks: %s\n", strerror(errno));
+	memset(big, 2, 150 * MB);
+	if (numa_page_node_of(big) < 0)
+		FAIL("the block is not libnumapage's\n");
+	free(big);
+	printf("reuse: 200 MB of 1000-byte blocks freed, then a 150 MB block\n");
+	return 0;
+}
+
+static int backoff(void)
+{
+	enum { BLOCK = 1000, MAXN = 1 << 20 };
+	char *big = malloc(100 * MB);
+	void **v = malloc(MAXN * sizeof *v);
+	if (!big || !v)
+		FAIL("the 100 MB block or the table: %s\n", strerror(errno));
+	memset(big, 1, 100 * MB);
+	size_t n = 0;
+	while (n < MAXN && (v[n] = malloc(BLOCK)) != NULL)
+		memset(v[n++], 3, BLOCK);
+	if (n == MAXN)
+		FAIL("the limit was never reached\n");
+	free(big);
+	int failed = 0;
+	for (int i = 0; i < 2000; i++) {
+		void *p = malloc(BLOCK);
+		if (!p)
+			failed++;
+		else
+			memset(p, 4, BLOCK);
+	}
+	printf("backoff: %zu blocks up to ENOMEM; after freeing 100 MB, %d of 2000 mallocs failed\n", n, failed);
+	if (failed)
+		FAIL("%d of 2000 small mallocs failed after 100 MB was freed\n", failed);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2) {
+		/* Re-executed with the limit: from the first allocation on. */
+		struct rlimit r = {(rlim_t)(strcmp(argv[1], "reuse") == 0 ? 300 : 400) * MB, 0};
+		r.rlim_max = r.rlim_cur;
+		if (setrlimit(RLIMIT_AS, &r) != 0)
+			FAIL("setrlimit: %s\n", strerror(errno));
+		execl("/proc/self/exe", argv[0], argv[1], "limited", (char *)NULL);
+		FAIL("exec: %s\n", strerror(errno));
+	}
+	if (argc != 3)
+		FAIL("usage: address_space reuse|backoff\n");
+	if (strcmp(argv[1], "reuse") == 0)
+		return reuse();
+	if (strcmp(argv[1], "backoff") == 0)
+		return backoff();
+	FAIL("unknown scenario %s\n", argv[1]);
+}
