@@ -5,6 +5,7 @@
 #include "malloc/large.h"
 
 #include "malloc/home.h"
+#include "malloc/ring.h"
 #include "node/node.h"
 #include "options.h"
 #include "os.h"
@@ -53,7 +54,7 @@ static bool try_huge(int node, bool shared, bool grow, void *arg)
 void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, size_t *dirty)
 {
 	np_home_follow(th); /* a thread the scheduler moved gets its large blocks on its new node */
-	np_thread_tick_decay(th);
+	np_ring_tick(th);
 	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
 	size_t align_pages = align >> NP_PAGE_SHIFT;
 	struct np_page *run = NULL;

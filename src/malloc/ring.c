@@ -15,9 +15,8 @@
  * thread freed into our slabs since the last one (a local free that empties a slab releases
  * it at once): single-threaded, larson's sweeps walked millions of slabs and released none. The fast
  * path's byte counters are folded into the statistics at the same pace. */
-#define SWEEP_EVERY 64
 /* Slab slow paths the process makes between two orphan sweeps, per orphan the last one kept
- * (at least SWEEP_EVERY). */
+ * (at least NP_RING_PERIOD). */
 #define ORPHAN_SWEEP_EVERY 2
 
 /* Full slabs a thread keeps in its ring of a class rather than letting them float. Each slow
@@ -143,7 +142,7 @@ static void *let_go(struct np_thread *th, struct np_slab *s)
 /* Only when an orphan may have emptied since the last sweep: the sweep reads every node's list
  * heads of every class, lines other threads write, and collects every orphan (3.6% of
  * larson/2's time, docs/perf-issue15.md on bench15, 4.2). And not before the process has made
- * ORPHAN_SWEEP_EVERY slab slow paths per orphan the last sweep kept: a sweep costs a collect
+ * ORPHAN_SWEEP_EVERY slow paths (slab misses and large blocks) per orphan the last sweep kept: a sweep costs a collect
  * per orphan, so this bounds it to a fraction of a collect per slow path however many orphans
  * dead threads left (mstress/2 walked 127 per sweep and released one in a thousand). The slow
  * paths are counted over all threads, `calls` at a time (each thread's periodic 64, and what
@@ -163,6 +162,18 @@ static void count_for_orphans(unsigned calls)
 	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);
 }
 
+void np_ring_periodic(struct np_thread *th)
+{
+	th->slow_calls = 0;
+	np_ring_count(th, false);
+	np_thread_fold_bytes(th);
+	if (__atomic_load_n(&th->remote_pending, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&th->remote_pending, 0, __ATOMIC_RELAXED);
+		np_ring_sweep(th);
+	}
+	count_for_orphans(NP_RING_PERIOD);
+}
+
 void *np_ring_alloc(struct np_thread *th, unsigned c)
 {
 	if (np_config_debug >= 3) {
@@ -170,17 +181,7 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 		if (err)
 			np_fatal("malloc: thread state corrupt: %s", err);
 	}
-	np_thread_tick_decay(th);
-	if (NP_UNLIKELY(++th->slow_calls >= SWEEP_EVERY)) {
-		th->slow_calls = 0;
-		np_ring_count(th, false);
-		np_thread_fold_bytes(th);
-		if (__atomic_load_n(&th->remote_pending, __ATOMIC_RELAXED)) {
-			__atomic_store_n(&th->remote_pending, 0, __ATOMIC_RELAXED);
-			np_ring_sweep(th);
-		}
-		count_for_orphans(SWEEP_EVERY);
-	}
+	np_ring_tick(th);
 	struct np_slab *s = th->ring[c];
 	void *b;
 	if (s) {

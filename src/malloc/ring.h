@@ -18,6 +18,22 @@
 #include "malloc/slab.h"
 #include "malloc/thread.h"
 
+/* Every this many slow paths of a thread (slab misses and large blocks), np_ring_periodic. */
+#define NP_RING_PERIOD 64
+/* A thread's periodic work: its current slabs counted, its byte counts folded, its rings swept
+ * when other threads' frees may have emptied slabs, and the process's slow paths counted for
+ * the orphans' sweep (which may run here). */
+NP_NOINLINE void np_ring_periodic(struct np_thread *th);
+/* On every slow path of th (the calling thread): the decay's look now and then
+ * (np_thread_tick_decay), and np_ring_periodic every NP_RING_PERIOD. Large blocks count as
+ * well as slab misses: a program whose only slow paths were large blocks never swept the
+ * orphans an exited thread left, 300 MB of emptied slabs kept for good. */
+NP_INLINE void np_ring_tick(struct np_thread *th)
+{
+	np_thread_tick_decay(th);
+	if (NP_UNLIKELY(++th->slow_calls >= NP_RING_PERIOD))
+		np_ring_periodic(th);
+}
 /* A block of class cls for thread th (the calling thread), after the fast path found the
  * current slab empty; NULL when no memory is left. */
 void *np_ring_alloc(struct np_thread *th, unsigned cls);

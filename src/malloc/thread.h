@@ -51,7 +51,7 @@ struct np_thread {
 	struct np_slab *ring[NP_NCLASSES];   /* owned slabs of each class, a ring; NULL = none */
 	struct np_thread *next, *prev;        /* live list */
 	int tid;
-	unsigned slow_calls;                  /* slab slow paths since the last sweep */
+	unsigned slow_calls;                  /* slow paths since the last np_ring_periodic */
 	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
 	size_t struct_pages;
 	/* Set by another thread whose free made one of our slabs' remote lists non-empty: only
