@@ -377,6 +377,16 @@ static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages,
 	return got;
 }
 
+/* Takes chunk c off shard p's list (its free run already out of the bins). */
+static void unlink_chunk_locked(struct np_pool_shard *p, struct np_chunk *c)
+{
+	for (struct np_chunk **l = &p->chunks; *l; l = &(*l)->next)
+		if (*l == c) {
+			*l = c->next;
+			return;
+		}
+}
+
 /* A chunk of another shard with nothing in use (its data one free run) moves to shard `to`,
  * so memory a shard does not use serves the others before the pool maps more. Both locks are
  * held, the lower shard's first (fork takes them in that order too), so the chunk is always in
@@ -399,11 +409,7 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 			size_t dirty = np_pool_run_dirty(pg);
 			uint8_t period = pg->user;
 			np_pool_remove_free_locked(o, pg);
-			for (struct np_chunk **l = &o->chunks; *l; l = &(*l)->next)
-				if (*l == c) {
-					*l = c->next;
-					break;
-				}
+			unlink_chunk_locked(o, c);
 			c->shard = to->index;
 			c->next = to->chunks;
 			to->chunks = c;
@@ -439,11 +445,7 @@ size_t np_pool_unmap_free_chunks(int node, struct np_vmstat_diffs *st)
 			struct np_chunk *c = np_chunk_of(pg);
 			dirty += np_pool_run_dirty(pg);
 			np_pool_remove_free_locked(p, pg);
-			for (struct np_chunk **l = &p->chunks; *l; l = &(*l)->next)
-				if (*l == c) {
-					*l = c->next;
-					break;
-				}
+			unlink_chunk_locked(p, c);
 			c->next = out;
 			out = c;
 		}
