@@ -115,9 +115,10 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 
 void np_chunk_unmap(struct np_chunk *c)
 {
+	size_t size = c->size;
 	c->magic = 0;
-	mark(c, NP_CHUNK_SIZE, NP_GRANULE_NONE);
-	np_os_unmap(c, NP_CHUNK_SIZE);
+	mark(c, size, NP_GRANULE_NONE);
+	np_os_unmap(c, size);
 }
 
 bool np_chunk_tight;
@@ -220,12 +221,9 @@ static unsigned gone_next;
 
 void np_chunk_unmap_huge(struct np_chunk *c)
 {
-	size_t size = c->size;
 	unsigned slot = __atomic_fetch_add(&gone_next, 1, __ATOMIC_RELAXED) % NP_CHUNK_GONE;
 	__atomic_store_n(&gone[slot], (uintptr_t)c + c->data_offset, __ATOMIC_RELAXED);
-	c->magic = 0;
-	mark(c, size, NP_GRANULE_NONE);
-	np_os_unmap(c, size);
+	np_chunk_unmap(c);
 	__atomic_sub_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 }
 

@@ -191,8 +191,8 @@ enum np_chunk_refusal {
 	NP_CHUNK_NOT_BOUND = 3,  /* the kernel would not bind it to the node (cpuset, no memory) */
 };
 struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why);
-/* Unmaps a normal chunk that holds nothing (its pool has taken its free run out) and clears
- * its granules. */
+/* Unmaps a chunk whose memory nobody holds (a normal chunk whose pool has taken its free run
+ * out, or a huge one through np_chunk_unmap_huge) and clears its granules. */
 void np_chunk_unmap(struct np_chunk *c);
 /* The mapping size of a huge chunk of `bytes` (header included): rounded up to one of four
  * sizes per doubling (steps of at most 4 MiB), so that requests of nearly the same size share

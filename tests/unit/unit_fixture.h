@@ -62,8 +62,7 @@ static inline void np_test_unmap_pools(void)
 			struct np_chunk *c = np_pools[i].shard[k].chunks, *next;
 			for (; c; c = next) {
 				next = c->next;
-				np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] = NP_GRANULE_NONE;
-				np_os_unmap(c, NP_CHUNK_SIZE);
+				np_chunk_unmap(c);
 			}
 			np_pools[i].shard[k].chunks = NULL;
 		}
