@@ -3,7 +3,7 @@
  * names, and numa_page_trim. The other members of the family are in posix.c (aligned, realloc,
  * usable size), frees in free.c, the page API in page_api.c.
  *
- * Call tree of a malloc that misses (sizes: up to NP_SMALL_MAX, 32 KiB, from slabs of the
+ * Call tree of a malloc that misses (sizes: up to NP_SMALL_MAX, 64 KiB, from slabs of the
  * thread's node; above, page runs and chunks of their own, large.c):
  *   np_malloc_slow -> np_thread_or_init (the process's first allocation initialises it)
  *     small: np_home_follow (a thread the scheduler moved is re-homed), then

@@ -1,13 +1,13 @@
 /*
  * sizeclass.h — the small-object size classes: 16-byte steps up to 128 bytes, then four
- * classes per doubling up to 32 KiB (at most 25% internal waste above 128 bytes). Up to 2 KiB
+ * classes per doubling up to 64 KiB (at most 25% internal waste above 128 bytes). Up to 2 KiB
  * (nearly every request of real programs) the class comes from a 129-byte table indexed by
  * the size in 16-byte units: one load, and no branch on the size that a mix of small and
  * larger sizes would mispredict (churn, with the formula: docs/design.md).
  * Above 2 KiB it is computed.
  *
- *   class:  0   1   2  ...  7    8    9   10   11   12  ...  39
- *   size:  16  32  48  ... 128  160  192  224  256  320  ... 32768
+ *   class:  0   1   2  ...  7    8    9   10   11   12  ...  39     40  ...  43
+ *   size:  16  32  48  ... 128  160  192  224  256  320  ... 32768  40960 ... 65536
  */
 #ifndef NP_SIZECLASS_H
 #define NP_SIZECLASS_H
@@ -17,8 +17,8 @@
 
 #include "internal.h"
 
-#define NP_NCLASSES 40
-#define NP_SMALL_MAX 32768
+#define NP_NCLASSES 44
+#define NP_SMALL_MAX 65536
 
 #define NP_TABLE_MAX 2048
 

@@ -422,7 +422,7 @@ static void step(struct np_fz_in *in)
 static int64_t current_slab_pages(void)
 {
 	int64_t pages = 0;
-	for (unsigned c = 0; c < 40; c++) {
+	for (unsigned c = 0; c < NP_FZ_NCLASSES; c++) {
 		size_t bytes = (size_t)64 << 10;
 		while (bytes < 8 * np_fz_class_size(c))
 			bytes <<= 1;

@@ -42,9 +42,10 @@ static inline uint32_t np_fz_u32(struct np_fz_in *in)
 #define NP_FZ_KiB ((size_t)1 << 10)
 #define NP_FZ_MiB ((size_t)1 << 20)
 
-/* Size class c (0..39) as sizeclass.h defines them: 16-byte steps to 128, then 4 per doubling
- * to 32 KiB. Only the public behaviour depends on it (a class boundary is where a request
+/* Size class c (0..NP_FZ_NCLASSES - 1) as sizeclass.h defines them: 16-byte steps to 128, then
+ * 4 per doubling to 64 KiB. Only the public behaviour depends on it (a class boundary is where a request
  * moves to the next slab); written out here, the target needs nothing internal. */
+#define NP_FZ_NCLASSES 44
 static inline size_t np_fz_class_size(unsigned c)
 {
 	if (c < 8)
@@ -69,7 +70,7 @@ static inline size_t np_fz_size(struct np_fz_in *in)
 	case 0:
 		return np_fz_u8(in) % 65;
 	case 1: {
-		size_t c = np_fz_class_size(np_fz_u8(in) % 40);
+		size_t c = np_fz_class_size(np_fz_u8(in) % NP_FZ_NCLASSES);
 		return c + np_fz_u8(in) % 3 - 1;
 	}
 	case 2:
