@@ -166,6 +166,7 @@ int numa_page_trim(void)
 		np_ring_count(th, true);
 		np_thread_fold_bytes(th);
 		released += np_ring_sweep(th);
+		released += np_ring_purge(th); /* free pages inside the slabs still in use */
 		released += (size_t)th->pcp.count; /* drained now (and purged if past the watermark) */
 		np_pcp_drain(&th->pcp);
 	}

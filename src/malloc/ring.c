@@ -264,6 +264,25 @@ unsigned np_ring_sweep(struct np_thread *th)
 	return released;
 }
 
+size_t np_ring_purge(struct np_thread *th)
+{
+	size_t pages = 0;
+	for (int c = 0; c < NP_NCLASSES; c++) {
+		struct np_slab *cur = th->ring[c];
+		if (!cur || np_class_size[c] <= NP_PAGE_SIZE + NP_SLAB_LINK_BYTES)
+			continue;
+		struct np_slab *s = cur;
+		do {
+			size_t n = np_slab_purge_free(s);
+			if (n)
+				np_vmstat_add(&th->st, s->node, NUMA_PAGE_STAT_pages_purged, (long)n);
+			pages += n;
+			s = s->next;
+		} while (s != cur);
+	}
+	return pages;
+}
+
 void np_ring_take_back(struct np_thread *th, struct np_slab *s)
 {
 	__atomic_store_n(&s->owner, th, __ATOMIC_RELAXED);

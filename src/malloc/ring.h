@@ -18,6 +18,9 @@
 #include "malloc/slab.h"
 #include "malloc/thread.h"
 
+/* malloc_trim's part in th's rings: the free pages inside its slabs of classes over a page
+ * given back (np_slab_purge_free). Returns the pages. */
+size_t np_ring_purge(struct np_thread *th);
 /* Every this many slow paths of a thread (slab misses and large blocks), np_ring_periodic. */
 #define NP_RING_PERIOD 64
 /* A thread's periodic work: its current slabs counted, its byte counts folded, its rings swept

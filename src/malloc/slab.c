@@ -212,6 +212,44 @@ bool np_slab_confirm_empty(struct np_slab *s)
 	return true;
 }
 
+/* Gives back the whole pages in [lo, hi): 0 when there are none or madvise refused. */
+static size_t purge_inside(uintptr_t lo, uintptr_t hi)
+{
+	lo = (lo + NP_PAGE_SIZE - 1) & ~(uintptr_t)(NP_PAGE_SIZE - 1);
+	hi &= ~(uintptr_t)(NP_PAGE_SIZE - 1);
+	if (hi <= lo || np_os_purge((void *)lo, hi - lo) != 0)
+		return 0;
+	return (hi - lo) >> NP_PAGE_SHIFT;
+}
+
+size_t np_slab_purge_free(struct np_slab *s)
+{
+	if (s->block <= NP_PAGE_SIZE + NP_SLAB_LINK_BYTES || s->used >= NP_SLAB_PINNED)
+		return 0;
+	np_slab_collect(s);
+	uint32_t digest = (uint32_t)mix64(s->free ^ ((uint64_t)s->local_free << 48) ^ ((uint64_t)s->used << 16) ^
+					  s->reserved) | 1;
+	if (digest == s->purged)
+		return 0;
+	s->purged = digest;
+	size_t pages = 0;
+	uint32_t walked = 0;
+	uintptr_t heads[2] = {s->free, local_head(s, s->local_free)};
+	for (int k = 0; k < 2; k++)
+		for (uintptr_t x = heads[k]; x && walked < s->capacity; walked++) {
+			uint64_t link = np_slab_link(s, x);
+			if (link > s->end)
+				break; /* corrupt: left for the malloc that reaches it to report */
+			pages += purge_inside(x + NP_SLAB_LINK_BYTES, x + s->block);
+			x = link < s->end ? np_slab_block(s, link) : 0;
+		}
+	/* Blocks never handed out hold no link, nor does the run's tail past the last block. */
+	if (s->reserved)
+		pages += purge_inside(np_slab_block(s, (uint64_t)(s->capacity - s->reserved)),
+				      s->start + np_class_slab_bytes(s->cls));
+	return pages;
+}
+
 void np_slab_init_secret(void)
 {
 	uint64_t r[3];

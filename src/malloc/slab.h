@@ -94,6 +94,7 @@ struct np_slab {
 	struct np_page *run;         /* the page run */
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
 	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it */
+	uint32_t purged;             /* digest of the lists when np_slab_purge_free last ran; 0: never */
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
 _Static_assert(offsetof(struct np_slab, thread_free) == NP_CACHELINE, "the fast paths' fields fill one line");
@@ -280,6 +281,14 @@ uint32_t np_slab_collect(struct np_slab *s);
 bool np_slab_confirm_empty(struct np_slab *s);
 /* Adds up to a page worth of never-used blocks to free. */
 void np_slab_extend(struct np_slab *s);
+/* Bytes at a free block's start that its lists use: the link, and a remote free's mark. */
+#define NP_SLAB_LINK_BYTES 16
+/* The owner gives back (madvise) the whole pages inside s's free blocks past their first
+ * NP_SLAB_LINK_BYTES, and those of its never-used blocks (malloc_trim). Remote frees are
+ * collected first. Returns the pages given back; 0 for a pinned slab, for classes whose
+ * blocks hold no whole page besides the link, and when the lists are as the last call left
+ * them (nothing was freed since: a second trim has nothing to give back). */
+size_t np_slab_purge_free(struct np_slab *s);
 /* Gives the slab's pages back (used must be 0). pcp: the releasing thread's cache or NULL. */
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
 /* The owner gives up a full slab: OWNED -> FLOATING, only if no remote free is pending. */

@@ -1125,6 +1125,63 @@ static void trim_returns_memory(void **state)
 	assert_int_equal(F_TRIM(), 0);
 }
 
+/* trim also gives back the pages inside free blocks of slabs still in use: blocks of 20,000
+ * bytes (five pages each) with one in ten kept leave no slab empty, and every freed block's
+ * pages but its first (which holds the free list's link) were resident until then. mincore
+ * says which pages are; the kept blocks and the blocks malloc hands out again keep their data. */
+static void trim_purges_free_pages_inside_slabs(void **state)
+{
+	(void)state;
+	enum { N = 4000 };
+	const size_t n = 20000;
+	void **p = F_MALLOC(N * sizeof(void *));
+	assert_non_null(p);
+	for (int i = 0; i < N; i++) {
+		p[i] = F_MALLOC(n);
+		assert_ours(p[i], n);
+		np_t_fill(p[i], n, (size_t)i);
+	}
+	for (int i = 0; i < N; i++)
+		if (i % 10)
+			F_FREE(p[i]);
+	struct numa_page_node_stats before = np_t_stats();
+	assert_int_equal(F_TRIM(), 1);
+	struct numa_page_node_stats after = np_t_stats();
+	/* Pages wholly inside a freed block past its first 16 bytes: none may stay resident. */
+	size_t inner = 0, resident = 0;
+	for (int i = 0; i < N; i++) {
+		if (i % 10 == 0)
+			continue;
+		uintptr_t lo = ((uintptr_t)p[i] + 16 + 4095) & ~(uintptr_t)4095;
+		uintptr_t hi = ((uintptr_t)p[i] + n) & ~(uintptr_t)4095;
+		for (uintptr_t a = lo; a < hi; a += 4096) {
+			unsigned char v;
+			assert_int_equal(mincore((void *)a, 4096, &v), 0);
+			inner++;
+			resident += v & 1;
+		}
+	}
+	print_message("trim: %zu of %zu inner pages of free blocks resident, %llu pages purged\n", resident, inner,
+		      (unsigned long long)(after.pages_purged - before.pages_purged));
+	assert_true(inner >= (size_t)N * 9 / 10 * 3);
+	assert_int_equal(resident, 0);
+	assert_true(after.pages_purged - before.pages_purged >= inner);
+	for (int i = 0; i < N; i += 10)
+		assert_pattern(p[i], n, (size_t)i);
+	/* The freed blocks serve again, and read as what is written into them. */
+	for (int i = 0; i < N; i++)
+		if (i % 10) {
+			p[i] = F_MALLOC(n);
+			assert_ours(p[i], n);
+			np_t_fill(p[i], n, (size_t)i + N);
+		}
+	for (int i = 0; i < N; i++) {
+		assert_pattern(p[i], n, i % 10 ? (size_t)i + N : (size_t)i);
+		F_FREE(p[i]);
+	}
+	F_FREE(p);
+}
+
 /* The decay: memory freed in a burst and not taken back goes to the kernel after
  * NUMAPAGE_DECAY_MS (within two periods), with nothing but the program's own later
  * allocations to notice the time (no trim, no thread of the allocator's). The wait ends when
@@ -1211,6 +1268,7 @@ int main(void)
 		cmocka_unit_test(thread_exit_destructors_leave_no_state),
 		cmocka_unit_test(fork_while_an_exiting_thread_allocates),
 		cmocka_unit_test(trim_returns_memory),
+		cmocka_unit_test(trim_purges_free_pages_inside_slabs),
 		cmocka_unit_test(decay_returns_what_stays_free),
 	};
 #ifdef API_LIBC
