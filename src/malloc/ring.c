@@ -269,7 +269,7 @@ size_t np_ring_purge(struct np_thread *th)
 	size_t pages = 0;
 	for (int c = 0; c < NP_NCLASSES; c++) {
 		struct np_slab *cur = th->ring[c];
-		if (!cur || np_class_size[c] <= NP_PAGE_SIZE + NP_SLAB_LINK_BYTES)
+		if (!cur)
 			continue;
 		struct np_slab *s = cur;
 		do {

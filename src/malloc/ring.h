@@ -18,9 +18,6 @@
 #include "malloc/slab.h"
 #include "malloc/thread.h"
 
-/* malloc_trim's part in th's rings: the free pages inside its slabs of classes over a page
- * given back (np_slab_purge_free). Returns the pages. */
-size_t np_ring_purge(struct np_thread *th);
 /* Every this many slow paths of a thread (slab misses and large blocks), np_ring_periodic. */
 #define NP_RING_PERIOD 64
 /* A thread's periodic work: its current slabs counted, its byte counts folded, its rings swept
@@ -45,6 +42,9 @@ NP_NOINLINE void np_ring_emptied(struct np_slab *s);
 /* Collects every slab of the rings and gives back the pages of those that other threads'
  * frees emptied (all but each class's current slab). Returns slabs released. */
 unsigned np_ring_sweep(struct np_thread *th);
+/* malloc_trim's part in th's rings: the free pages inside its slabs given back
+ * (np_slab_purge_free: classes over a page). Returns the pages. */
+size_t np_ring_purge(struct np_thread *th);
 /* A free by th claimed floating slab s, which th itself had let go: back into th's ring,
  * behind the current slab, with the claiming free collected. */
 void np_ring_take_back(struct np_thread *th, struct np_slab *s);
