@@ -113,33 +113,37 @@ static void uncount(struct np_thread *th, int node, size_t usable)
 	np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, -(long)usable);
 }
 
-/* Adds (sign 1) or takes off (-1) the malloc_in_use bytes of malloc's chunk c: an interleaved
- * one's on the node of each of its pages, so that its free takes off just what its count put on. */
-static void count_chunk_bytes(struct np_thread *th, const struct np_chunk *c, long sign)
+/* Adds the malloc_in_use bytes of malloc's chunk c: an interleaved one's on the node of each of
+ * its pages, so that its free (np_large_free_chunk) takes off just what this put on. */
+static void count_chunk_bytes(struct np_thread *th, const struct np_chunk *c)
 {
-	struct np_vmstat_diffs *st = th ? &th->st : NULL;
 	if (c->kind != NP_CHUNK_INTERLEAVE) {
-		np_vmstat_add(st, c->node, NUMA_PAGE_STAT_malloc_in_use, sign * (long)np_chunk_data_bytes(c));
+		np_vmstat_add(&th->st, c->node, NUMA_PAGE_STAT_malloc_in_use, (long)np_chunk_data_bytes(c));
 		return;
 	}
 	long share[NP_MAX_NODES];
 	interleave_shares(c, share);
 	for (int i = 0; i < c->nilv; i++)
-		np_vmstat_add(st, c->ilv[i], NUMA_PAGE_STAT_malloc_in_use, sign * (share[c->ilv[i]] << NP_PAGE_SHIFT));
+		np_vmstat_add(&th->st, c->ilv[i], NUMA_PAGE_STAT_malloc_in_use, share[c->ilv[i]] << NP_PAGE_SHIFT);
 }
 
 void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep)
 {
-	if (c->user)
-		count_chunk_bytes(th, c, -1);
 	long pages = (long)(np_chunk_data_bytes(c) >> NP_PAGE_SHIFT);
 	struct np_pcp *pcp = th ? &th->pcp : NULL;
+	/* Its pages, and a malloc block's bytes, off the counts of the nodes they were counted on. */
 	if (c->kind == NP_CHUNK_INTERLEAVE) {
 		long share[NP_MAX_NODES];
 		interleave_shares(c, share);
-		for (int i = 0; i < c->nilv; i++)
-			np_pcp_count_free(pcp, c->ilv[i], share[c->ilv[i]]);
+		for (int i = 0; i < c->nilv; i++) {
+			int n = c->ilv[i];
+			if (c->user)
+				uncount(th, n, (size_t)share[n] << NP_PAGE_SHIFT);
+			np_pcp_count_free(pcp, n, share[n]);
+		}
 	} else {
+		if (c->user)
+			uncount(th, c->node, np_chunk_data_bytes(c));
 		np_pcp_count_free(pcp, c->node, pages);
 	}
 	if (c->kind == NP_CHUNK_HUGE && !keep)
@@ -203,7 +207,7 @@ void np_large_count(struct np_thread *th, void *p, size_t requested)
 	} else {
 		c = np_chunk_find(p);
 		c->user = 1;
-		count_chunk_bytes(th, c, 1);
+		count_chunk_bytes(th, c);
 	}
 	/* An event: an interleaved block's request counts on the node of its first page. */
 	np_vmstat_add(&th->st, np_chunk_node_at(c, p), NUMA_PAGE_STAT_malloc_requested, (long)requested);

@@ -142,14 +142,14 @@ static void *let_go(struct np_thread *th, struct np_slab *s)
 /* Only when an orphan may have emptied since the last sweep: the sweep reads every node's list
  * heads of every class, lines other threads write, and collects every orphan (3.6% of
  * larson/2's time, docs/perf-issue15.md on bench15, 4.2). And not before the process has made
- * ORPHAN_SWEEP_EVERY slow paths (slab misses and large blocks) per orphan the last sweep kept: a sweep costs a collect
- * per orphan, so this bounds it to a fraction of a collect per slow path however many orphans
- * dead threads left (mstress/2 walked 127 per sweep and released one in a thousand). The slow
- * paths are counted over all threads, `calls` at a time (each thread's periodic 64, and what
- * is left of them at its exit), so that the short-lived threads of a pool reach it together:
- * one atomic add per 64 slow paths, only while orphans change. The thread that reaches it
- * sweeps, unless a sweep is under way (two at once would each see part of the lists and store
- * a short count of what they kept). */
+ * ORPHAN_SWEEP_EVERY slow paths (slab misses and large blocks) per orphan the last sweep kept:
+ * a sweep costs a collect per orphan, so this bounds it to a fraction of a collect per slow
+ * path however many orphans dead threads left (mstress/2 walked 127 per sweep and released one
+ * in a thousand). The slow paths are counted over all threads, `calls` at a time (each thread's
+ * periodic 64, and what is left of them at its exit), so that the short-lived threads of a pool
+ * reach it together: one atomic add per 64 slow paths, only while orphans change. The thread
+ * that reaches it sweeps, unless a sweep is under way (two at once would each see part of the
+ * lists and store a short count of what they kept). */
 static void count_for_orphans(unsigned calls)
 {
 	if (!calls || !__atomic_load_n(&np_slab_orphans_changed, __ATOMIC_RELAXED))
