@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "numapage.h"
 
@@ -76,6 +77,31 @@ static void *free_other_then_write_twice(void *arg)
 	M_FREE(blocks[0]);
 	free_write_free(blocks[1]);
 	return NULL;
+}
+
+/* A thread that frees its argument and then stays alive (it waits for good): the second free
+ * comes while the freeing thread's state is live, so nothing its exit does (what it hands
+ * over, flushes or folds) is what catches it. The thread makes its state and is homed on the
+ * block's node first, so its free takes the common remote path, not the one for a thread
+ * without state. */
+static pthread_barrier_t held;
+static void *free_and_stay(void *arg)
+{
+	if (!M_MALLOC(1000) || numa_page_set_home_node(numa_page_node_of(arg)) != 0)
+		exit(3);
+	M_FREE(launder(arg));
+	pthread_barrier_wait(&held);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void free_in_living_thread(void *p)
+{
+	pthread_t t;
+	if (pthread_barrier_init(&held, NULL, 2) || pthread_create(&t, NULL, free_and_stay, p))
+		exit(3);
+	pthread_barrier_wait(&held);
 }
 
 /* Runs fn(arg) in a thread of its own and waits for it. */
@@ -165,6 +191,25 @@ int main(int argc, char **argv)
 		M_FREE(launder(p));
 		for (int i = 0; i < 1000; i++)
 			live_block(80);
+	} else if (!strcmp(c, "double_free_living_then_owner")) {
+		/* Freed by another thread that lives on, then by its owner. */
+		char *p = live_block(80);
+		free_in_living_thread(p);
+		M_FREE(launder(p));
+		for (int i = 0; i < 1000; i++)
+			live_block(80);
+	} else if (!strcmp(c, "double_free_living_then_third")) {
+		/* Freed by another thread that lives on, then by a third thread. */
+		char *p = live_block(80);
+		free_in_living_thread(p);
+		free_in_thread(p);
+		for (int i = 0; i < 1000; i++)
+			live_block(80);
+	} else if (!strcmp(c, "realloc_freed_small_living")) {
+		/* Freed by another thread that lives on, then resized by its owner. */
+		char *p = live_block(80);
+		free_in_living_thread(p);
+		printf("%p\n", M_REALLOC(launder(p), 72));
 	} else if (!strcmp(c, "double_free_remote")) {
 		/* Another thread frees an owner's block twice: caught when the owner collects. */
 		char *p = live_block(80);
