@@ -152,6 +152,20 @@ void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep)
 		np_chunk_unmap_huge(c);
 }
 
+void np_large_shrink_huge(struct np_chunk *c, struct np_thread *th, size_t size)
+{
+	size_t old = np_chunk_data_bytes(c);
+	size_t want = np_chunk_huge_size(c->data_offset + size);
+	if (want >= c->size)
+		return;
+	np_chunk_trim_huge(c, want);
+	long pages = (long)((old - np_chunk_data_bytes(c)) >> NP_PAGE_SHIFT);
+	if (c->user)
+		uncount(th, c->node, (size_t)pages << NP_PAGE_SHIFT);
+	np_pcp_count_free(th ? &th->pcp : NULL, c->node, pages);
+	np_huge_count_live(c->node, -pages);
+}
+
 void np_large_free_run(struct np_page *pg, struct np_thread *th)
 {
 	if (pg->user) {

@@ -56,6 +56,10 @@ void np_large_count_growth(struct np_thread *th, int node, size_t old, size_t ne
 /* Frees page run `run` (its head descriptor, state USED) of the calling thread (th may be
  * NULL: a thread without state, or after its exit handler ran). */
 void np_large_free_run(struct np_page *run, struct np_thread *th);
+/* Shrinks huge chunk c (kind NP_CHUNK_HUGE, in use) in place to what a block of size bytes
+ * needs (np_chunk_huge_size): the tail past it is unmapped, and its pages, and for malloc's its
+ * bytes, leave the statistics. Nothing happens when that would not make it smaller. */
+void np_large_shrink_huge(struct np_chunk *c, struct np_thread *th, size_t size);
 /* Frees huge or interleaved chunk c: its pages and, for malloc's, its bytes leave the
  * statistics. keep: it may stay with its node's pool for reuse (else it is unmapped). */
 void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep);

@@ -117,6 +117,16 @@ void *np_realloc(void *p, size_t size)
 	/* Start-up memory always moves into the allocator proper. */
 	if (size <= old && size >= old / 2 && d.kind != NP_PTR_BOOT)
 		return p;
+	/* A huge block that holds the new size and still needs a chunk of its own stays: grown
+	 * within a larger cached chunk that served it (sqlite's doubling buffers moved out of a
+	 * reused 10 MiB chunk at 4 MiB into a new mapping), or shrunk, its tail unmapped as glibc
+	 * shrinks its mmapped blocks. */
+	if (size <= old && d.kind == NP_PTR_CHUNK && d.chunk->kind == NP_CHUNK_HUGE &&
+	    (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT > np_large_run_max()) {
+		size_t lead = (size_t)((char *)p - ((char *)d.chunk + d.chunk->data_offset));
+		np_large_shrink_huge(d.chunk, np_thread_for_free(), lead + size);
+		return p;
+	}
 	if (size > old && size <= NP_MAX_REQUEST) {
 		/* A page run may grow in place into the free run behind it. */
 		struct np_thread *th = np_tls.self;

@@ -346,6 +346,62 @@ static void realloc_steps_interleaved(void **state)
 		F_FREE(p[i]);
 }
 
+/* A huge block stays where it is when realloc asks for no more than it holds and still more
+ * than a page run takes: grown within a larger freed chunk that served it (sqlite's doubling
+ * buffers left a reused 10 MiB chunk at 4 MiB for a new mapping, 4 MiB more resident), or
+ * shrunk, when the tail past what the new size needs is unmapped (glibc shrinks its mmapped
+ * blocks with mremap) and leaves pages_in_use. A shrink to a page run's size still moves it. */
+static void realloc_huge_stays_in_place(void **state)
+{
+	(void)state;
+	F_TRIM(); /* no cached chunk but the one freed below */
+	size_t big = 8 * MiB + 8;
+	void *b = F_MALLOC(np_t_opaque(big));
+	assert_ours(b, big);
+	/* Where it is reused: a thread on a memoryless node spreads its huge blocks over the
+	 * nearest nodes with memory. */
+	assert_int_equal(numa_page_set_home_node(numa_page_node_of(b)), 0);
+	np_t_fill(b, big, 40);
+	F_FREE(b);
+	size_t n = 2 * MiB + 8;
+	unsigned char *p = F_MALLOC(np_t_opaque(n));
+	assert_ours(p, n);
+	assert_true(F_USABLE(p) >= big); /* the freed chunk, reused whole (unit test_huge) */
+	np_t_fill(p, n, 41);
+	/* Grows within what it holds: no move, no copy. */
+	size_t grown = 4 * MiB + 8;
+	unsigned char *q = F_REALLOC(p, np_t_opaque(grown));
+	assert_ptr_equal(q, p);
+	assert_ours(q, grown);
+	assert_pattern(q, n, 41);
+	size_t held = F_USABLE(q);
+	np_t_fill(q, held, 42);
+	/* Shrinks to under half: in place, and the tail goes back to the system. */
+	struct numa_page_node_stats before = np_t_stats();
+	size_t shrunk = 2 * MiB;
+	unsigned char *r = F_REALLOC(q, np_t_opaque(shrunk));
+	assert_ptr_equal(r, q);
+	size_t now = F_USABLE(r);
+	assert_true(now >= shrunk);
+	assert_true(now < held);
+	assert_pattern(r, shrunk, 42);
+	struct numa_page_node_stats after = np_t_stats();
+	assert_int_equal(before.pages_in_use - after.pages_in_use, (long long)((held - now) / 4096));
+	unsigned char v;
+	errno = 0;
+	assert_int_equal(mincore(r + held - 4096, 4096, &v), -1); /* the old tail is unmapped */
+	assert_int_equal(errno, ENOMEM);
+	np_t_fill(r, now, 43); /* all it says it holds is writable */
+	assert_pattern(r, now, 43);
+	/* A shrink to a page run's size moves it out of its chunk. */
+	unsigned char *s = F_REALLOC(r, np_t_opaque(100 * KiB));
+	assert_ours(s, 100 * KiB);
+	assert_ptr_not_equal(s, r);
+	assert_pattern(s, 100 * KiB, 43);
+	F_FREE(s);
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+}
+
 static void realloc_null_is_malloc(void **state)
 {
 	(void)state;
@@ -1251,6 +1307,7 @@ int main(void)
 		cmocka_unit_test(large_lazy_block),
 		cmocka_unit_test(realloc_preserves_contents),
 		cmocka_unit_test(realloc_steps_interleaved),
+		cmocka_unit_test(realloc_huge_stays_in_place),
 		cmocka_unit_test(realloc_null_is_malloc),
 		cmocka_unit_test(realloc_zero_frees),
 		cmocka_unit_test(realloc_failure_keeps_block),
