@@ -37,6 +37,7 @@ struct np_options {
 	int place;                   /* NUMAPAGE_PLACE: enum np_place_policy */
 	long interleave_above;       /* NUMAPAGE_INTERLEAVE_ABOVE: bytes, 0 = off */
 	int shm;                     /* NUMAPAGE_SHM: publish live stats for `numapage stat` */
+	int thp;                     /* NUMAPAGE_THP: 0/1, ask for 2 MiB pages on new chunks */
 };
 
 extern struct np_options np_opt;

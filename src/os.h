@@ -50,6 +50,9 @@ int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n);
 /* Asks the kernel not to back a range with transparent huge pages (MADV_NOHUGEPAGE): an
  * interleaved range must be interleaved page by page. 0 or -errno. */
 int np_os_nohuge(void *p, size_t size);
+/* Asks the kernel to back a range with transparent huge pages (MADV_HUGEPAGE), before anything
+ * touches it: a 2 MiB range with a 4 KiB page in it already faults 4 KiB pages. 0 or -errno. */
+int np_os_hugepage(void *p, size_t size);
 /* Gives a range's physical pages back to the kernel (MADV_DONTNEED: the range stays mapped and
  * reads back as zeros, on the node it is bound to). 0 or -errno. */
 int np_os_purge(void *p, size_t size);

@@ -155,6 +155,12 @@ int np_os_nohuge(void *p, size_t size)
 	RETURN_ERRNO(madvise(p, size, MADV_NOHUGEPAGE));
 }
 
+int np_os_hugepage(void *p, size_t size)
+{
+	SAVE_ERRNO;
+	RETURN_ERRNO(madvise(p, size, MADV_HUGEPAGE));
+}
+
 int np_os_purge(void *p, size_t size)
 {
 	SAVE_ERRNO;

@@ -34,6 +34,7 @@ static int nbinds;
 static int fail_node = -1, fail_errno;
 static long maps_left = -1;
 static long n_binds, n_maps, n_unmaps, n_purged;
+static long n_hugepage, n_hugepage_touched; /* np_os_hugepage calls, and those too late */
 static int purge_error; /* np_fake_os_fail_purge */
 static __thread int fake_cpu;
 /* Memory of each OS node as np_os_node_avail reports it (-1: the file does not exist), where
@@ -73,6 +74,7 @@ void np_fake_os_reset(void)
 	fail_node = -1;
 	fail_errno = 0;
 	n_binds = n_maps = n_unmaps = n_purged = 0;
+	n_hugepage = n_hugepage_touched = 0;
 	purge_error = 0;
 	maps_left = -1;
 	for (int i = 0; i < 1024; i++) {
@@ -205,6 +207,28 @@ int np_os_nohuge(void *p, size_t size)
 {
 	(void)p, (void)size;
 	return 0;
+}
+
+int np_os_hugepage(void *p, size_t size)
+{
+	/* Too late when any page of the range (its first 64 MiB) is resident already. */
+	static unsigned char vec[16384];
+	size_t pages = size / 4096 < sizeof vec ? size / 4096 : sizeof vec;
+	__atomic_fetch_add(&n_hugepage, 1, __ATOMIC_SEQ_CST);
+	if (pages && mincore(p, pages * 4096, vec) == 0)
+		for (size_t i = 0; i < pages; i++)
+			if (vec[i] & 1) {
+				__atomic_fetch_add(&n_hugepage_touched, 1, __ATOMIC_SEQ_CST);
+				break;
+			}
+	return 0;
+}
+
+long np_fake_os_hugepages(long *touched)
+{
+	if (touched)
+		*touched = __atomic_load_n(&n_hugepage_touched, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&n_hugepage, __ATOMIC_SEQ_CST);
 }
 
 void (*np_fake_os_purge_hook)(void);

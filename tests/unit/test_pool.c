@@ -318,6 +318,44 @@ static void many_huge_chunks_share_mappings(void **state)
 	np_chunk_unmap_huge(one);
 }
 
+/* NUMAPAGE_THP=1 (numa_page_option_set or the environment): every chunk mapped from then on
+ * for one node, a pool's or a huge block's, is advised to 2 MiB pages over its whole mapping
+ * before its first write (a 2 MiB range with a 4 KiB page in it keeps faulting 4 KiB pages).
+ * Interleaved chunks never are: their pages must alternate nodes 4 KiB at a time. Off by
+ * default. */
+static void thp_advice_comes_before_the_first_write(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_chunk *c = np_chunk_map_huge(0, 0, 6 << 20, NP_PAGE_SIZE, false, NULL);
+	struct np_page *r = np_pool_get_run(0, 4, 1, NULL, true);
+	assert_non_null(c);
+	assert_non_null(r);
+	assert_int_equal(np_fake_os_hugepages(NULL), 0);
+	np_chunk_unmap_huge(c);
+	np_pool_put_run(r, NULL);
+	assert_int_equal(np_options_set("THP", "1"), 0);
+	long touched = -1;
+	struct np_chunk *h = np_chunk_map_huge(1, 0, 6 << 20, NP_PAGE_SIZE, false, NULL);
+	assert_non_null(h);
+	assert_int_equal(h->kind, NP_CHUNK_HUGE);
+	assert_int_equal(np_fake_os_hugepages(&touched), 1);
+	assert_int_equal(touched, 0);
+	struct np_chunk *ilv = np_chunk_map_huge(-1, 0, 6 << 20, NP_PAGE_SIZE, false, NULL);
+	assert_non_null(ilv);
+	assert_int_equal(np_fake_os_hugepages(NULL), 1);
+	long maps = np_fake_os_maps();
+	struct np_page *r1 = np_pool_get_run(1, 4, 1, NULL, true); /* node 1's first chunk */
+	assert_non_null(r1);
+	assert_int_equal(np_fake_os_maps(), maps + 1);
+	assert_int_equal(np_fake_os_hugepages(&touched), 2);
+	assert_int_equal(touched, 0);
+	np_pool_put_run(r1, NULL);
+	np_chunk_unmap_huge(h);
+	np_chunk_unmap_huge(ilv);
+	check_node(1);
+}
+
 static void huge_chunk_aligned(void **state)
 {
 	(void)state;
@@ -1423,6 +1461,7 @@ int main(void)
 		cmocka_unit_test_teardown(tight_address_space_sizes_to_the_page, teardown),
 		cmocka_unit_test_teardown(pools_past_the_tables_stay_untouched, teardown),
 		cmocka_unit_test_teardown(chunk_layout_and_lookup, teardown),
+		cmocka_unit_test_teardown(thp_advice_comes_before_the_first_write, teardown),
 		cmocka_unit_test_teardown(map_failure_does_not_back_off, teardown),
 		cmocka_unit_test_teardown(empty_chunks_unmap, teardown),
 		cmocka_unit_test_teardown(chunks_bind_by_os_id, teardown),
