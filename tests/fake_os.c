@@ -212,7 +212,7 @@ int np_os_nohuge(void *p, size_t size)
 int np_os_hugepage(void *p, size_t size)
 {
 	/* Too late when any page of the range (its first 64 MiB) is resident already. */
-	static unsigned char vec[16384];
+	unsigned char vec[16384];
 	size_t pages = size / 4096 < sizeof vec ? size / 4096 : sizeof vec;
 	__atomic_fetch_add(&n_hugepage, 1, __ATOMIC_SEQ_CST);
 	if (pages && mincore(p, pages * 4096, vec) == 0)

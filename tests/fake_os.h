@@ -25,8 +25,8 @@ long np_fake_os_binds(void);      /* successful binds */
 long np_fake_os_maps(void);       /* successful maps */
 long np_fake_os_unmaps(void);
 long np_fake_os_purged_bytes(void);
-/* np_os_hugepage calls; *touched (if not NULL): how many found the range's first page resident
- * already (advice given too late for its 2 MiB range). */
+/* np_os_hugepage calls; *touched (if not NULL): how many found a page of the range (its first
+ * 64 MiB) resident already (advice given too late for that page's 2 MiB range). */
 long np_fake_os_hugepages(long *touched);
 /* Node recorded for the page holding p by the last bind covering it, or -1. */
 int np_fake_os_bound_node(const void *p);

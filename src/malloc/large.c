@@ -113,6 +113,15 @@ static void uncount(struct np_thread *th, int node, size_t usable)
 	np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, -(long)usable);
 }
 
+/* pages of a chunk on dense node `node` leave the counts, and for malloc's chunk (user) their
+ * bytes leave malloc_in_use: a free, or a shrink's unmapped tail. */
+static void uncount_pages(struct np_thread *th, int node, long pages, bool user)
+{
+	if (user)
+		uncount(th, node, (size_t)pages << NP_PAGE_SHIFT);
+	np_pcp_count_free(th ? &th->pcp : NULL, node, pages);
+}
+
 /* Adds the malloc_in_use bytes of malloc's chunk c: an interleaved one's on the node of each of
  * its pages, so that its free (np_large_free_chunk) takes off just what this put on. */
 static void count_chunk_bytes(struct np_thread *th, const struct np_chunk *c)
@@ -130,25 +139,18 @@ static void count_chunk_bytes(struct np_thread *th, const struct np_chunk *c)
 void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep)
 {
 	long pages = (long)(np_chunk_data_bytes(c) >> NP_PAGE_SHIFT);
-	struct np_pcp *pcp = th ? &th->pcp : NULL;
 	/* Its pages, and a malloc block's bytes, off the counts of the nodes they were counted on. */
 	if (c->kind == NP_CHUNK_INTERLEAVE) {
 		long share[NP_MAX_NODES];
 		interleave_shares(c, share);
-		for (int i = 0; i < c->nilv; i++) {
-			int n = c->ilv[i];
-			if (c->user)
-				uncount(th, n, (size_t)share[n] << NP_PAGE_SHIFT);
-			np_pcp_count_free(pcp, n, share[n]);
-		}
+		for (int i = 0; i < c->nilv; i++)
+			uncount_pages(th, c->ilv[i], share[c->ilv[i]], c->user);
 	} else {
-		if (c->user)
-			uncount(th, c->node, np_chunk_data_bytes(c));
-		np_pcp_count_free(pcp, c->node, pages);
+		uncount_pages(th, c->node, pages, c->user);
 	}
 	if (c->kind == NP_CHUNK_HUGE && !keep)
 		np_huge_count_live(c->node, -pages);
-	if (!keep || !np_huge_put(c, pcp ? &th->st : NULL))
+	if (!keep || !np_huge_put(c, th ? &th->st : NULL))
 		np_chunk_unmap_huge(c);
 }
 
@@ -160,9 +162,7 @@ void np_large_shrink_huge(struct np_chunk *c, struct np_thread *th, size_t size)
 		return;
 	np_chunk_trim_huge(c, want);
 	long pages = (long)((old - np_chunk_data_bytes(c)) >> NP_PAGE_SHIFT);
-	if (c->user)
-		uncount(th, c->node, (size_t)pages << NP_PAGE_SHIFT);
-	np_pcp_count_free(th ? &th->pcp : NULL, c->node, pages);
+	uncount_pages(th, c->node, pages, c->user);
 	np_huge_count_live(c->node, -pages);
 }
 
