@@ -57,21 +57,23 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 	np_ring_tick(th);
 	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
 	size_t align_pages = align >> NP_PAGE_SHIFT;
+	/* Under an interleave policy a long block is spread page by page over the policy's
+	 * nodes, as the kernel would spread it. */
+	bool spread = node < 0 && th->pcp.policy.mode == NP_POLICY_INTERLEAVE && align <= NP_PAGE_SIZE &&
+		      npages > np_large_spread_min();
 	struct np_page *run = NULL;
 	if (npages <= SMALL_RUN_PAGES && align_pages <= SMALL_RUN_PAGES) {
 		unsigned order = order_of(npages > align_pages ? npages : align_pages);
 		run = np_pcp_get(&th->pcp, order, node);
-	} else if (npages <= np_large_run_max() && align_pages <= NP_CHUNK_PAGES / 4) {
+	} else if (!spread && npages <= np_large_run_max() && align_pages <= NP_CHUNK_PAGES / 4) {
 		run = np_pcp_get_run(&th->pcp, npages, align_pages, node);
 	}
 	if (run) {
 		*dirty = run->clean ? 0 : SIZE_MAX;
 		return np_page_addr(run);
 	}
-	/* Huge, or no pool had a fitting run. Under an interleave policy a huge block is spread
-	 * page by page over the policy's nodes, as the kernel would spread it. */
-	if (node < 0 && th->pcp.policy.mode == NP_POLICY_INTERLEAVE && align <= NP_PAGE_SIZE &&
-	    npages > np_large_run_max()) {
+	/* Huge, spread, or no pool had a fitting run. */
+	if (spread) {
 		void *p = np_large_interleaved(th, size, th->pcp.policy.nodes);
 		if (p) {
 			*dirty = 0;

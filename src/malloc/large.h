@@ -16,11 +16,13 @@
 #include "malloc/thread.h"
 #include "pool/chunk.h"
 
-/* The longest page run taken from a pool; longer blocks get a chunk of their own. A third of a
- * chunk's data: two 2 MiB runs do not fit one chunk, so a pool run of 1.4-4 MiB took a whole
- * 4 MiB chunk of address space (under ulimit -v, half the blocks glibc gives); a chunk of its
- * own takes the block and its header, rounded to a quarter of the size's power of two. */
-#define NP_LARGE_RUN_MAX (NP_CHUNK_DATA_PAGES / 3)
+/* The longest page run taken from a pool; longer blocks get a chunk of their own. A chunk's
+ * data: a run of 1.4-4 MiB takes a whole chunk of address space when no other fits beside it,
+ * but address space is not memory, and as a run its pages go back to the pool when it is freed,
+ * for blocks of any size. As chunks of their own (rounded to a quarter of their power of two,
+ * kept for huge requests only, grown by mremap) such blocks made large-blocks/1 1.44x slower
+ * (docs/perf-issue15.md, section 9). Where address space is what runs out, the rule below. */
+#define NP_LARGE_RUN_MAX NP_CHUNK_DATA_PAGES
 /* The same when the address space is limited (np_chunk_tight): an eighth of a chunk's data, so
  * that runs of one length fill at least 8/9 of a chunk; longer ones get a chunk of their own
  * sized to the page (the header's 40 KiB is under 8% of them). 1 MiB blocks under
@@ -32,6 +34,12 @@
 NP_INLINE size_t np_large_run_max(void)
 {
 	return np_chunk_tight ? NP_LARGE_RUN_MAX_TIGHT : NP_LARGE_RUN_MAX;
+}
+/* Under an interleave policy, blocks longer than this are spread page by page over the
+ * policy's nodes, as the kernel spreads them (shorter ones: whole runs, node after node). */
+NP_INLINE size_t np_large_spread_min(void)
+{
+	return np_chunk_tight ? NP_LARGE_RUN_MAX_TIGHT : NP_CHUNK_DATA_PAGES / 3;
 }
 /* The largest request served; above it, ENOMEM (the address space could not hold it). */
 #define NP_MAX_REQUEST ((size_t)1 << 46)
