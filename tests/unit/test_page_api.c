@@ -71,7 +71,7 @@ static int dense_of(int os)
 /* Pages accounted for a page-API request of size bytes (cache-sized requests are rounded up to
  * a power of two, the rest to whole pages). */
 /* Pages a page-API allocation of size bytes takes: power-of-two runs up to 16 pages, exact
- * runs up to a third of a chunk's data, then a chunk of its own of its mapping size (see
+ * runs up to a chunk's data, then a chunk of its own of its mapping size (see
  * np_chunk_huge_size). */
 static long pages_for(size_t size)
 {
@@ -324,10 +324,10 @@ static void interleaved_round_robin(void **state)
  * interleave. */
 static void interleaved_malloc_bytes_fn(void *arg)
 {
-	(void)arg;
+	size_t size = arg ? *(const size_t *)arg : 8 * MB + 3 * PAGE;
 	struct counters a, b, c;
 	snap(&a);
-	char *p = numa_page_malloc(8 * MB + 3 * PAGE);
+	char *p = numa_page_malloc(size);
 	assert_non_null(p);
 	size_t usable = numa_page_usable_size(p);
 	long want[NP_MAX_NODES] = {0};
@@ -369,6 +369,16 @@ static void interleave_policy_malloc_bytes(void **state)
 {
 	(void)state;
 	run_on_cpu(0, interleave_policy_malloc_bytes_fn, NULL);
+}
+
+/* Under an interleave policy a block over a third of a chunk is spread page by page, though
+ * blocks up to a chunk's data are pool runs otherwise: a run lies on one node. */
+static void interleave_policy_spreads_runs_over_a_third(void **state)
+{
+	(void)state;
+	static size_t size = 2 * MB;
+	assert_true(size / PAGE > NP_CHUNK_DATA_PAGES / 3 && size / PAGE <= NP_LARGE_RUN_MAX);
+	run_on_cpu(0, interleave_policy_malloc_bytes_fn, &size);
 }
 
 /* ---- tests on 2node ------------------------------------------------------------------------- */
@@ -1192,7 +1202,7 @@ int main(void)
 	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
 	    cmocka_unit_test(interleaved_round_robin));
 	RUN("4node", NULL, cmocka_unit_test(every_cpu_gets_nearest_memory), cmocka_unit_test(onnode_every_node),
-	    cmocka_unit_test(interleaved_round_robin));
+	    cmocka_unit_test(interleaved_round_robin), cmocka_unit_test(interleave_policy_spreads_runs_over_a_third));
 	static const char *const ilv_env[] = {"NUMAPAGE_INTERLEAVE_ABOVE", "1048576", NULL};
 	RUN("4node", ilv_env, cmocka_unit_test(interleave_above_malloc_bytes),
 	    cmocka_unit_test(interleave_policy_malloc_bytes));
