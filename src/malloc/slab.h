@@ -232,6 +232,7 @@ NP_INLINE uintptr_t np_slab_pop(struct np_slab *s)
 		return 0;
 	}
 	s->free = link < s->end ? np_slab_block(s, link) : 0;
+	__builtin_prefetch((const void *)s->free, 1); /* the next pop's line (np_malloc_fast) */
 	np_slab_clear_block(b);
 	s->used++;
 	return b;
