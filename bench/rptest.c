@@ -72,9 +72,7 @@ static void rp_drain(struct rp_worker *w)
 {
 	struct rp_batch *b = atomic_exchange_explicit(&w->inbox, NULL, memory_order_acquire);
 	int n = 0;
-	for (struct rp_batch *c = b; c; c = c->next)
-		n++;
-	while (b) {
+	for (; b; n++) {
 		struct rp_batch *next = b->next;
 		for (int i = 0; i < b->n; i++) {
 			bench_check_stamp(b->ptr[i], b->size[i], b->key[i], "rptest remote free");

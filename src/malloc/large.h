@@ -20,7 +20,7 @@
  * data: a run of 1.4-4 MiB takes a whole chunk of address space when no other fits beside it,
  * but address space is not memory, and as a run its pages go back to the pool when it is freed,
  * for blocks of any size. As chunks of their own (rounded to a quarter of their power of two,
- * kept for huge requests only, grown by mremap) such blocks made large-blocks/1 1.44x slower
+ * kept for huge requests only, grown by mremap) such blocks made large-blocks/1 1.7x slower
  * (docs/perf-issue15.md, section 9). Where address space is what runs out, the rule below. */
 #define NP_LARGE_RUN_MAX NP_CHUNK_DATA_PAGES
 /* The same when the address space is limited (np_chunk_tight): an eighth of a chunk's data, so

@@ -350,7 +350,7 @@ static void realloc_steps_interleaved(void **state)
  * whatever their length: exactly their pages, and once freed the pool's to merge and hand out
  * again, to any size. A chunk of their own (the rule for blocks over a third of a chunk until
  * 2026-12-02) rounded them up to a quarter of their power of two, kept them in the huge cache
- * for huge requests only, and grew them by mremap: large-blocks/1 ran 0.154 s against 0.107 s
+ * for huge requests only, and grew them by mremap: large-blocks/1 ran 0.180 s against 0.107 s
  * as runs (docs/perf-issue15.md, section 9). */
 static void large_blocks_are_page_runs_up_to_a_chunk(void **state)
 {
