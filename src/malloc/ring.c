@@ -158,7 +158,7 @@ static void count_for_orphans(unsigned calls)
 	if (n < ORPHAN_SWEEP_EVERY * __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED) ||
 	    __atomic_exchange_n(&np_slab_sweeping, 1, __ATOMIC_ACQUIRE))
 		return;
-	np_slab_sweep_orphans(); /* which zeroes the count */
+	np_slab_sweep_orphans(false, NULL); /* which zeroes the count */
 	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);
 }
 
@@ -273,10 +273,7 @@ size_t np_ring_purge(struct np_thread *th)
 			continue;
 		struct np_slab *s = cur;
 		do {
-			size_t n = np_slab_purge_free(s);
-			if (n)
-				np_vmstat_add(&th->st, s->node, NUMA_PAGE_STAT_pages_purged, (long)n);
-			pages += n;
+			pages += np_slab_purge_free(s, &th->st);
 			s = s->next;
 		} while (s != cur);
 	}

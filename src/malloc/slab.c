@@ -222,7 +222,7 @@ static size_t purge_inside(uintptr_t lo, uintptr_t hi)
 	return (hi - lo) >> NP_PAGE_SHIFT;
 }
 
-size_t np_slab_purge_free(struct np_slab *s)
+size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
 {
 	if (s->block <= NP_PAGE_SIZE + NP_SLAB_LINK_BYTES || s->used >= NP_SLAB_PINNED)
 		return 0;
@@ -247,6 +247,8 @@ size_t np_slab_purge_free(struct np_slab *s)
 	if (s->reserved)
 		pages += purge_inside(np_slab_block(s, (uint64_t)(s->capacity - s->reserved)),
 				      s->start + np_class_slab_bytes(s->cls));
+	if (pages)
+		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
 	return pages;
 }
 
@@ -335,7 +337,7 @@ size_t np_slab_orphans_kept;
 size_t np_slab_orphan_calls;
 int np_slab_sweeping;
 
-size_t np_slab_sweep_orphans(void)
+size_t np_slab_sweep_orphans(bool purge, struct np_vmstat_diffs *st)
 {
 	size_t kept = 0;
 	pthread_once(&orphans_once, orphans_init);
@@ -358,6 +360,8 @@ size_t np_slab_sweep_orphans(void)
 					pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
 					np_slab_release(s, NULL);
 				} else {
+					if (purge) /* out of the list: nobody adopts it meanwhile */
+						pages += np_slab_purge_free(s, st);
 					s->next = keep;
 					keep = s;
 					kept++;

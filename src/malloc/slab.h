@@ -284,12 +284,13 @@ bool np_slab_confirm_empty(struct np_slab *s);
 void np_slab_extend(struct np_slab *s);
 /* Bytes at a free block's start that its lists use: the link, and a remote free's mark. */
 #define NP_SLAB_LINK_BYTES 16
-/* The owner gives back (madvise) the whole pages inside s's free blocks past their first
- * NP_SLAB_LINK_BYTES, and those of its never-used blocks (malloc_trim). Remote frees are
- * collected first. Returns the pages given back; 0 for a pinned slab, for classes whose
- * blocks hold no whole page besides the link, and when the lists are as the last call left
- * them (nothing was freed since: a second trim has nothing to give back). */
-size_t np_slab_purge_free(struct np_slab *s);
+/* The owner (or trim's sweep, for an orphan it holds off the lists) gives back (madvise) the
+ * whole pages inside s's free blocks past their first NP_SLAB_LINK_BYTES, and those of its
+ * never-used blocks (malloc_trim), counted in st's pages_purged. Remote frees are collected
+ * first. Returns the pages given back; 0 for a pinned slab, for classes whose blocks hold no
+ * whole page besides the link, and when the lists are as the last call left them (nothing was
+ * freed since: a second trim has nothing to give back). */
+size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st);
 /* Gives the slab's pages back (used must be 0). pcp: the releasing thread's cache or NULL. */
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
 /* The owner gives up a full slab: OWNED -> FLOATING, only if no remote free is pending. */
@@ -345,8 +346,10 @@ void np_slab_set_state(struct np_slab *s, uintptr_t state);
 /* Orphan lists, one per node and class. */
 void np_slab_orphan(struct np_slab *s);
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner);
-/* Collects every orphan of every class and releases the empty ones; returns pages released. */
-size_t np_slab_sweep_orphans(void);
+/* Collects every orphan of every class and releases the empty ones; purge (trim): gives back
+ * the free pages inside the others too (np_slab_purge_free), counted in st's pages_purged.
+ * Returns the pages released and given back. */
+size_t np_slab_sweep_orphans(bool purge, struct np_vmstat_diffs *st);
 /* Orphans the last sweep left on the lists, and slab slow paths (any thread's, counted by
  * ring.c while np_slab_orphans_changed is set) since it: relaxed hints for when the next sweep
  * is worth its walk. */

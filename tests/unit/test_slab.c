@@ -368,30 +368,68 @@ static void orphan_sweep_releases_emptied_slabs(void **state)
 	struct np_slab *s = np_slab_create(&pcp, 10, OWNER); /* 224 B */
 	uintptr_t b[3] = {take(s), take(s), take(s)};
 	np_slab_orphan(s); /* as a thread's exit leaves a slab with live blocks */
-	assert_int_equal(np_slab_sweep_orphans(), 0); /* still used: kept */
+	assert_int_equal(np_slab_sweep_orphans(false, NULL), 0); /* still used: kept */
 	bool first;
 	for (int i = 0; i < 3; i++)
 		np_slab_push_remote(s, b[i], np_slab_index(s, b[i]), &first);
 	size_t pages = np_class_slab_bytes(10) >> NP_PAGE_SHIFT;
-	assert_int_equal(np_slab_sweep_orphans(), pages); /* emptied by remote frees: released */
+	assert_int_equal(np_slab_sweep_orphans(false, NULL), pages); /* emptied by remote frees: released */
 	assert_null(np_slab_adopt(0, 10, OTHER));
+}
+
+/* Trim's sweep (purge) also gives back the pages inside the free blocks of the orphans it
+ * keeps, counted as purged; the slow paths' sweeps (no purge) make no system call for them.
+ * The kept block keeps its data, the freed ones read as zeros past their link. */
+static void orphan_sweep_purges_free_blocks_for_trim_only(void **state)
+{
+	(void)state;
+	unsigned cls = np_size_class(20000); /* 20 KiB blocks: four pages inside each */
+	struct np_slab *s = np_slab_create(&pcp, cls, OWNER);
+	uintptr_t b[3] = {take(s), take(s), take(s)};
+	for (int i = 0; i < 3; i++)
+		memset((void *)b[i], 0x5a, s->block);
+	np_slab_orphan(s); /* as a thread's exit leaves a slab with a live block */
+	free_remote(s, b[1]);
+	free_remote(s, b[2]);
+	long purged = np_fake_os_purged_bytes();
+	assert_int_equal(np_slab_sweep_orphans(false, NULL), 0); /* still used: kept, not purged */
+	assert_int_equal(np_fake_os_purged_bytes(), purged);
+	long before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged);
+	size_t pages = np_slab_sweep_orphans(true, st);
+	assert_true(pages >= 2 * 4); /* the two freed blocks' inner pages, and the untouched rest */
+	assert_true(np_fake_os_purged_bytes() >= purged + (long)(pages << NP_PAGE_SHIFT));
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged), before + (long)pages);
+	for (int i = 1; i < 3; i++) {
+		const unsigned char *inner = (const unsigned char *)((b[i] + 16 + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1));
+		for (size_t k = 0; k < 4 * NP_PAGE_SIZE; k++)
+			assert_int_equal(inner[k], 0);
+	}
+	for (size_t k = 0; k < s->block; k++)
+		assert_int_equal(((const unsigned char *)b[0])[k], 0x5a);
+	struct np_slab *a = np_slab_adopt(0, cls, OTHER); /* still an orphan, whole */
+	assert_ptr_equal(a, s);
+	check(s);
+	np_slab_collect(s);
+	free_local(s, b[0]);
+	assert_int_equal(s->used, 0);
+	np_slab_release(s, &pcp);
 }
 
 static void orphan_sweeps_are_due_only_after_a_change(void **state)
 {
 	(void)state;
-	np_slab_sweep_orphans();
+	np_slab_sweep_orphans(false, NULL);
 	assert_false(np_slab_orphans_changed); /* nothing can have emptied since */
 	struct np_slab *s = np_slab_create(&pcp, 10, OWNER);
 	uintptr_t b = take(s);
 	np_slab_orphan(s);
 	assert_true(np_slab_orphans_changed); /* a new orphan */
-	np_slab_sweep_orphans();
+	np_slab_sweep_orphans(false, NULL);
 	assert_false(np_slab_orphans_changed);
 	free_remote(s, b);
 	np_slab_note_orphan_free(); /* as free.c does when its push started an orphan's list */
 	assert_true(np_slab_orphans_changed);
-	assert_int_equal(np_slab_sweep_orphans(), np_class_slab_bytes(10) >> NP_PAGE_SHIFT);
+	assert_int_equal(np_slab_sweep_orphans(false, NULL), np_class_slab_bytes(10) >> NP_PAGE_SHIFT);
 }
 
 static void corrupt_local_link_is_cut(void **state)
@@ -488,6 +526,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(remote_double_push_is_stopped, setup, teardown),
 		cmocka_unit_test_setup_teardown(float_claim_orphan_adopt, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweep_releases_emptied_slabs, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphan_sweep_purges_free_blocks_for_trim_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweeps_are_due_only_after_a_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_remote_link_is_cut, setup, teardown),

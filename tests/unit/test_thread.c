@@ -134,7 +134,7 @@ static void lifecycle(void **state)
 		numa_page_free(a.kept[i]);
 		numa_page_free(b.kept[i]);
 	}
-	np_slab_sweep_orphans();
+	np_slab_sweep_orphans(false, NULL);
 	numa_page_trim();
 	assert_int_equal(stat(1, NUMA_PAGE_STAT_threads), threads0);
 	/* What is still in use on node 1: the recycled thread struct only. */
@@ -230,7 +230,7 @@ static size_t os_empty_orphans(void)
 		}
 		last = slab;
 	}
-	np_slab_sweep_orphans();
+	np_slab_sweep_orphans(false, NULL);
 	size_t kept = __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED);
 	for (int i = 0; i < os_n; i++)
 		numa_page_free(os_blocks[i]);
