@@ -1,7 +1,7 @@
 /*
  * large.h — malloc's and the page API's memory above the slab classes: page runs (powers of two
- * up to 16 pages through the thread's page cache, exact runs from a node's pool up to a chunk's
- * data) and chunks of their own (huge: bound to one node, kept by its pool for reuse when freed;
+ * up to 16 pages through the thread's page cache, exact runs from a node's pool up to a quarter
+ * of a chunk) and chunks of their own (huge: bound to one node, kept by its pool for reuse when freed;
  * interleaved: page by page over the allowed memory nodes). Counts pages in the numa_* and
  * pages_in_use statistics and, for malloc's blocks (marked `user`), bytes in malloc_*.
  */
@@ -16,18 +16,22 @@
 #include "malloc/thread.h"
 #include "pool/chunk.h"
 
-/* The longest page run taken from a pool; longer blocks get a chunk of their own. A chunk's
- * data: a run of 1.4-4 MiB takes a whole chunk of address space when no other fits beside it,
- * but address space is not memory, and as a run its pages go back to the pool when it is freed,
- * for blocks of any size. As chunks of their own (rounded to a quarter of their power of two,
- * kept for huge requests only, grown by mremap) such blocks made large-blocks/1 1.7x slower
- * (docs/perf-issue15.md, section 9). Where address space is what runs out, the rule below. */
-#define NP_LARGE_RUN_MAX NP_CHUNK_DATA_PAGES
+/* The longest page run taken from a pool; longer blocks get a chunk of their own: a quarter
+ * of a chunk (4 MiB). Blocks up to it pack into chunks with little left over, and as runs their
+ * pages go back to the pool when they are freed, for blocks of any size. As chunks of their own
+ * (rounded to a quarter of their power of two, kept for huge requests only, grown by mremap)
+ * blocks of 1.4-4 MiB made large-blocks/1 1.7x slower (docs/perf-issue15.md, section 9). Runs
+ * up to a whole chunk's data did worse than chunks of their own for blocks of 5-16 MiB: calloc
+ * of 5-25 MiB blocks (large-calloc) faulted 2.4 times the pages (section 11). Where address
+ * space is what runs out, the rule below. */
+#define NP_LARGE_RUN_MAX (NP_CHUNK_PAGES / 4)
+_Static_assert(NP_LARGE_RUN_MAX <= NP_CHUNK_DATA_PAGES, "a run fits behind a chunk's header");
 /* The same when the address space is limited (np_chunk_tight): an eighth of a chunk's data, so
  * that runs of one length fill at least 8/9 of a chunk; longer ones get a chunk of their own
- * sized to the page (the header's 40 KiB is under 8% of them). 1 MiB blocks under
- * `ulimit -v 262144` fitted 163 with thirds (three to a chunk), where glibc fits 252; a quarter
- * left 683 KiB blocks at 85% of the space (five to a chunk). */
+ * sized to the page (its 32 KiB of metadata slots are under 2% of them). In 4 MiB chunks, 1 MiB
+ * blocks under `ulimit -v 262144` fitted 163 with thirds (three to a chunk), where glibc fits
+ * 252; a quarter left 683 KiB blocks at 85% of the space (five to a chunk). With 16 MiB chunks
+ * and eighths: 254 of 1 MiB, 118 of 2 MiB (stress_malloc address_limit). */
 #define NP_LARGE_RUN_MAX_TIGHT (NP_CHUNK_DATA_PAGES / 8)
 
 /* The longest page run taken from a pool now. */
@@ -39,7 +43,7 @@ NP_INLINE size_t np_large_run_max(void)
  * policy's nodes, as the kernel spreads them (shorter ones: whole runs, node after node). */
 NP_INLINE size_t np_large_spread_min(void)
 {
-	return np_chunk_tight ? NP_LARGE_RUN_MAX_TIGHT : NP_CHUNK_DATA_PAGES / 3;
+	return np_chunk_tight ? NP_LARGE_RUN_MAX_TIGHT : NP_LARGE_RUN_MAX / 3;
 }
 /* The largest request served; above it, ENOMEM (the address space could not hold it). */
 #define NP_MAX_REQUEST ((size_t)1 << 46)

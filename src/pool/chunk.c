@@ -145,12 +145,12 @@ static bool merge_sizes(void)
 
 size_t np_chunk_huge_size(size_t bytes)
 {
-	/* Four sizes per doubling up to a step of one chunk: the step is a quarter of the largest
-	 * power of two <= bytes, at least a page and at most 4 MiB, so the tail that is never
-	 * touched is under a quarter of the request and under 4 MiB. */
+	/* Four sizes per doubling: the step is a quarter of the largest power of two <= bytes, at
+	 * least a page and at most NP_CHUNK_HUGE_STEP (4 MiB), so the tail that is never touched
+	 * is under a quarter of the request and under 4 MiB. */
 	size_t step = bytes < 4 * NP_PAGE_SIZE || np_chunk_tight ? NP_PAGE_SIZE
 								  : ((size_t)1 << (63 - __builtin_clzll(bytes))) / 4;
-	step = merge_sizes() ? NP_CHUNK_SIZE : NP_MIN(step, NP_CHUNK_SIZE);
+	step = merge_sizes() ? NP_CHUNK_SIZE : NP_MIN(step, NP_CHUNK_HUGE_STEP);
 	return (bytes + step - 1) & ~(step - 1);
 }
 
@@ -159,11 +159,11 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	if (spilled)
 		*spilled = false;
 	const struct np_topo *t = &np_topo_table;
-	/* The fields sit behind the (unused) descriptor array: the data starts after them, at
-	 * the first multiple of align (the header is 40 KiB: not a multiple of 16 or 32 KiB). */
+	/* The data starts behind the metadata slots (no descriptors: chunk.h), at the first
+	 * multiple of align. */
 	if (align > ((size_t)1 << 40))
 		return NULL;
-	size_t off = (sizeof(struct np_chunk) + align - 1) & ~(align - 1);
+	size_t off = (offsetof(struct np_chunk, pages) + align - 1) & ~(align - 1);
 	if (bytes > SIZE_MAX / 2 - off - NP_CHUNK_SIZE)
 		return NULL;
 	/* Interleaved chunks are never kept for reuse: exact size (whole chunks past

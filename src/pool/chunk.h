@@ -1,11 +1,11 @@
 /*
- * chunk.h — memory as the kernel gives it to us: 4 MiB chunks, 4 MiB-aligned, each bound to
+ * chunk.h — memory as the kernel gives it to us: 16 MiB chunks, 16 MiB-aligned, each bound to
  * exactly one node when mapped and never moved. The chunk header holds the node and one page
  * descriptor per 4 KiB page, so any pointer finds its chunk, descriptor and node by address
  * arithmetic. Allocations too large for a chunk get a "huge" mapping of their own whose first
  * page is the same header (without descriptors).
  *
- * A global byte map (one byte per 4 MiB of address space, reserved lazily) says which
+ * A global byte map (one byte per 16 MiB of address space, reserved lazily) says which
  * granules are ours: it is written under the chunk lock before a chunk's memory is handed out,
  * and read without a lock by free() (a pointer can only be freed after it was handed out, so
  * the write happened before). Invariants: see np_chunk_check().
@@ -21,7 +21,12 @@
 
 #define NP_PAGE_SHIFT 12
 #define NP_PAGE_SIZE ((size_t)1 << NP_PAGE_SHIFT)
-#define NP_CHUNK_SHIFT 22
+/* 16 MiB: a pool's runs go up to a quarter of it (4 MiB, malloc/large.h), so that blocks of up
+ * to that size pack into few chunks. In 4 MiB chunks, where such a block filled a chunk, the
+ * free space split between chunks into pieces too short for the next block, and every block
+ * size up to 4 MiB at random (large-blocks) touched 5 chunks' worth of pages for 2-3 chunks of
+ * live blocks (docs/perf-issue15.md, section 11). */
+#define NP_CHUNK_SHIFT 24
 #define NP_CHUNK_SIZE ((size_t)1 << NP_CHUNK_SHIFT)
 #define NP_CHUNK_PAGES (NP_CHUNK_SIZE / NP_PAGE_SIZE)
 #define NP_CHUNK_MAGIC 0x4e554d41u /* "NUMA" */
@@ -61,12 +66,15 @@ struct np_page {
  * its memory belongs to nobody, so a free of it is a double free. */
 enum np_chunk_kind { NP_CHUNK_NORMAL = 1, NP_CHUNK_HUGE = 2, NP_CHUNK_INTERLEAVE = 3, NP_CHUNK_CACHED = 4 };
 
-/* A normal chunk starts with its page descriptors, then the metadata slots. The chunk's own
- * fields live in metadata slot 0 (slot 0 covers the header pages, where no run can start), so
- * the descriptors of header pages stay zero: state NP_PAGE_HEADER, owner NULL. A huge chunk
- * has the same layout up to the fields, then its data at data_offset. */
+/* A normal chunk starts with its metadata slots (32 KiB), then its page descriptors (128 KiB).
+ * The chunk's own fields live in metadata slot 0, the slot of the chunk's first 64 KiB, which
+ * is header: no run starts there, and no slab starts in any 64 KiB step the header reaches
+ * into (slabs start on a step), so the slots of those steps are never a slab's header. The
+ * descriptors of header pages stay zero: state NP_PAGE_HEADER, owner NULL. A huge chunk has
+ * the same metadata slots (all but slot 0 zero, so free() never reads its data as a slab
+ * header), then its data at data_offset: no descriptors, so a huge block costs 32 KiB of
+ * address space beyond its own (what `ulimit -v` counts), not the whole header's 160 KiB. */
 struct np_chunk {
-	struct np_page pages[NP_CHUNK_PAGES]; /* NORMAL only */
 	union {
 		struct {
 			uint32_t magic;
@@ -75,6 +83,11 @@ struct np_chunk {
 			uint8_t user;              /* huge: free for the layer above */
 			uint8_t shard;             /* normal: the pool shard that owns it (pool.h) */
 			uint16_t node;             /* dense node index the memory is bound to */
+			/* Normal: no page from this index on was handed out since the chunk was
+			 * mapped or since a purge gave back the free run that reached it (0 for a
+			 * fresh chunk), so those pages cost a fault when used. The pool takes long
+			 * runs where they need the fewest such pages (pool.c, take_locked). */
+			uint32_t touched;
 			/* Always NULL: where a slab header in this slot would hold its owner, so that
 			 * free(), which reads the metadata slot of any pointer's 64 KiB as a slab
 			 * header, never takes slot 0 for a slab of the calling thread (slab.h). */
@@ -92,6 +105,7 @@ struct np_chunk {
 		 * for runs that start on a 64 KiB boundary. Untouched slots cost no memory. */
 		uint8_t meta[NP_CHUNK_SIZE >> NP_META_SHIFT][NP_META_SIZE];
 	};
+	struct np_page pages[NP_CHUNK_PAGES]; /* NORMAL only */
 };
 
 #define NP_CHUNK_HEADER_PAGES (sizeof(struct np_chunk) / NP_PAGE_SIZE)
@@ -100,7 +114,6 @@ _Static_assert(sizeof(struct np_page) == 32, "page descriptors are 32 bytes");
 _Static_assert(sizeof(struct np_chunk) % NP_PAGE_SIZE == 0, "the chunk header is whole pages");
 _Static_assert(offsetof(struct np_chunk, cached_at) + sizeof(uint64_t) <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
 	       "the chunk's fields fit in metadata slot 0");
-_Static_assert(sizeof(struct np_chunk) <= ((size_t)1 << NP_META_SHIFT), "slot 0 covers every header page");
 
 /* Granule map values. */
 enum { NP_GRANULE_NONE = 0, NP_GRANULE_START = 1, NP_GRANULE_CONT = 2 };
@@ -195,9 +208,10 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why);
  * out, or a huge one through np_chunk_unmap_huge) and clears its granules. */
 void np_chunk_unmap(struct np_chunk *c);
 /* The mapping size of a huge chunk of `bytes` (header included): rounded up to one of four
- * sizes per doubling (steps of at most 4 MiB), so that requests of nearly the same size share
+ * sizes per doubling (steps of at most NP_CHUNK_HUGE_STEP), so that requests of nearly the same size share
  * a size and a freed chunk kept by its pool fits the next one. The tail is address space the
  * program may use (malloc_usable_size says so) but is not made resident by us. */
+#define NP_CHUNK_HUGE_STEP ((size_t)4 << 20)
 size_t np_chunk_huge_size(size_t bytes);
 /* Past this many huge and interleaved chunks mapped at once (8192; tests lower it), new ones
  * are whole chunks long: each is a kernel mapping of its own, and the kernel caps mappings per

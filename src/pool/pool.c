@@ -234,6 +234,16 @@ void np_pool_mark_used(struct np_page *pg, size_t n, uint8_t order)
 	}
 }
 
+/* Of the n pages from index aidx of free run pg, those never touched: all of them when the
+ * run is known clean (fresh or purged), else those at or past the chunk's touched mark. */
+static size_t fresh_pages(const struct np_page *pg, size_t aidx, size_t n)
+{
+	if (pg->clean)
+		return n;
+	size_t touched = np_chunk_of(pg)->touched;
+	return aidx + n > touched ? aidx + n - NP_MAX(touched, aidx) : 0;
+}
+
 /* Takes a run of n pages aligned to align pages from the bins, splitting what is left over
  * back into the pool. NULL when no free run fits. */
 static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t align)
@@ -248,11 +258,12 @@ static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t ali
 		if (b >= NP_POOL_BINS)
 			break;
 		/* Exact bins: the first run that fits its alignment. The last bin holds runs of any
-		 * length above the exact bins: the best fit there (the shortest that fits, the
-		 * most resident on a tie), or big blocks scatter over fresh chunks and fault them
-		 * in (docs/design.md, "Measurements behind the code"). */
+		 * length above the exact bins: there, the run that needs the fewest pages never
+		 * touched (each a fault, and resident from then on), then the best fit (the
+		 * shortest, the most resident on a tie), or big blocks scatter over fresh pages
+		 * and fault them in (docs/design.md, "Measurements behind the code"). */
 		struct np_page *best = NULL;
-		size_t best_len = 0, best_dirty = 0;
+		size_t best_len = 0, best_dirty = 0, best_fresh = 0;
 		for (struct np_page *pg = p->bins[b]; pg; pg = pg->next) {
 			struct np_chunk *c = np_chunk_of(pg);
 			size_t idx = (size_t)(pg - c->pages), len = pg->npages;
@@ -263,11 +274,14 @@ static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t ali
 				best = pg;
 				break;
 			}
+			size_t fresh = fresh_pages(pg, aidx, n);
 			size_t dirty = np_pool_run_dirty(pg);
-			if (!best || len < best_len || (len == best_len && dirty > best_dirty)) {
+			if (!best || fresh < best_fresh ||
+			    (fresh == best_fresh && (len < best_len || (len == best_len && dirty > best_dirty)))) {
 				best = pg;
 				best_len = len;
 				best_dirty = dirty;
+				best_fresh = fresh;
 			}
 		}
 		if (best) {
@@ -291,6 +305,8 @@ static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t ali
 				insert_free_locked(p, &c->pages[aidx + n], idx + len - aidx - n, clean, dirty, period);
 			struct np_page *run = &c->pages[aidx];
 			run->clean = clean;
+			if (c->touched < aidx + n)
+				c->touched = (uint32_t)(aidx + n);
 			return run;
 		}
 	}
@@ -581,6 +597,8 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 		}
 		run->npages = (uint32_t)new_npages;
 		run->order = NP_ORDER_NONE;
+		if (c->touched < idx + new_npages)
+			c->touched = (uint32_t)(idx + new_npages);
 		ok = true;
 	}
 	np_pool_unlock(p);

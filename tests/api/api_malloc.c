@@ -346,16 +346,16 @@ static void realloc_steps_interleaved(void **state)
 		F_FREE(p[i]);
 }
 
-/* Blocks up to a chunk's data (4 MiB less its 40 KiB header) are page runs of the node's pool,
- * whatever their length: exactly their pages, and once freed the pool's to merge and hand out
- * again, to any size. A chunk of their own (the rule for blocks over a third of a chunk until
+/* Blocks up to a quarter of a chunk (4 MiB) are page runs of the node's pool, whatever their
+ * length: exactly their pages, and once freed the pool's to merge and hand out again, to any
+ * size. A chunk of their own (the rule for blocks over a third of a 4 MiB chunk until
  * 2026-12-02) rounded them up to a quarter of their power of two, kept them in the huge cache
  * for huge requests only, and grew them by mremap: large-blocks/1 ran 0.180 s against 0.107 s
  * as runs (docs/perf-issue15.md, section 9). */
 static void large_blocks_are_page_runs_up_to_a_chunk(void **state)
 {
 	(void)state;
-	static const size_t sizes[] = {MiB + 512 * KiB + 8, 2 * MiB + 8, 3 * MiB, 4 * MiB - 48 * KiB};
+	static const size_t sizes[] = {MiB + 512 * KiB + 8, 2 * MiB + 8, 3 * MiB, 4 * MiB - 48 * KiB, 4 * MiB};
 	for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
 		size_t n = sizes[i];
 		unsigned char *p = F_MALLOC(np_t_opaque(n));

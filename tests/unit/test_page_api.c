@@ -83,7 +83,7 @@ static long pages_for(size_t size)
 		return (long)p;
 	}
 	if (n > NP_LARGE_RUN_MAX)
-		return (long)((np_chunk_huge_size(sizeof(struct np_chunk) + size) - sizeof(struct np_chunk)) / PAGE);
+		return (long)((np_chunk_huge_size(offsetof(struct np_chunk, pages) + size) - offsetof(struct np_chunk, pages)) / PAGE);
 	return (long)n;
 }
 
@@ -371,13 +371,13 @@ static void interleave_policy_malloc_bytes(void **state)
 	run_on_cpu(0, interleave_policy_malloc_bytes_fn, NULL);
 }
 
-/* Under an interleave policy a block over a third of a chunk is spread page by page, though
- * blocks up to a chunk's data are pool runs otherwise: a run lies on one node. */
+/* Under an interleave policy a block over a third of the longest pool run is spread page by
+ * page, though blocks up to that run are pool runs otherwise: a run lies on one node. */
 static void interleave_policy_spreads_runs_over_a_third(void **state)
 {
 	(void)state;
 	static size_t size = 2 * MB;
-	assert_true(size / PAGE > NP_CHUNK_DATA_PAGES / 3 && size / PAGE <= NP_LARGE_RUN_MAX);
+	assert_true(size / PAGE > NP_LARGE_RUN_MAX / 3 && size / PAGE <= NP_LARGE_RUN_MAX);
 	run_on_cpu(0, interleave_policy_malloc_bytes_fn, &size);
 }
 

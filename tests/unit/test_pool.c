@@ -87,8 +87,8 @@ static void chunk_layout_and_lookup(void **state)
 	assert_int_equal(c->kind, NP_CHUNK_NORMAL);
 	assert_int_equal(c->node, 2);
 	assert_int_equal(c->data_offset, NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE);
-	/* The header fits in the first 64 KiB metadata slot, and leaves most of the chunk. */
-	assert_true(NP_CHUNK_HEADER_PAGES <= 16);
+	/* The header (descriptors and metadata slots) takes under 1% of the chunk. */
+	assert_true(NP_CHUNK_HEADER_PAGES * 100 < NP_CHUNK_PAGES);
 	for (size_t i = 0; i < NP_CHUNK_HEADER_PAGES; i++)
 		assert_int_equal(c->pages[i].state, NP_PAGE_HEADER);
 	/* Any address of the chunk finds it; the granules around it are not ours. */
@@ -520,11 +520,12 @@ static void unfittable_alignment_fails_fast(void **state)
 {
 	(void)state;
 	start("2node", NULL);
-	assert_null(np_pool_get_run(0, 896, 256, NULL, true));
+	/* At 256 pages, the first boundary behind the header is page 256. */
+	assert_null(np_pool_get_run(0, NP_CHUNK_PAGES - 128, 256, NULL, true));
 	assert_true(np_fake_os_maps() <= 1);
 	assert_true(np_pools[0].mapped_pages <= NP_CHUNK_DATA_PAGES);
-	/* ... while what does fit is served: 768 pages at page 256. */
-	struct np_page *r = np_pool_get_run(0, 768, 256, NULL, true);
+	/* ... while what does fit is served: the rest of the chunk from page 256. */
+	struct np_page *r = np_pool_get_run(0, NP_CHUNK_PAGES - 256, 256, NULL, true);
 	assert_non_null(r);
 	assert_int_equal(page_index(r), 256);
 	np_pool_put_run(r, NULL);
@@ -586,6 +587,50 @@ static void coalesces_both_sides(void **state)
 	np_pool_put_run(d, NULL);
 	check_node(0);
 	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
+}
+
+/* A long request takes the free run whose pages were handed out before over pages never
+ * touched, even where that run is the longer: a page never touched costs a fault and stays
+ * resident (the best fit alone spread large-blocks over 5 chunks' worth of pages). A purged
+ * run counts as never touched, and the purge of the free run that reaches the chunk's touched
+ * mark takes the mark down to that run's start. */
+static void long_runs_take_touched_pages_first(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	const size_t hole = 600, tail = 400, mid = NP_CHUNK_DATA_PAGES - hole - tail;
+	struct np_page *a = np_pool_get_run(0, hole, 1, NULL, true);
+	struct np_page *b = np_pool_get_run(0, mid, 1, NULL, true);
+	assert_ptr_equal(b, a + hole);
+	struct np_chunk *c = np_chunk_of(a);
+	assert_int_equal(c->touched, NP_CHUNK_PAGES - tail);
+	memset(np_page_addr(a), 0xab, hole * NP_PAGE_SIZE);
+	np_pool_put_run(a, NULL);
+	/* 350 pages: the 600 freed ones hold them with no new page; the 400 at the end (the best
+	 * fit) are all new. */
+	struct np_page *r = np_pool_get_run(0, 350, 1, NULL, true);
+	assert_ptr_equal(r, a);
+	assert_false(r->clean);
+	assert_int_equal(c->touched, NP_CHUNK_PAGES - tail);
+	np_pool_put_run(r, NULL);
+	check_node(0);
+	/* Purged, the freed pages cost a fault each as the end's do: the best fit decides. */
+	np_pool_purge(0, 0, NULL);
+	assert_int_equal(c->touched, NP_CHUNK_PAGES - tail); /* that run did not reach the mark */
+	r = np_pool_get_run(0, 350, 1, NULL, true);
+	assert_ptr_equal(r, b + mid);
+	assert_true(r->clean);
+	assert_int_equal(c->touched, NP_CHUNK_PAGES - tail + 350);
+	np_pool_put_run(r, NULL);
+	np_pool_put_run(b, NULL); /* one free run: the whole chunk, dirty */
+	check_node(0);
+	np_pool_purge(0, 0, NULL);
+	assert_int_equal(c->touched, NP_CHUNK_HEADER_PAGES);
+	r = np_pool_get_run(0, 300, 1, NULL, true);
+	assert_ptr_equal(r, a);
+	assert_int_equal(c->touched, NP_CHUNK_HEADER_PAGES + 300);
+	np_pool_put_run(r, NULL);
+	check_node(0);
 }
 
 static void grow_run_in_place(void **state)
@@ -1480,6 +1525,7 @@ int main(void)
 		cmocka_unit_test_teardown(node_size_does_not_cap_mapping, teardown),
 		cmocka_unit_test_teardown(coalesces_both_sides, teardown),
 		cmocka_unit_test_teardown(grow_run_in_place, teardown),
+		cmocka_unit_test_teardown(long_runs_take_touched_pages_first, teardown),
 		cmocka_unit_test_teardown(randomized_invariants, teardown),
 		cmocka_unit_test_teardown(purge_past_watermark, teardown),
 		cmocka_unit_test_teardown(zeroing_clears_what_was_written_only, teardown),
