@@ -128,9 +128,10 @@ void *np_realloc(void *p, size_t size)
 		return p;
 	}
 	if (size > old && size <= NP_MAX_REQUEST) {
-		/* A page run may grow in place into the free run behind it. */
+		/* A page run may grow in place into the free run behind it, up to the longest run
+		 * malloc takes from a pool (malloc/large.h: a quarter chunk); past it, a huge block. */
 		struct np_thread *th = np_tls.self;
-		if (d.kind == NP_PTR_RUN && size <= (size_t)NP_POOL_MAX_RUN << NP_PAGE_SHIFT && th) {
+		if (d.kind == NP_PTR_RUN && size <= np_large_run_max() << NP_PAGE_SHIFT && th) {
 			size_t want = (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
 			if (np_pool_grow_run(d.page, want, &th->st)) {
 				np_large_count_growth(th, d.chunk->node, old, want << NP_PAGE_SHIFT, d.page->user);

@@ -49,7 +49,7 @@ enum np_page_state {
 #define NP_ORDER_NONE 0xff
 
 /* One per 4 KiB page of a chunk; meaningful fields are those of a run's first page (and the
- * last page of free runs, for coalescing). 32 bytes: a chunk's 1024 descriptors fill 8 pages. */
+ * last page of free runs, for coalescing). 32 bytes: a chunk's 4096 descriptors fill 32 pages. */
 struct np_page {
 	struct np_page *next, *prev; /* list links: a pool bin or a thread's page cache */
 	void *owner;                 /* slab header for every page of a slab run, else NULL */
@@ -117,7 +117,7 @@ _Static_assert(offsetof(struct np_chunk, cached_at) + sizeof(uint64_t) <= offset
 
 /* Granule map values. */
 enum { NP_GRANULE_NONE = 0, NP_GRANULE_START = 1, NP_GRANULE_CONT = 2 };
-/* One byte per granule of the user address space: 32 MiB of zero-filled BSS, of which only the
+/* One byte per granule of the user address space: 8 MiB of zero-filled BSS, of which only the
  * pages covering our chunks are ever written (the rest stays the shared zero page). */
 extern uint8_t np_granule_map[(size_t)1 << (NP_ADDR_BITS - NP_CHUNK_SHIFT)];
 

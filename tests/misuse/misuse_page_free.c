@@ -77,8 +77,8 @@ int main(int argc, char **argv)
 		char *p = pages(PAGE);
 		numa_page_free(launder(p + 100));
 	} else if (!strcmp(c, "interior_huge")) {
-		char *p = pages(9u << 20);
-		numa_page_free(launder(p + (5u << 20))); /* a later 4 MiB granule of the block */
+		char *p = pages(40u << 20);
+		numa_page_free(launder(p + (20u << 20))); /* a later 16 MiB granule of the block */
 	} else if (!strcmp(c, "interior_huge_first")) {
 		char *p = pages(9u << 20);
 		numa_page_free(launder(p + PAGE)); /* the block's first granule */
@@ -88,9 +88,10 @@ int main(int argc, char **argv)
 			setup_failed("numa_page_alloc_interleaved");
 		numa_page_free(launder(p + 2 * PAGE));
 	} else if (!strcmp(c, "chunk_header")) {
-		/* The start of the chunk holding a page: its header, never handed out. */
+		/* The start of the chunk (16 MiB, 16 MiB-aligned) holding a page: its header, never
+		 * handed out. */
 		char *p = pages(PAGE);
-		numa_page_free(launder((void *)((uintptr_t)p & ~(uintptr_t)((1u << 22) - 1))));
+		numa_page_free(launder((void *)((uintptr_t)p & ~(uintptr_t)((1u << 24) - 1))));
 	} else if (!strcmp(c, "double_free_page")) {
 		char *p = pages(PAGE);
 		numa_page_free(p);

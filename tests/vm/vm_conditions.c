@@ -689,9 +689,9 @@ static void group_migrate(void)
 
 /* ---- policy ----------------------------------------------------------------------------- */
 
-/* A few tens of MiB of mixed mallocs, touched, added to s: small blocks, page runs and
- * chunk-sized blocks, none bigger than a chunk (so memory interleaved chunk by chunk balances
- * as well as memory interleaved page by page). */
+/* A few tens of MiB of mixed mallocs, touched, added to s: small blocks and page runs of up
+ * to 3 MiB, none bigger than a pool run (so memory interleaved run by run balances as well as
+ * memory interleaved page by page). */
 static size_t alloc_mix(struct addrs *s)
 {
 	static const size_t small[] = {24, 100, 512, 2000};
