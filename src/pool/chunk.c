@@ -163,7 +163,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	 * multiple of align. */
 	if (align > ((size_t)1 << 40))
 		return NULL;
-	size_t off = (offsetof(struct np_chunk, pages) + align - 1) & ~(align - 1);
+	size_t off = (NP_CHUNK_HUGE_HEADER + align - 1) & ~(align - 1);
 	if (bytes > SIZE_MAX / 2 - off - NP_CHUNK_SIZE)
 		return NULL;
 	/* Interleaved chunks are never kept for reuse: exact size (whole chunks past

@@ -109,6 +109,8 @@ struct np_chunk {
 };
 
 #define NP_CHUNK_HEADER_PAGES (sizeof(struct np_chunk) / NP_PAGE_SIZE)
+/* Where a huge chunk's data may start: behind the metadata slots (it has no descriptors). */
+#define NP_CHUNK_HUGE_HEADER offsetof(struct np_chunk, pages)
 #define NP_CHUNK_DATA_PAGES (NP_CHUNK_PAGES - NP_CHUNK_HEADER_PAGES)
 _Static_assert(sizeof(struct np_page) == 32, "page descriptors are 32 bytes");
 _Static_assert(sizeof(struct np_chunk) % NP_PAGE_SIZE == 0, "the chunk header is whole pages");
@@ -129,6 +131,24 @@ NP_INLINE struct np_chunk *np_chunk_of(const void *p)
 NP_INLINE size_t np_chunk_page_index(const struct np_chunk *c, const void *p)
 {
 	return ((uintptr_t)p - (uintptr_t)c) >> NP_PAGE_SHIFT;
+}
+
+/* The touched mark of run [pg, pg + n)'s chunk (np_chunk.touched), under its pool shard's lock:
+ * it rises to the run's end when the run is handed out or grown, and falls to the run's start
+ * when the run, free and given back to the OS, reaches it. */
+NP_INLINE void np_chunk_raise_touched(const struct np_page *pg, size_t n)
+{
+	struct np_chunk *c = np_chunk_of(pg);
+	size_t end = (size_t)(pg - c->pages) + n;
+	if (c->touched < end)
+		c->touched = (uint32_t)end;
+}
+NP_INLINE void np_chunk_lower_touched(const struct np_page *pg, size_t n)
+{
+	struct np_chunk *c = np_chunk_of(pg);
+	size_t idx = (size_t)(pg - c->pages);
+	if (idx < c->touched && idx + n >= c->touched)
+		c->touched = (uint32_t)idx;
 }
 
 NP_INLINE struct np_page *np_chunk_page(struct np_chunk *c, const void *p)

@@ -305,8 +305,7 @@ static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t ali
 				insert_free_locked(p, &c->pages[aidx + n], idx + len - aidx - n, clean, dirty, period);
 			struct np_page *run = &c->pages[aidx];
 			run->clean = clean;
-			if (c->touched < aidx + n)
-				c->touched = (uint32_t)(aidx + n);
+			np_chunk_raise_touched(run, n);
 			return run;
 		}
 	}
@@ -597,8 +596,7 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 		}
 		run->npages = (uint32_t)new_npages;
 		run->order = NP_ORDER_NONE;
-		if (c->touched < idx + new_npages)
-			c->touched = (uint32_t)(idx + new_npages);
+		np_chunk_raise_touched(run, new_npages);
 		ok = true;
 	}
 	np_pool_unlock(p);

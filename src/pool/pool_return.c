@@ -15,16 +15,6 @@
 #include "pool/chunk.h"
 #include "pool/pool_locked.h"
 
-/* A free run [pg, pg + n) given back to the OS that reaches its chunk's touched mark takes the
- * mark down to its start: the pages from there on cost a fault again. Under the shard's lock. */
-static void lower_touched(struct np_page *pg, size_t n)
-{
-	struct np_chunk *c = np_chunk_of(pg);
-	size_t idx = (size_t)(pg - c->pages);
-	if (idx < c->touched && idx + n >= c->touched)
-		c->touched = (uint32_t)idx;
-}
-
 /* Gives back dirty free runs of shard p, largest first (the coldest, one madvise each), until
  * at most keep_pages dirty pages remain; old_only: only runs returned before the period before
  * the one under way began (a decay's), that period read under the lock at each batch, so that
@@ -75,7 +65,7 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, bool old_o
 			}
 		for (unsigned i = 0; i < batch.n; i++) {
 			if (gone[i])
-				lower_touched(batch.runs[i], batch.runs[i]->npages);
+				np_chunk_lower_touched(batch.runs[i], batch.runs[i]->npages);
 			np_pool_put_locked(p, batch.runs[i], true);
 		}
 		np_pool_unlock(p);
@@ -224,7 +214,7 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 						pg[n - 1].prev = NULL; /* dirty estimate 0 */
 					if (gone) {
 						pages += n;
-						lower_touched(pg, n);
+						np_chunk_lower_touched(pg, n);
 					}
 				}
 				i += n;

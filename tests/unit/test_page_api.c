@@ -83,7 +83,7 @@ static long pages_for(size_t size)
 		return (long)p;
 	}
 	if (n > NP_LARGE_RUN_MAX)
-		return (long)((np_chunk_huge_size(offsetof(struct np_chunk, pages) + size) - offsetof(struct np_chunk, pages)) / PAGE);
+		return (long)((np_chunk_huge_size(NP_CHUNK_HUGE_HEADER + size) - NP_CHUNK_HUGE_HEADER) / PAGE);
 	return (long)n;
 }
 
