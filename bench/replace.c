@@ -3,8 +3,9 @@
  * 65,536 slots, and per step a new object put into a random slot and the old one taken out and
  * freed. Variants say where the time goes (docs/perf-issue15.md, section 12):
  *   --size A:B   object sizes, uniform in [A, B] (default 32:256, mstress's common sizes)
- *   --touch all  the program writes the new object's first three words and last byte and reads
- *                the old one's first word before freeing it, as mstress does (default);
+ *   --touch all  the program stamps the new object (bench.h: its first word and last byte) and
+ *                writes its size and key in words 1 and 2, and checks the old one's stamp
+ *                before freeing it, as mstress does (default);
  *   --touch none the program never touches an object (every free is of a block not in cache)
  *   --ops N      replacements (default 8,000,000)
  * After the loop it reads random slots' objects 20 M times (the cost of the live set's layout
@@ -14,29 +15,13 @@
  * Prints one line: loop seconds, read-pass seconds, live objects, pages, groups, span.
  */
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench.h"
 
 #define SLOTS 65536
-
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static int by_address(const void *a, const void *b)
 {
@@ -78,45 +63,37 @@ int main(int argc, char **argv)
 	}
 	uint64_t **slot = calloc(SLOTS, sizeof *slot);
 	uintptr_t *page = malloc(SLOTS * sizeof *page);
-	if (!slot || !page) {
-		fprintf(stderr, "replace_bench: out of memory\n");
-		return 1;
-	}
-	uint64_t seed = 0x9e3779b97f4a7c15ull;
-	double t0 = now();
+	if (!slot || !page)
+		bench_fail("replace: setup allocation failed");
+	struct bench_rng rng = bench_rng_make(42, 0);
+	double t0 = bench_now();
 	for (unsigned long long i = 0; i < ops; i++) {
-		uint64_t x = xorshift(&seed);
-		size_t size = lo + (size_t)(xorshift(&seed) % (hi - lo + 1));
-		uint64_t *o = malloc(size);
-		if (!o) {
-			fprintf(stderr, "replace_bench: malloc(%zu) failed\n", size);
-			return 1;
-		}
+		uint64_t x = bench_rng_next(&rng);
+		size_t size = bench_rng_range(&rng, lo, hi);
+		uint64_t *o = bench_xmalloc_or_fail(size);
 		if (touch) {
-			o[0] = (uint64_t)(uintptr_t)o;
 			o[1] = size;
 			o[2] = i;
-			((unsigned char *)o)[size - 1] = (unsigned char)i;
+			bench_stamp(o, size, i);
 		}
 		size_t k = (size_t)(x >> 8) % SLOTS;
 		uint64_t *old = slot[k];
 		slot[k] = o;
-		if (old && touch && old[0] != (uint64_t)(uintptr_t)old) {
-			fprintf(stderr, "replace_bench: object %p overwritten\n", (void *)old);
-			return 1;
-		}
+		if (old && touch)
+			bench_check_stamp(old, (size_t)old[1], old[2], "replace free");
 		free(old);
 	}
-	double t1 = now();
-	/* The layout alone: random reads of live objects (a word the allocator does not own in
-	 * the untouched variant either: the first one, its link while free, is ours to read too). */
-	uint64_t sum = 0, rs = 12345;
+	double t1 = bench_now();
+	/* The layout alone: random reads of the live objects' first words (under --touch none
+	 * what malloc left there). */
+	uint64_t sum = 0;
+	struct bench_rng reads = bench_rng_make(42, 1);
 	for (int r = 0; r < 20000000; r++) {
-		uint64_t *o = slot[(xorshift(&rs) >> 8) % SLOTS];
+		uint64_t *o = slot[(bench_rng_next(&reads) >> 8) % SLOTS];
 		if (o)
 			sum += *(volatile uint64_t *)o;
 	}
-	double t2 = now();
+	double t2 = bench_now();
 	/* Pages holding live objects, the 32 KiB groups of them (one line of page-table entries
 	 * each: what a TLB miss reads) and the span from the lowest to the highest. */
 	int n = 0, pages = 0, groups = 0;

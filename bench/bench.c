@@ -1,0 +1,69 @@
+/*
+ * bench.c — the helpers bench.h declares, shared by the programs that run workloads (npbench,
+ * replace_bench): the failure report, the stamp check, malloc-or-fail, the clock, thread
+ * start-up and the work scale.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+void bench_fail(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("npbench: CHECK FAILED: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	_exit(2);
+}
+
+void bench_check_stamp(const void *p, size_t size, uint64_t key, const char *where)
+{
+	const unsigned char *b = p;
+	if (*(const uint64_t *)p != bench_stamp_word(p, size, key))
+		bench_fail("%s: object %p (%zu bytes) lost its head stamp", where, p, size);
+	if (b[size - 1] != (unsigned char)(key ^ size))
+		bench_fail("%s: object %p (%zu bytes) lost its tail stamp", where, p, size);
+}
+
+void *bench_xmalloc_or_fail(size_t size)
+{
+	void *p = malloc(size);
+	if (!p)
+		bench_fail("malloc(%zu) returned NULL (errno %d)", size, errno);
+	return p;
+}
+
+double bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bench_run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size)
+{
+	pthread_t *tids = bench_xmalloc_or_fail(sizeof *tids * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		int rc = pthread_create(&tids[i], NULL, fn, (char *)args + (size_t)i * arg_size);
+		if (rc)
+			bench_fail("pthread_create: %s", strerror(rc));
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+}
+
+uint64_t bench_scaled(uint64_t base, double scale, uint64_t min)
+{
+	double v = (double)base * scale;
+	return v < (double)min ? min : (uint64_t)v;
+}
