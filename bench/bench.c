@@ -16,7 +16,7 @@
 void bench_fail(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("npbench: CHECK FAILED: ", stderr);
+	fprintf(stderr, "%s: CHECK FAILED: ", program_invocation_short_name); /* npbench, replace_bench */
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
