@@ -1,6 +1,7 @@
 /*
  * free.c — every free the fast path of alloc.h does not finish: a block of another thread's
- * slab (a lock-free push on its remote list, and the claim of a full slab its owner let go),
+ * slab (a lock-free push on its remote list, and the claim of a full slab its owner let go;
+ * or, for a slab an exited thread left, its adoption by the freeing thread: ring.c),
  * a block of our own that the fast path refused (it looks free: a double free is confirmed
  * before it is reported; it lies past a large slab's first 64 KiB), page runs, chunks of their
  * own, start-up memory, and what is none of those (reported, then abort). Pointers are decoded
@@ -112,20 +113,11 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 	after_remote_free(th, s, owner, first, claimed);
 }
 
-void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)
+/* The common remote free's count, CAS push and one test of everything seldom due. */
+NP_INLINE void push_home(struct np_thread *th, struct np_slab *s, struct np_thread *owner, uintptr_t a, uint64_t i)
 {
-	/* The common case, another thread's block of this thread's first-choice node and nothing
-	 * odd about it: the index, the owner, the two double-free hints, the byte count in np_tls,
-	 * one CAS, and one test of everything seldom due (after_remote_free). The rest is out of
-	 * line, so this part saves (nearly) no register. */
-	struct np_thread *th = np_tls.self;
-	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-	if (NP_UNLIKELY(!th || owner == th || i >= s->end || s->node != np_tls.count_node ||
-			np_slab_looks_free(s, a) || np_slab_has_mark(s, a))) {
-		free_slab_rare(s, a);
-		return;
-	}
-	bool seldom = (np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES || !((th->pcp.near >> s->node) & 1);
+	/* Both tests, no branch between them (a branch put the second one out of line). */
+	bool seldom = ((np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES) | !((th->pcp.near >> s->node) & 1);
 	bool first;
 	bool claimed = np_slab_push_remote(s, a, i, &first);
 	if (NP_UNLIKELY(seldom || claimed ||
@@ -133,6 +125,40 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)
 											       : &owner->remote_pending,
 						   __ATOMIC_RELAXED))))
 		after_remote_free(th, s, owner, first, claimed);
+}
+
+/* th's free of block a (index i) of s, an orphan that its owner's exit or move left: th adopts
+ * it when np_ring_adopt_on_free says so, and then the free is the owner's, as are its later
+ * ones of s's blocks; else the common remote free. */
+NP_NOINLINE static void free_into_exit_orphan(struct np_thread *th, struct np_slab *s, uintptr_t a, uint64_t i)
+{
+	if (!np_ring_adopt_on_free(th, s)) {
+		push_home(th, s, NP_NO_OWNER, a, i);
+		return;
+	}
+	np_slab_push_local(s, a, i);
+	if (--s->used == 0)
+		np_ring_emptied(s);
+}
+
+void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)
+{
+	/* The common case, another thread's block of this thread's first-choice node and nothing
+	 * odd about it: the index, the owner, the two double-free hints, the byte count in np_tls,
+	 * one CAS, and one test of everything seldom due (after_remote_free). The rest is out of
+	 * line (tail calls), so this part saves (nearly) no register. */
+	struct np_thread *th = np_tls.self;
+	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+	if (NP_UNLIKELY(!th || owner == th || i >= s->end || s->node != np_tls.count_node ||
+			np_slab_looks_free(s, a) || np_slab_has_mark(s, a))) {
+		free_slab_rare(s, a);
+		return;
+	}
+	if (NP_UNLIKELY(owner == NP_NO_OWNER) && np_slab_left_by_exit(s)) {
+		free_into_exit_orphan(th, s, a, i);
+		return;
+	}
+	push_home(th, s, owner, a, i);
 }
 
 void np_free_decoded(const struct np_ptr *d, void *p)

@@ -70,11 +70,18 @@ void np_ring_count_frozen(struct np_thread *th)
 	}
 }
 
+/* Live threads whose ring of each class is not empty (np_ring_adopt_on_free). Changed only as
+ * a ring gains its first slab or loses its last; read relaxed. A fork's child keeps the counts
+ * of the threads that did not come along: it adopts less, which is what it did before. */
+static int class_users[NP_NCLASSES];
+
 /* Makes s the current slab of its class in th's ring, linking it in first when insert. */
 static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 {
 	struct np_slab *cur = th->ring[s->cls];
 	if (insert) {
+		if (!cur)
+			__atomic_add_fetch(&class_users[s->cls], 1, __ATOMIC_RELAXED);
 		if (cur) {
 			s->next = cur->next;
 			s->prev = cur;
@@ -94,6 +101,7 @@ static void ring_unlink(struct np_thread *th, struct np_slab *s)
 	if (s->next == s) {
 		th->ring[c] = NULL;
 		np_tls.cur[c] = &np_slab_empty;
+		__atomic_sub_fetch(&class_users[c], 1, __ATOMIC_RELAXED);
 	} else {
 		s->prev->next = s->next;
 		s->next->prev = s->prev;
@@ -280,10 +288,9 @@ size_t np_ring_purge(struct np_thread *th)
 	return pages;
 }
 
-void np_ring_take_back(struct np_thread *th, struct np_slab *s)
+/* s, owned by th now, joins th's ring. */
+static void link_taken(struct np_thread *th, struct np_slab *s)
 {
-	__atomic_store_n(&s->owner, th, __ATOMIC_RELAXED);
-	np_slab_set_state(s, NP_SLAB_OWNED);
 	struct np_slab *cur = th->ring[s->cls];
 	if (cur) { /* behind the current slab: the current one keeps serving */
 		s->next = cur->next;
@@ -302,20 +309,45 @@ void np_ring_take_back(struct np_thread *th, struct np_slab *s)
 		np_ring_emptied(s);
 }
 
+void np_ring_take_back(struct np_thread *th, struct np_slab *s)
+{
+	__atomic_store_n(&s->owner, th, __ATOMIC_RELAXED);
+	np_slab_set_state(s, NP_SLAB_OWNED);
+	link_taken(th, s);
+}
+
+bool np_ring_adopt_on_free(struct np_thread *th, struct np_slab *s)
+{
+	if (!th->ring[s->cls])
+		return false; /* its blocks are of no use to th's mallocs, and s would stay as th's
+			       * current slab when its frees emptied it */
+	if (__atomic_load_n(&class_users[s->cls], __ATOMIC_RELAXED) > 1)
+		return false; /* another thread's malloc may want it */
+	if (th->born_exits < np_slab_exit_of(s) && __atomic_load_n(&np_threads_live, __ATOMIC_RELAXED) > 1)
+		return false; /* older than the exit: the exited thread's successor may want it */
+	if (!__atomic_load_n(&s->listed, __ATOMIC_RELAXED) || !np_slab_adopt_listed(s, th))
+		return false;
+	link_taken(th, s);
+	return true;
+}
+
 /* s has left its ring: its pages go back when nothing of it is in use, else it becomes an
  * orphan of its node (threads near that node adopt it; frees of its blocks find it there). */
-static void hand_over(struct np_thread *th, struct np_slab *s)
+static void hand_over(struct np_thread *th, struct np_slab *s, uint64_t exit)
 {
 	count(th, s);
 	np_slab_collect(s);
-	if (s->used == 0 && np_slab_confirm_empty(s))
+	if (s->used == 0 && np_slab_confirm_empty(s)) {
 		np_slab_release(s, &th->pcp);
-	else
+	} else {
+		__atomic_store_n(&s->floater, np_slab_exit_tag(exit), __ATOMIC_RELAXED);
 		np_slab_orphan(s);
+	}
 }
 
 void np_ring_abandon(struct np_thread *th)
 {
+	uint64_t exit = __atomic_add_fetch(&np_thread_exits, 1, __ATOMIC_RELAXED);
 	for (int c = 0; c < NP_NCLASSES; c++) {
 		struct np_slab *s = th->ring[c];
 		if (!s)
@@ -324,10 +356,11 @@ void np_ring_abandon(struct np_thread *th)
 		while (s) {
 			struct np_slab *next = s->next;
 			s->next = s->prev = NULL;
-			hand_over(th, s);
+			hand_over(th, s, exit);
 			s = next;
 		}
 		th->ring[c] = NULL;
+		__atomic_sub_fetch(&class_users[c], 1, __ATOMIC_RELAXED);
 	}
 	/* Its slow paths since its last periodic point, its slabs with live blocks now orphans. */
 	count_for_orphans(th->slow_calls);
@@ -363,6 +396,7 @@ unsigned np_ring_leave_far(struct np_thread *th, uint64_t near)
 				 * the scheduler chose. */
 				count(th, s);
 				ring_unlink(th, s);
+				__atomic_store_n(&s->floater, np_slab_exit_tag(0), __ATOMIC_RELAXED);
 				np_slab_orphan(s);
 				left++;
 			}

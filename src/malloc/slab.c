@@ -24,6 +24,7 @@ static uint64_t key_seed, mark_secret;
 struct orphan_list {
 	struct np_lock lock; /* rank NP_LOCK_RANK_ORPHANS, index node */
 	struct np_slab *head[NP_NCLASSES];
+	uint16_t gen[NP_NCLASSES]; /* see np_slab.list_gen */
 };
 static struct orphan_list orphans[NP_MAX_NODES];
 static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;
@@ -309,9 +310,40 @@ void np_slab_orphan(struct np_slab *s)
 	np_lock(&l->lock);
 	s->next = l->head[s->cls];
 	s->prev = NULL;
+	if (s->next)
+		s->next->prev = s;
 	l->head[s->cls] = s;
+	s->list_gen = l->gen[s->cls];
+	__atomic_store_n(&s->listed, 1, __ATOMIC_RELAXED);
 	np_unlock(&l->lock);
 	np_slab_note_orphan_free();
+}
+
+static void take_owned(struct np_slab *s, struct np_thread *owner)
+{
+	s->next = s->prev = NULL;
+	__atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED);
+	np_slab_set_state(s, NP_SLAB_OWNED);
+}
+
+bool np_slab_adopt_listed(struct np_slab *s, struct np_thread *owner)
+{
+	struct orphan_list *l = &orphans[s->node];
+	np_lock(&l->lock);
+	bool listed = s->listed && s->list_gen == l->gen[s->cls];
+	if (listed) {
+		if (s->prev)
+			s->prev->next = s->next;
+		else
+			l->head[s->cls] = s->next;
+		if (s->next)
+			s->next->prev = s->prev;
+		__atomic_store_n(&s->listed, 0, __ATOMIC_RELAXED);
+	}
+	np_unlock(&l->lock);
+	if (listed)
+		take_owned(s, owner);
+	return listed;
 }
 
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
@@ -322,14 +354,16 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 	pthread_once(&orphans_once, orphans_init);
 	np_lock(&l->lock);
 	struct np_slab *s = l->head[cls];
-	if (s)
+	if (s) {
 		l->head[cls] = s->next;
+		if (s->next)
+			s->next->prev = NULL;
+		__atomic_store_n(&s->listed, 0, __ATOMIC_RELAXED);
+	}
 	np_unlock(&l->lock);
 	if (!s)
 		return NULL;
-	s->next = s->prev = NULL;
-	__atomic_store_n(&s->owner, owner, __ATOMIC_RELAXED);
-	np_slab_set_state(s, NP_SLAB_OWNED);
+	take_owned(s, owner);
 	return s;
 }
 
@@ -352,6 +386,7 @@ size_t np_slab_sweep_orphans(bool purge, struct np_vmstat_diffs *st)
 			np_lock(&l->lock);
 			struct np_slab *s = l->head[c], *keep = NULL;
 			l->head[c] = NULL;
+			l->gen[c]++; /* they are this sweep's now: no free adopts one meanwhile */
 			np_unlock(&l->lock);
 			while (s) {
 				struct np_slab *next = s->next;
@@ -370,10 +405,16 @@ size_t np_slab_sweep_orphans(bool purge, struct np_vmstat_diffs *st)
 			}
 			if (keep) {
 				np_lock(&l->lock);
-				struct np_slab *t = keep;
-				while (t->next)
-					t = t->next;
+				struct np_slab *t = keep, *prev = NULL;
+				for (;; prev = t, t = t->next) {
+					t->prev = prev;
+					t->list_gen = l->gen[c];
+					if (!t->next)
+						break;
+				}
 				t->next = l->head[c];
+				if (t->next)
+					t->next->prev = t;
 				l->head[c] = keep;
 				np_unlock(&l->lock);
 			}

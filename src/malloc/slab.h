@@ -93,8 +93,15 @@ struct np_slab {
 	uintptr_t mark;              /* second word of a block another thread freed (np_slab_has_mark) */
 	struct np_page *run;         /* the page run */
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
-	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it */
+	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it, or
+					an odd tag for an orphan its owner's exit or move left
+					(np_slab_exit_tag) */
 	uint32_t purged;             /* digest of the lists when np_slab_purge_free last ran; 0: never */
+	/* On its node's orphan list (next and prev its links there) exactly when listed is set
+	 * and list_gen is the list's generation, which a sweep that takes the list whole moves
+	 * on: under that list's lock. */
+	uint8_t listed;
+	uint16_t list_gen;
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
 _Static_assert(offsetof(struct np_slab, thread_free) == NP_CACHELINE, "the fast paths' fields fill one line");
@@ -343,9 +350,28 @@ NP_INLINE bool np_slab_push_remote(struct np_slab *s, uintptr_t b, uint64_t i, b
 /* Sets the ownership state bits, keeping the list. */
 void np_slab_set_state(struct np_slab *s, uintptr_t state);
 
+/* The floater of an orphan that its owner's exit (number seq, np_thread_exits; 0 for a move
+ * to another node) left: odd, so never a thread (ring.c's np_ring_adopt_on_free). */
+NP_INLINE struct np_thread *np_slab_exit_tag(uint64_t seq)
+{
+	return (struct np_thread *)(uintptr_t)(seq << 1 | 1);
+}
+NP_INLINE bool np_slab_left_by_exit(const struct np_slab *s)
+{
+	return (uintptr_t)__atomic_load_n(&s->floater, __ATOMIC_RELAXED) & 1;
+}
+/* The number of the exit that left s (np_slab_left_by_exit), 0 for a move. */
+NP_INLINE uint64_t np_slab_exit_of(const struct np_slab *s)
+{
+	return (uintptr_t)__atomic_load_n(&s->floater, __ATOMIC_RELAXED) >> 1;
+}
+
 /* Orphan lists, one per node and class. */
 void np_slab_orphan(struct np_slab *s);
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner);
+/* Takes s off its node's orphan list for owner, when it is on it (not held by a sweep, nor
+ * adopted already); true when owner now owns it (OWNED, in no list yet). */
+bool np_slab_adopt_listed(struct np_slab *s, struct np_thread *owner);
 /* Collects every orphan of every class and releases the empty ones; purge (trim): gives back
  * the free pages inside the others too (np_slab_purge_free), counted in st's pages_purged.
  * Returns the pages released and given back. */

@@ -22,6 +22,8 @@ static struct np_lock threads_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_THREADS, 0
 static struct np_thread *live, *recycled;
 static pthread_key_t exit_key;
 int np_threads_seen;
+uint64_t np_thread_exits;
+int np_threads_live;
 static bool exit_key_ok;
 
 void np_thread_init_key(void (*on_exit)(void *))
@@ -75,6 +77,7 @@ struct np_thread *np_thread_get(void)
 		return NULL;
 	}
 	th->tid = np_os_tid();
+	th->born_exits = __atomic_load_n(&np_thread_exits, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&np_threads_seen, 1, __ATOMIC_RELAXED);
 	np_vmstat_register(&th->st);
 	struct np_topo_policy pol;
@@ -93,6 +96,7 @@ struct np_thread *np_thread_get(void)
 	if (live)
 		live->prev = th;
 	live = th;
+	__atomic_store_n(&np_threads_live, np_threads_live + 1, __ATOMIC_RELAXED);
 	np_unlock(&threads_lock);
 	np_tls.in_use = 0;
 	np_tls.count_node = (uint8_t)np_node_primary(th->pcp.target);
@@ -137,6 +141,7 @@ void np_thread_release(struct np_thread *th)
 		th->next->prev = th->prev;
 	th->next = recycled;
 	recycled = th;
+	__atomic_store_n(&np_threads_live, np_threads_live - 1, __ATOMIC_RELAXED);
 	np_unlock(&threads_lock);
 }
 
@@ -178,6 +183,7 @@ void np_thread_atfork_child(void)
 	 * lists. Their statistics deltas were folded by np_vmstat_atfork_child. */
 	struct np_thread *self = np_tls.self;
 	live = self;
+	np_threads_live = self != NULL;
 	if (self)
 		self->next = self->prev = NULL;
 	np_pcp_atfork_child(self ? &self->pcp : NULL); /* one thread counted: this one */

@@ -54,6 +54,7 @@ struct np_thread {
 	unsigned slow_calls;                  /* slow paths since the last np_ring_periodic */
 	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
 	size_t struct_pages;
+	uint64_t born_exits;                  /* np_thread_exits when this state was made */
 	/* Set by another thread whose free made one of our slabs' remote lists non-empty: only
 	 * then can a sweep find a slab emptied behind our back. On a line of its own, as the one
 	 * field other threads write. */
@@ -76,6 +77,10 @@ NP_INLINE void np_thread_tick_decay(struct np_thread *th)
 
 /* Threads the allocator has given state to since start-up (a fork's child keeps the count). */
 extern int np_threads_seen;
+/* Threads whose exit handed their slabs over (np_ring_abandon), since start-up. */
+extern NP_HIDDEN uint64_t np_thread_exits;
+/* Threads with state now (the live list's length; written under its lock, read relaxed). */
+extern NP_HIDDEN int np_threads_live;
 
 /* The calling thread's state, created on first use; NULL while the allocator is not ready
  * (start-up: the caller serves from the bootstrap arena) or when no memory is left. */

@@ -104,6 +104,18 @@ static void free_in_living_thread(void *p)
 	pthread_barrier_wait(&held);
 }
 
+/* Makes blocks[1..7] (80 bytes) on the node of blocks[0], and exits with them live: their slab
+ * becomes an orphan of that node, which the exit tags as its own. */
+static void *alloc_and_exit(void *arg)
+{
+	char **blocks = arg;
+	if (numa_page_set_home_node(numa_page_node_of(blocks[0])) != 0)
+		exit(3);
+	for (int i = 1; i < 8; i++)
+		blocks[i] = live_block(80);
+	return NULL;
+}
+
 /* Runs fn(arg) in a thread of its own and waits for it. */
 static void *realloc_in_thread(void *arg)
 {
@@ -196,6 +208,16 @@ int main(int argc, char **argv)
 		char *p = live_block(80);
 		free_in_living_thread(p);
 		M_FREE(launder(p));
+		for (int i = 0; i < 1000; i++)
+			live_block(80);
+	} else if (!strcmp(c, "double_free_exit_orphan")) {
+		/* A block of a thread that has exited, freed twice by this one: the first free
+		 * adopts the slab (this thread allocates the class and is the only one left), so
+		 * the second is the owner's. */
+		char *blocks[8] = {live_block(80)};
+		in_thread(alloc_and_exit, blocks);
+		M_FREE(blocks[3]);
+		M_FREE(launder(blocks[3]));
 		for (int i = 0; i < 1000; i++)
 			live_block(80);
 	} else if (!strcmp(c, "double_free_living_then_third")) {
