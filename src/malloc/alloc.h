@@ -46,6 +46,15 @@ NP_NOINLINE void np_ring_emptied(struct np_slab *s);
 /* Frees p, already decoded (realloc has done it). */
 void np_free_decoded(const struct np_ptr *d, void *p);
 
+/* The owner's free of block a (index i) of s, its checks done: onto local_free, counted by
+ * `used` (np_ring_count), and a slab it empties goes to np_ring_emptied. */
+NP_INLINE void np_slab_free_own(struct np_slab *s, uintptr_t a, uint64_t i)
+{
+	np_slab_push_local(s, a, i);
+	if (NP_UNLIKELY(--s->used == 0))
+		np_ring_emptied(s);
+}
+
 /* errno = ENOMEM, and NULL. */
 NP_INLINE void *np_enomem(void)
 {
@@ -127,9 +136,7 @@ NP_INLINE void np_free_fast(void *p)
 		    NP_LIKELY(!np_slab_looks_free(s, a))) {
 			if (np_config_debug >= 1) /* junk: use after free shows */
 				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
-			np_slab_push_local(s, a, i);
-			if (NP_UNLIKELY(--s->used == 0)) /* the byte count: used (np_ring_count) */
-				np_ring_emptied(s);
+			np_slab_free_own(s, a, i);
 			return;
 		}
 		/* Any owner (a thread, or none for an orphan) makes the slot a live slab's

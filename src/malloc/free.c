@@ -90,9 +90,7 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 		/* Looks free: confirm before reporting. */
 		if (np_slab_looks_free(s, a) && np_slab_confirm_free(s, a, th))
 			invalid("double free of", a);
-		np_slab_push_local(s, a, i);
-		if (--s->used == 0) /* counted by used, as in the fast path */
-			np_ring_emptied(s);
+		np_slab_free_own(s, a, i);
 		return;
 	}
 	/* Another thread's slab (or nobody's): a block that looks free, or keeps the mark of a
@@ -132,13 +130,10 @@ NP_INLINE void push_home(struct np_thread *th, struct np_slab *s, struct np_thre
  * ones of s's blocks; else the common remote free. */
 NP_NOINLINE static void free_into_exit_orphan(struct np_thread *th, struct np_slab *s, uintptr_t a, uint64_t i)
 {
-	if (!np_ring_adopt_on_free(th, s)) {
+	if (np_ring_adopt_on_free(th, s))
+		np_slab_free_own(s, a, i);
+	else
 		push_home(th, s, NP_NO_OWNER, a, i);
-		return;
-	}
-	np_slab_push_local(s, a, i);
-	if (--s->used == 0)
-		np_ring_emptied(s);
 }
 
 void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)

@@ -80,8 +80,6 @@ static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 {
 	struct np_slab *cur = th->ring[s->cls];
 	if (insert) {
-		if (!cur)
-			__atomic_add_fetch(&class_users[s->cls], 1, __ATOMIC_RELAXED);
 		if (cur) {
 			s->next = cur->next;
 			s->prev = cur;
@@ -89,6 +87,7 @@ static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 			cur->next = s;
 		} else {
 			s->next = s->prev = s;
+			__atomic_add_fetch(&class_users[s->cls], 1, __ATOMIC_RELAXED);
 		}
 	}
 	th->ring[s->cls] = s;
