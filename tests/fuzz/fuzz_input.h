@@ -43,13 +43,17 @@ static inline uint32_t np_fz_u32(struct np_fz_in *in)
 #define NP_FZ_MiB ((size_t)1 << 20)
 
 /* Size class c (0..NP_FZ_NCLASSES - 1) as sizeclass.h defines them: 16-byte steps to 128, then
- * 4 per doubling to 64 KiB. Only the public behaviour depends on it (a class boundary is where a request
+ * 4 per doubling to 64 KiB, but 8 from 4 KiB to 8 KiB. Only the public behaviour depends on it (a class boundary is where a request
  * moves to the next slab); written out here, the target needs nothing internal. */
-#define NP_FZ_NCLASSES 44
+#define NP_FZ_NCLASSES 48
 static inline size_t np_fz_class_size(unsigned c)
 {
 	if (c < 8)
 		return 16 * (size_t)(c + 1);
+	if (c >= 28 && c < 36) /* 4,608 .. 8,192 */
+		return 4096 + 512 * (size_t)(c - 27);
+	if (c >= 36)
+		c -= 4;
 	size_t base = (size_t)128 << ((c - 8) / 4);
 	return base + base / 4 * ((c - 8) % 4 + 1);
 }

@@ -43,14 +43,22 @@ static void class_sizes_step_as_documented(void **state)
 			assert_int_equal(size, 16 * (c + 1));
 			continue;
 		}
-		/* Four per doubling: size - previous = a quarter of the power of two below. */
+		/* Four per doubling, eight from 4 KiB to 8 KiB: size - previous = a quarter (an
+		 * eighth) of the power of two below. */
 		uint32_t prev = np_class_size[c - 1];
 		uint32_t pow = 1u << (31 - __builtin_clz(prev));
-		assert_int_equal(size - prev, pow / 4);
-		assert_true((uint64_t)(size - (prev + 1)) * 4 <= (uint64_t)(prev + 1)); /* waste under 25% */
+		uint32_t per = prev >= 4096 && size <= 8192 ? 8 : 4;
+		assert_int_equal(size - prev, pow / per);
+		assert_true((uint64_t)(size - (prev + 1)) * per <= (uint64_t)(prev + 1)); /* waste under 1/per */
+		assert_int_equal(size % 16, 0); /* every block 16-aligned */
 		assert_true(np_class_slab_bytes(c) >= 8u * size);
 		assert_int_equal(np_class_slab_bytes(c) % (64u << 10), 0);
 	}
+	/* A page and a header (sqlite's page cache: 4,096 + 272 bytes) wastes at most 1/8. */
+	assert_int_equal(np_class_size[np_size_class(4096 + 272)], 4608);
+	assert_int_equal(np_class_size[np_size_class(4096 + 1)], 4608);
+	assert_int_equal(np_class_size[np_size_class(2048 + 16)], 2560);
+	assert_int_equal(np_class_size[np_size_class(8192 + 16)], 10240);
 	assert_int_equal(np_class_size[NP_NCLASSES - 1], NP_SMALL_MAX);
 }
 
