@@ -29,6 +29,7 @@ struct cache {
 } NP_ALIGNED(NP_CACHELINE);
 
 static struct cache caches[NP_MAX_NODES];
+static int ncaches; /* caches[0 .. ncaches) were initialised; the rest are zero */
 
 static size_t pages_of(const struct np_chunk *c)
 {
@@ -47,10 +48,16 @@ static void init_lock(struct cache *h, int node)
 
 void np_huge_init(const struct np_topo *t)
 {
-	for (int i = 0; i < NP_MAX_NODES; i++) {
-		caches[i] = (struct cache){.exists = i < t->nnodes && t->node[i].mem_allowed};
+	int n = NP_MIN(t->nnodes, NP_MAX_NODES);
+	for (int i = 0; i < n; i++) {
+		caches[i] = (struct cache){.exists = t->node[i].mem_allowed};
 		init_lock(&caches[i], i);
 	}
+	/* Nodes the machine does not have: nothing asks for them (node ids come from the table),
+	 * and the caches of nodes no init had are never touched (start-up RSS). */
+	for (int i = n; i < ncaches; i++)
+		caches[i] = (struct cache){0};
+	ncaches = n;
 }
 
 void np_huge_count_live(int node, long pages)
@@ -311,14 +318,14 @@ void np_huge_cached(int node, size_t *dirty_pages, size_t *clean_pages)
 
 void np_huge_atfork_prepare(void)
 {
-	for (int i = 0; i < NP_MAX_NODES; i++)
+	for (int i = 0; i < ncaches; i++)
 		if (caches[i].exists)
 			np_lock(&caches[i].lock);
 }
 
 void np_huge_atfork_parent(void)
 {
-	for (int i = NP_MAX_NODES - 1; i >= 0; i--)
+	for (int i = ncaches - 1; i >= 0; i--)
 		if (caches[i].exists)
 			np_unlock(&caches[i].lock);
 }
@@ -327,7 +334,7 @@ void np_huge_atfork_parent(void)
  * may not have run, and a calloc served by one clears only what it counts dirty. */
 void np_huge_atfork_child(void)
 {
-	for (int i = 0; i < NP_MAX_NODES; i++)
+	for (int i = 0; i < ncaches; i++)
 		if (caches[i].exists) {
 			struct cache *h = &caches[i];
 			init_lock(h, i);

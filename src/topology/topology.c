@@ -24,9 +24,45 @@ void np_topo_set_desc(struct np_topo *t, const char *prefix, const char *what)
 	np_format(t->desc, sizeof t->desc, "%s%s", prefix, what);
 }
 
+/* Bounds of the parts of t in use, by its own counts (clamped: a half-filled table's). */
+static int cpus_in_use(const struct np_topo *t)
+{
+	return NP_MIN(NP_MAX(t->ncpus, 0), NP_MAX_CPUS);
+}
+
+static int nodes_in_use(const struct np_topo *t)
+{
+	return NP_MIN(NP_MAX(t->nnodes, 0), NP_MAX_NODES);
+}
+
+void np_topo_clear(struct np_topo *t)
+{
+	size_t nc = (size_t)cpus_in_use(t), nn = (size_t)nodes_in_use(t);
+	memset(t->cpu_to_node, 0, nc * sizeof t->cpu_to_node[0]);
+	memset(t->cpu_allowed, 0, nc * sizeof t->cpu_allowed[0]);
+	memset(t->node_cpus, 0, nc * sizeof t->node_cpus[0]);
+	memset(t->distance, 0, nn * sizeof t->distance[0]);
+	memset(t->node, 0, nn * sizeof t->node[0]);
+	memset(&t->policy, 0, sizeof t->policy);
+	memset(t, 0, offsetof(struct np_topo, cpu_to_node)); /* the counts last */
+}
+
+void np_topo_copy(struct np_topo *dst, const struct np_topo *src)
+{
+	np_topo_clear(dst);
+	size_t nc = (size_t)cpus_in_use(src), nn = (size_t)nodes_in_use(src);
+	memcpy(dst->cpu_to_node, src->cpu_to_node, nc * sizeof src->cpu_to_node[0]);
+	memcpy(dst->cpu_allowed, src->cpu_allowed, nc * sizeof src->cpu_allowed[0]);
+	memcpy(dst->node_cpus, src->node_cpus, nc * sizeof src->node_cpus[0]);
+	memcpy(dst->distance, src->distance, nn * sizeof src->distance[0]);
+	memcpy(dst->node, src->node, nn * sizeof src->node[0]);
+	dst->policy = src->policy;
+	memcpy(dst, src, offsetof(struct np_topo, cpu_to_node));
+}
+
 void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const char *why)
 {
-	memset(t, 0, sizeof *t);
+	np_topo_clear(t);
 	if (ncpus < 1)
 		ncpus = 1;
 	if (ncpus > NP_MAX_CPUS)
@@ -42,8 +78,6 @@ void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const ch
 	t->nmem_nodes = 1;
 	t->total_mem = mem_bytes;
 	np_topo_set_desc(t, "fallback: ", why ? why : "no topology");
-	for (int c = 0; c < NP_MAX_CPUS; c++)
-		t->cpu_to_node[c] = -1;
 	for (int c = 0; c < ncpus; c++) {
 		t->cpu_to_node[c] = 0;
 		t->cpu_allowed[c] = 1;
@@ -183,8 +217,10 @@ const char *np_topo_check(const struct np_topo *t)
 	int mapped = 0;
 	for (int c = 0; c < NP_MAX_CPUS; c++) {
 		int i = t->cpu_to_node[c];
+		CHECK(c < t->ncpus || (i == 0 && !t->cpu_allowed[c]), "an entry beyond ncpus is set");
+		if (c >= t->ncpus)
+			continue;
 		CHECK(i >= -1 && i < t->nnodes, "cpu_to_node out of range");
-		CHECK(i < 0 || c < t->ncpus, "cpu_to_node maps an id beyond ncpus");
 		CHECK(i >= 0 || !t->cpu_allowed[c], "an id that is no CPU is allowed");
 		mapped += i >= 0;
 		nallowed += t->cpu_allowed[c] != 0;

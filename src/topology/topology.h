@@ -71,7 +71,10 @@ struct np_topo {
 	int nmem_nodes;              /* nodes with allowed memory (>= 1) */
 	uint64_t total_mem;          /* bytes over all nodes */
 	char desc[256];              /* what was loaded: "this machine", the XML path, ... */
-	int16_t cpu_to_node[NP_MAX_CPUS];   /* dense node index, -1 for ids that are no CPU */
+	/* The dense node index of CPU ids 0 .. ncpus-1, -1 for ids that are no CPU; entries from
+	 * ncpus on are 0 and unused (np_topo_cpu_node bounds the id): nothing writes the pages
+	 * of CPU ids a machine does not have. */
+	int16_t cpu_to_node[NP_MAX_CPUS];
 	uint8_t cpu_allowed[NP_MAX_CPUS];   /* 1 when the CPU is in the process's allowed set */
 	uint16_t node_cpus[NP_MAX_CPUS];    /* CPU lists of all nodes, see np_topo_node.cpu_first */
 	uint8_t distance[NP_MAX_NODES][NP_MAX_NODES]; /* SLIT, by dense index */
@@ -107,6 +110,15 @@ extern struct np_topo np_topo_table;
  * machine (is_system false) unless HWLOC_THISSYSTEM=1 asserts it is.
  */
 int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow);
+/* The tables np_topo_load and np_topo_fallback fill must be zero-filled (static) or filled by
+ * them before: they clear only what the table's ncpus and nnodes say is in use (the header,
+ * cpu_to_node, cpu_allowed and node_cpus up to ncpus, distance rows and nodes up to nnodes),
+ * and write nothing beyond what the new table uses. A small machine's table then lies in five
+ * of its nine pages; the others are never touched, so never resident (a read allocates a
+ * page too where a kernel has no shared zero page: docs/perf-issue15.md section 15).
+ * np_topo_clear zeroes a table that way; np_topo_copy copies one. */
+void np_topo_clear(struct np_topo *t);
+void np_topo_copy(struct np_topo *dst, const struct np_topo *src);
 /* Fills *t with the one-node fallback for a machine of ncpus CPUs and mem_bytes of memory;
  * why goes into t->desc. Prints nothing (np_topo_load prints the one warning). */
 void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const char *why);

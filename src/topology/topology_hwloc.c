@@ -195,8 +195,8 @@ static void read_distances(struct np_topo *t, hwloc_topology_t topo, hwloc_obj_t
 		for (int i = 0; i < n && ok; i++)
 			for (int j = 0; j < n && ok; j++)
 				ok = m[i][i] <= m[i][j];
-		if (ok)
-			memcpy(t->distance, m, sizeof m);
+		if (ok) /* the rows of the n nodes: the others stay unwritten */
+			memcpy(t->distance, m, (size_t)n * sizeof m[0]);
 		else
 			np_verbose("topology: hwloc's NUMA distances are unusable; using 10/20");
 	}
@@ -265,8 +265,8 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 		return why_buf;
 	}
 
-	for (int c = 0; c < NP_MAX_CPUS; c++)
-		t->cpu_to_node[c] = -1;
+	/* Owners are stored plus one while ncpus grows, then shifted: ids that are no CPU become
+	 * -1 up to ncpus, and the entries beyond stay 0, unwritten. */
 	int npus = 0;
 	for (hwloc_obj_t pu = NULL; (pu = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, pu));) {
 		if (pu->os_index >= NP_MAX_CPUS) {
@@ -279,13 +279,15 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 			np_format(why_buf, why_size, "CPU %u belongs to no NUMA node", pu->os_index);
 			return why_buf;
 		}
-		t->cpu_to_node[pu->os_index] = (int16_t)owner;
+		t->cpu_to_node[pu->os_index] = (int16_t)(owner + 1);
 		if ((int)pu->os_index >= t->ncpus)
 			t->ncpus = (int)pu->os_index + 1;
 		npus++;
 	}
 	if (!npus)
 		return "hwloc found no CPU";
+	for (int c = 0; c < t->ncpus; c++)
+		t->cpu_to_node[c]--;
 
 	hwloc_const_cpuset_t cpus_ok = hwloc_topology_get_allowed_cpuset(topo);
 	hwloc_const_nodeset_t nodes_ok = hwloc_topology_get_allowed_nodeset(topo);
@@ -374,7 +376,7 @@ int np_topo_hwloc_run(void *arg)
 	if (!err && src == NP_TOPO_SYSTEM)
 		src = redirected_source(topo, what, sizeof what);
 	if (!err) {
-		memset(t, 0, sizeof *t);
+		np_topo_clear(t);
 		t->source = src;
 		t->is_system = src == NP_TOPO_SYSTEM;
 		const char *cause = extract(t, topo, job->allow, why, why_size);

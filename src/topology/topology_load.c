@@ -100,7 +100,7 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 			np_format(job->why, sizeof job->why, "the table loaded from '%s' is inconsistent: %s", what, bad);
 			ok = false;
 		} else {
-			memcpy(t, &shared->t, sizeof *t);
+			np_topo_copy(t, &shared->t);
 		}
 	}
 	memcpy(why, job->why, sizeof why);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "lock.h"
 #include "options.h"
@@ -85,24 +86,27 @@ void np_vmstat_init(const struct np_topo *t)
 	int n = NP_MIN(NP_MAX(t->nnodes, 1), NP_MAX_NODES);
 	long fixed = np_opt.stat_threshold;
 	long ps = (long)np_os_page_size();
-	for (int i = 0; i < NP_MAX_NODES; i++) {
-		int thr = 0;
-		if (i < n) {
-			const struct np_topo_node *nd = &t->node[i];
-			uint64_t mem = nd->mem_bytes;
-			/* A memoryless node's threads are served by its nearest memory node: that
-			 * node's size is what its counters measure. */
-			if (mem == 0 && nd->nfallback > 0 && nd->fallback[0] < t->nnodes)
-				mem = t->node[nd->fallback[0]].mem_bytes;
-			thr = fixed >= 0 ? (int)NP_MIN(fixed, (long)NP_STAT_THRESHOLD_MAX) : np_vmstat_threshold_for(t->nallowed_cpus, mem);
-			os_ids[i] = nd->os_id;
-		}
+	for (int i = 0; i < n; i++) {
+		const struct np_topo_node *nd = &t->node[i];
+		uint64_t mem = nd->mem_bytes;
+		/* A memoryless node's threads are served by its nearest memory node: that node's
+		 * size is what its counters measure. */
+		if (mem == 0 && nd->nfallback > 0 && nd->fallback[0] < t->nnodes)
+			mem = t->node[nd->fallback[0]].mem_bytes;
+		int thr = fixed >= 0 ? (int)NP_MIN(fixed, (long)NP_STAT_THRESHOLD_MAX) : np_vmstat_threshold_for(t->nallowed_cpus, mem);
+		os_ids[i] = nd->os_id;
 		page_thr[i] = thr;
 		/* Bytes fold at the same number of pages' worth: 125 x 64 KiB pages < 2^23, far
 		 * inside int32 even after a large delta is added in a long. */
 		long bthr = NP_MIN((long)thr * ps, (long)(INT32_MAX / 4));
 		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 			np_vmstat_thr[i][k] = NP_VMSTAT_KIND_IS_BYTES(item_kind[k]) ? (int32_t)bthr : thr;
+	}
+	/* Nodes an earlier init had and this one has not: 0. Entries of nodes no init had are
+	 * zero, never touched (start-up RSS: docs/perf-issue15.md section 15). */
+	for (int i = n; i < nnodes; i++) {
+		page_thr[i] = 0;
+		memset(np_vmstat_thr[i], 0, sizeof np_vmstat_thr[i]);
 	}
 	__atomic_store_n(&nnodes, n, __ATOMIC_RELEASE);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "topology/topology.h"
@@ -454,6 +455,76 @@ static void hwloc_environment_is_not_this_machine(void **state)
 	assert_int_equal(t.nnodes, 8);
 }
 
+/* True when [a, a + len) overlaps the page at byte offset pg of table m. */
+static bool overlaps(const struct np_topo *m, size_t pg, const void *a, size_t len)
+{
+	size_t off = (size_t)((const char *)a - (const char *)m);
+	return len && off < pg + 4096 && pg < off + len;
+}
+
+/* A page of m that the table's counts say holds nothing in use. */
+static bool page_unused(const struct np_topo *m, size_t pg)
+{
+	size_t nc = (size_t)m->ncpus, nn = (size_t)m->nnodes;
+	return !overlaps(m, pg, m, offsetof(struct np_topo, cpu_to_node)) &&
+	       !overlaps(m, pg, m->cpu_to_node, nc * sizeof m->cpu_to_node[0]) &&
+	       !overlaps(m, pg, m->cpu_allowed, nc * sizeof m->cpu_allowed[0]) &&
+	       !overlaps(m, pg, m->node_cpus, nc * sizeof m->node_cpus[0]) &&
+	       !overlaps(m, pg, m->distance, nn * sizeof m->distance[0]) &&
+	       !overlaps(m, pg, m->node, nn * sizeof m->node[0]) &&
+	       !overlaps(m, pg, &m->policy, sizeof m->policy);
+}
+
+/* Loading a small machine into a fresh (zero) table touches only the pages its CPUs and nodes
+ * use, neither writing nor reading the others (a read allocates a page too where a kernel has
+ * no shared zero page): mincore(2) says which pages are resident. Loading a larger machine and
+ * then the small one again into the same table gives exactly a fresh load of the small one. */
+static void a_load_touches_only_the_pages_it_uses(void **state)
+{
+	(void)state;
+	size_t len = (sizeof(struct np_topo) + 4095) & ~(size_t)4095;
+	struct np_topo *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	madvise(m, len, MADV_NOHUGEPAGE); /* 4 KiB pages, whatever the machine's THP setting */
+	const char *specs[] = {FIXTURE("2node.xml"), "synthetic:pack:2 numa:2 core:2 pu:1", NULL};
+	for (size_t k = 0; k < NP_ARRAY_SIZE(specs); k++) {
+		if (k)
+			assert_int_equal(madvise(m, len, MADV_DONTNEED), 0); /* fresh again: zero, not resident */
+		assert_int_equal(np_topo_load(m, specs[k], NULL), 0);
+		unsigned char vec[16];
+		assert_true(len / 4096 <= sizeof vec);
+		assert_int_equal(mincore(m, len, vec), 0);
+		int unused = 0;
+		for (size_t pg = 0; pg < len; pg += 4096) {
+			if (!page_unused(m, pg))
+				continue;
+			unused++;
+			if (vec[pg / 4096] & 1)
+				fail_msg("%s: page %zu of the table is resident, but holds nothing in use "
+					 "(%d CPUs, %d nodes)", specs[k] ? specs[k] : "this machine", pg / 4096,
+					 m->ncpus, m->nnodes);
+		}
+		if (m->ncpus <= 64 && m->nnodes <= 4)
+			assert_true(unused >= 3); /* a small machine's table lies in a few pages */
+		assert_null(np_topo_check(m)); /* after mincore: it reads every entry */
+	}
+
+	/* Reloads: a larger table, then the small one again, equals a fresh load of the small one. */
+	static struct np_topo fresh;
+	assert_int_equal(np_topo_load(&fresh, FIXTURE("2node.xml"), NULL), 0);
+	assert_int_equal(np_topo_load(m, FIXTURE("2990wx.xml"), NULL), 0);
+	assert_int_equal(np_topo_load(m, FIXTURE("2node.xml"), NULL), 0);
+	assert_null(np_topo_check(m));
+	assert_memory_equal(m, &fresh, sizeof fresh);
+	/* And a failed load (the one-node fallback) after a larger one. */
+	assert_int_equal(np_topo_load(m, FIXTURE("2990wx.xml"), NULL), 0);
+	np_topo_fallback(m, 2, 1 << 30, "test");
+	np_topo_fallback(&fresh, 2, 1 << 30, "test");
+	assert_null(np_topo_check(m));
+	assert_memory_equal(m, &fresh, sizeof fresh);
+	munmap(m, len);
+}
+
 static void fallback_table_is_sound(void **state)
 {
 	(void)state;
@@ -560,6 +631,7 @@ int main(void)
 		cmocka_unit_test(this_machine),
 		cmocka_unit_test(linux_backend_on_recorded_sysfs),
 		cmocka_unit_test(hwloc_environment_is_not_this_machine),
+		cmocka_unit_test(a_load_touches_only_the_pages_it_uses),
 		cmocka_unit_test(fallback_table_is_sound),
 		cmocka_unit_test(check_catches_damage),
 		cmocka_unit_test(print_shows_the_table),
