@@ -477,7 +477,8 @@ static bool page_unused(const struct np_topo *m, size_t pg)
 
 /* Loading a small machine into a fresh (zero) table touches only the pages its CPUs and nodes
  * use, neither writing nor reading the others (a read allocates a page too where a kernel has
- * no shared zero page): mincore(2) says which pages are resident. Loading a larger machine and
+ * no shared zero page): mincore(2) says which pages are resident (in builds below debug level
+ * 2, whose loads do not check the whole table). Loading a larger machine and
  * then the small one again into the same table gives exactly a fresh load of the small one. */
 static void a_load_touches_only_the_pages_it_uses(void **state)
 {
@@ -499,7 +500,8 @@ static void a_load_touches_only_the_pages_it_uses(void **state)
 			if (!page_unused(m, pg))
 				continue;
 			unused++;
-			if (vec[pg / 4096] & 1)
+			/* From debug level 2 the load runs np_topo_check, which reads every entry. */
+			if (np_config_debug < 2 && (vec[pg / 4096] & 1))
 				fail_msg("%s: page %zu of the table is resident, but holds nothing in use "
 					 "(%d CPUs, %d nodes)", specs[k] ? specs[k] : "this machine", pg / 4096,
 					 m->ncpus, m->nnodes);
