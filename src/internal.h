@@ -27,6 +27,15 @@
 #define NP_HIDDEN __attribute__((visibility("hidden")))
 #define NP_CACHELINE 64
 #define NP_ALIGNED(n) __attribute__((aligned(n)))
+/* On the library's large zero-initialised tables (4 KiB and more: sized for NP_MAX_NODES nodes
+ * or NP_MAX_CPUS CPUs, buffers, the granule map): they go after every other zero-initialised
+ * variable, so the small variables share two pages instead of each sitting beside a large
+ * table on a page of its own. A page start-up touches is resident (start-up RSS:
+ * docs/perf-issue15.md section 15). The name is one that GCC and clang both make NOBITS
+ * (".lbss" is PROGBITS under clang 14: megabytes of zeros in the file) and that the linker
+ * scripts of x86-64 do not name, so the linker places it, as an orphan, after .bss
+ * (tests/install/check_bss.py holds the layout). */
+#define NP_LARGE_BSS __attribute__((section(".sbss.np_large")))
 #define NP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define NP_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NP_MAX(a, b) ((a) > (b) ? (a) : (b))

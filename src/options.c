@@ -247,7 +247,7 @@ static void accepted(const struct row *r, char *buf, size_t size)
  * and writes its title over the old strings), and the exit report reads NUMAPAGE_STATS long
  * after start-up. */
 #define MAX_STR_ROWS 4
-static char str_store[MAX_STR_ROWS][4096];
+static char str_store[MAX_STR_ROWS][4096] NP_LARGE_BSS;
 
 static char *str_slot(int i)
 {
@@ -340,7 +340,7 @@ static void unknown(const char *name, size_t len, const char *where)
 
 /* A private copy of the string, cut into NUL-terminated values in place, so string options can
  * point into it and nothing is allocated. */
-static char conf_buf[4096];
+static char conf_buf[4096] NP_LARGE_BSS;
 
 static void load_conf(const char *conf)
 {
@@ -532,7 +532,7 @@ NUMA_PAGE_API int numa_page_option_get(const char *name, char *buf, size_t size)
 
 /* Strings set at run time live here (two, alternating, so the value in force is never the one
  * being overwritten by the next call); `setting` keeps two calls from writing at once. */
-static char set_buf[2][4096];
+static char set_buf[2][4096] NP_LARGE_BSS;
 static int set_turn, setting;
 
 NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)

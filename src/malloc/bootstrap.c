@@ -40,7 +40,7 @@ struct hdr {
 };
 _Static_assert(sizeof(struct hdr) == HEADER, "the header is 16 bytes");
 
-static char arena[ARENA_BYTES] NP_ALIGNED(PAGE);
+static char arena[ARENA_BYTES] NP_ALIGNED(PAGE) NP_LARGE_BSS;
 static struct region *regions;
 static uintptr_t bump, limit;      /* the carving region's free part */
 /* Raw block starts of freed blocks, linked through their last word (it never overlaps the

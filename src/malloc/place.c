@@ -40,7 +40,7 @@ static int allowed_cpus(const struct np_topo *t, int n, int *out)
 	return k;
 }
 
-static int cpu_buf[NP_MAX_CPUS]; /* under place_lock */
+static int cpu_buf[NP_MAX_CPUS] NP_LARGE_BSS; /* under place_lock */
 
 static int choose_locked(const struct np_topo *t, int pol)
 {

@@ -26,7 +26,7 @@ struct orphan_list {
 	struct np_slab *head[NP_NCLASSES];
 	uint16_t gen[NP_NCLASSES]; /* see np_slab.list_gen */
 };
-static struct orphan_list orphans[NP_MAX_NODES];
+static struct orphan_list orphans[NP_MAX_NODES] NP_LARGE_BSS;
 static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;
 
 static void orphans_init(void)

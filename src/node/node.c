@@ -22,7 +22,7 @@
 /* Per node: where its threads go first, and the equidistant group it shares. */
 static int primary[NP_MAX_NODES];
 static int primary_at[NP_MAX_NODES]; /* its index in the group: a thread's first pick */
-static uint8_t group[NP_MAX_NODES][NP_MAX_NODES];
+static uint8_t group[NP_MAX_NODES][NP_MAX_NODES] NP_LARGE_BSS;
 static int group_n[NP_MAX_NODES];
 static uint64_t near[NP_MAX_NODES];
 static size_t cpus_served[NP_MAX_NODES];

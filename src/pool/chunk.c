@@ -14,7 +14,7 @@
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
 
-uint8_t np_granule_map[(size_t)1 << (NP_ADDR_BITS - NP_CHUNK_SHIFT)];
+uint8_t np_granule_map[(size_t)1 << (NP_ADDR_BITS - NP_CHUNK_SHIFT)] NP_LARGE_BSS;
 
 static void mark(const void *start, size_t size, uint8_t first)
 {

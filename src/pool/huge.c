@@ -28,7 +28,7 @@ struct cache {
 				   * next): a fork's child, without that thread, caches them again */
 } NP_ALIGNED(NP_CACHELINE);
 
-static struct cache caches[NP_MAX_NODES];
+static struct cache caches[NP_MAX_NODES] NP_LARGE_BSS;
 static int ncaches; /* caches[0 .. ncaches) were initialised; the rest are zero */
 
 static size_t pages_of(const struct np_chunk *c)

@@ -15,11 +15,11 @@
 #include "pool/huge.h"
 #include "pool/pool_locked.h"
 
-struct np_pool np_pools[NP_MAX_NODES];
+struct np_pool np_pools[NP_MAX_NODES] NP_LARGE_BSS;
 
 /* The shard each CPU takes from: allowed CPUs in turn, so that a sparse cpuset ("0,2,4,6")
  * uses as many shards as it has CPUs. Written for the allowed CPUs only. */
-static uint8_t cpu_shard[NP_MAX_CPUS];
+static uint8_t cpu_shard[NP_MAX_CPUS] NP_LARGE_BSS;
 
 size_t np_pool_purge_pages;
 

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "topology/topology_hwloc.h"
 
-struct np_topo np_topo_table;
+struct np_topo np_topo_table NP_LARGE_BSS;
 
 const char *np_topo_errtext(int err)
 {

@@ -18,10 +18,10 @@
 #include "options.h"
 #include "os.h"
 
-int32_t np_vmstat_thr[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS];
+int32_t np_vmstat_thr[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS] NP_LARGE_BSS;
 
 /* Where the totals live until (and unless) the live-view file takes them over. */
-static struct np_vmstat_totals static_totals[NP_MAX_NODES];
+static struct np_vmstat_totals static_totals[NP_MAX_NODES] NP_LARGE_BSS;
 /* Where folds go: static_totals, or the totals inside the shared-memory file. Switched once,
  * by np_vmstat_use_totals (release), and back in a forked child. */
 static struct np_vmstat_totals *sink = static_totals;
