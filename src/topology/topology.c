@@ -24,40 +24,47 @@ void np_topo_set_desc(struct np_topo *t, const char *prefix, const char *what)
 	np_format(t->desc, sizeof t->desc, "%s%s", prefix, what);
 }
 
-/* Bounds of the parts of t in use, by its own counts (clamped: a half-filled table's). */
-static int cpus_in_use(const struct np_topo *t)
-{
-	return NP_MIN(NP_MAX(t->ncpus, 0), NP_MAX_CPUS);
-}
+/* The parts of a table that its counts say are in use: the header up to cpu_to_node (the
+ * counts among it), one entry per CPU id below ncpus of each CPU array, one per node below
+ * nnodes of the distance rows and nodes, and the policy. np_topo_clear and np_topo_copy walk
+ * this one list. */
+enum part_count { ONCE, PER_CPU, PER_NODE };
+static const struct part {
+	size_t off, size; /* the first entry's offset, and one entry's bytes */
+	enum part_count count;
+} parts[] = {
+#define ARRAY_PART(field, count) {offsetof(struct np_topo, field), sizeof(((struct np_topo *)0)->field[0]), count}
+	ARRAY_PART(cpu_to_node, PER_CPU),
+	ARRAY_PART(cpu_allowed, PER_CPU),
+	ARRAY_PART(node_cpus, PER_CPU),
+	ARRAY_PART(distance, PER_NODE),
+	ARRAY_PART(node, PER_NODE),
+#undef ARRAY_PART
+	{offsetof(struct np_topo, policy), sizeof(struct np_topo_policy), ONCE},
+	{0, offsetof(struct np_topo, cpu_to_node), ONCE}, /* the header, counts included: last */
+};
 
-static int nodes_in_use(const struct np_topo *t)
+/* Bytes of part p in use in t, by t's counts (clamped: a half-filled table's). */
+static size_t part_bytes(const struct part *p, const struct np_topo *t)
 {
-	return NP_MIN(NP_MAX(t->nnodes, 0), NP_MAX_NODES);
+	if (p->count == ONCE)
+		return p->size;
+	int n = p->count == PER_CPU ? NP_MIN(NP_MAX(t->ncpus, 0), NP_MAX_CPUS)
+				    : NP_MIN(NP_MAX(t->nnodes, 0), NP_MAX_NODES);
+	return (size_t)n * p->size;
 }
 
 void np_topo_clear(struct np_topo *t)
 {
-	size_t nc = (size_t)cpus_in_use(t), nn = (size_t)nodes_in_use(t);
-	memset(t->cpu_to_node, 0, nc * sizeof t->cpu_to_node[0]);
-	memset(t->cpu_allowed, 0, nc * sizeof t->cpu_allowed[0]);
-	memset(t->node_cpus, 0, nc * sizeof t->node_cpus[0]);
-	memset(t->distance, 0, nn * sizeof t->distance[0]);
-	memset(t->node, 0, nn * sizeof t->node[0]);
-	memset(&t->policy, 0, sizeof t->policy);
-	memset(t, 0, offsetof(struct np_topo, cpu_to_node)); /* the counts last */
+	for (size_t k = 0; k < NP_ARRAY_SIZE(parts); k++)
+		memset((char *)t + parts[k].off, 0, part_bytes(&parts[k], t));
 }
 
 void np_topo_copy(struct np_topo *dst, const struct np_topo *src)
 {
 	np_topo_clear(dst);
-	size_t nc = (size_t)cpus_in_use(src), nn = (size_t)nodes_in_use(src);
-	memcpy(dst->cpu_to_node, src->cpu_to_node, nc * sizeof src->cpu_to_node[0]);
-	memcpy(dst->cpu_allowed, src->cpu_allowed, nc * sizeof src->cpu_allowed[0]);
-	memcpy(dst->node_cpus, src->node_cpus, nc * sizeof src->node_cpus[0]);
-	memcpy(dst->distance, src->distance, nn * sizeof src->distance[0]);
-	memcpy(dst->node, src->node, nn * sizeof src->node[0]);
-	dst->policy = src->policy;
-	memcpy(dst, src, offsetof(struct np_topo, cpu_to_node));
+	for (size_t k = 0; k < NP_ARRAY_SIZE(parts); k++)
+		memcpy((char *)dst + parts[k].off, (const char *)src + parts[k].off, part_bytes(&parts[k], src));
 }
 
 void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const char *why)

@@ -5,29 +5,28 @@ check_bss.py LIBNUMAPAGE_SO
 
 Every zero-initialised object of 4 KiB or more (tables sized for NP_MAX_NODES nodes or
 NP_MAX_CPUS CPUs, buffers, the granule map) is declared NP_LARGE_BSS and so lies in the section
-.sbss.np_large, which is NOBITS and after .bss; .bss itself, every small variable of the library, is at most three pages. A large
-table left in .bss would put the small variables on either side of it on pages of their own,
+.sbss.np_large, which is NOBITS and after .bss; .bss itself, every small variable of the
+library, is at most three pages. A large table left in .bss would put the small variables on either side of it on pages of their own,
 and each page start-up touches is resident in every program (docs/perf-issue15.md section 15).
 """
 import subprocess
 import sys
 
 so = sys.argv[1]
-sections = {}
+sections = {}  # name: (type, address, size)
 for line in subprocess.run(['readelf', '-SW', so], capture_output=True, text=True, check=True).stdout.split('\n'):
     w = line.replace('[ ', '[').split()
     if len(w) > 5 and w[1] in ('.bss', '.sbss.np_large'):
-        sections[w[1]] = (int(w[3], 16), int(w[5], 16))
+        sections[w[1]] = (w[2], int(w[3], 16), int(w[5], 16))
 errors = []
-for line in subprocess.run(['readelf', '-SW', so], capture_output=True, text=True, check=True).stdout.split('\n'):
-    w = line.replace('[ ', '[').split()
-    if len(w) > 2 and w[1] == '.sbss.np_large' and w[2] != 'NOBITS':
-        errors.append('.sbss.np_large is %s, not NOBITS: zeros in the file' % w[2])
 if '.bss' not in sections or '.sbss.np_large' not in sections:
     sys.exit('FAILED: %s has no .bss or no .sbss.np_large section (readelf -SW): %s' % (so, sorted(sections)))
-if sections['.sbss.np_large'][0] < sections['.bss'][0]:
+large_type, large_start, _ = sections['.sbss.np_large']
+_, bss_start, bss_size = sections['.bss']
+if large_type != 'NOBITS':
+    errors.append('.sbss.np_large is %s, not NOBITS: zeros in the file' % large_type)
+if large_start < bss_start:
     errors.append('.sbss.np_large lies before .bss')
-bss_start, bss_size = sections['.bss']
 if bss_size > 3 * 4096:
     errors.append('.bss is %d bytes, more than three pages' % bss_size)
 large = 0
