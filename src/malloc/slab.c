@@ -136,29 +136,28 @@ uint32_t np_slab_collect(struct np_slab *s)
 						      memory_order_acquire, memory_order_relaxed))
 		;
 	/* Every block was checked to be a block of this slab when it was pushed, and the pushers
-	 * counted them and kept the oldest, so nothing is walked: the blocks were written by other
-	 * CPUs, and a walk was a chain of cache misses before the pops took the same misses again
-	 * (issue 15: 77% of collect's time). What a walk found is found otherwise:
+	 * counted them and kept the oldest, so nothing is read from the list: its blocks were
+	 * written by other CPUs, and each read is a cache miss before the pops take the same misses
+	 * again (issue 15: a walk was 77% of collect's time; the read of the oldest block's link
+	 * to check it, 54%). With free empty (most collects, from the slow path) the list becomes
+	 * free as it is; else its oldest block is linked to free's head, a store. What a read
+	 * found is found otherwise:
 	 *  - a block freed twice by other threads (the marks and the racy walk at the second free
 	 *    find nearly all; what they miss, when the program wrote the block's first 16 bytes
 	 *    in between or two threads freed it at the same instant, makes the list hold it twice):
-	 *    more frees than blocks in use, or the oldest block pushed again (its link is no longer
-	 *    the end), aborts here; a copy further on is reached by the pops when the block is in
-	 *    use, its link zeroed (np_slab_pop: never handed out twice; the slab is pinned); and
-	 *    until then used may count a block too few, so a release counts the lists first
-	 *    (`unchecked`, np_slab_confirm_empty);
-	 *  - a link written over after the free: the pops check every link before following it. */
+	 *    more frees than blocks in use aborts here; a copy further on is reached by the pops
+	 *    when the block is in use, its link zeroed (np_slab_pop: never handed out twice; the
+	 *    slab is pinned); and until then used may count a block too few, or blocks a second
+	 *    push cut off the list, so a release counts the lists first (`unchecked`,
+	 *    np_slab_confirm_empty), and aborts there;
+	 *  - a link written over after the free: the pops check every link before following it
+	 *    (the oldest block's, when it is relinked, is written anyway). */
 	uint32_t n = np_slab_rlen(old);
-	uintptr_t head = np_slab_block(s, np_slab_rhead(old)), tail = np_slab_block(s, np_slab_rtail(old));
-	uint64_t tail_link = np_slab_link(s, tail);
-	if (NP_UNLIKELY(n > s->used || tail_link < s->end))
+	if (NP_UNLIKELY(n > s->used))
 		remote_double_free(s);
-	if (NP_UNLIKELY(tail_link != s->end)) {
-		/* Written over after the free: the list is dropped, its blocks stay counted in use. */
-		pin_corrupt(s, tail);
-		return 0;
-	}
-	np_slab_set_link(s, tail, np_slab_index_or_end(s, s->free));
+	uintptr_t head = np_slab_block(s, np_slab_rhead(old));
+	if (s->free)
+		np_slab_set_link(s, np_slab_block(s, np_slab_rtail(old)), np_slab_index(s, s->free));
 	s->free = head;
 	s->used -= n;
 	s->counted -= n; /* their freers counted them */

@@ -10,8 +10,9 @@
  * never handing out a block twice, the block whose link is bad, or an address outside the slab,
  * and the slab is never given back after that; double frees are found by the owner's walk, by
  * the racy walk of other threads and by the mark a remote free leaves; a block pushed twice
- * on the remote list (a double free those checks missed) is stopped when the owner collects,
- * when the pops reach its second copy, or when the slab would be given back; block indices
+ * on the remote list (a double free those checks missed) is stopped by the push itself (at the
+ * head), when the owner collects more frees than blocks in use, when the pops reach its second
+ * copy, or when the slab would be given back; block indices
  * match division.
  */
 #include <setjmp.h>
@@ -266,7 +267,13 @@ static void dup_first_of_list(void)
 	free_remote(s, b[1]);
 	overwrite(b[0]);
 	free_remote(s, b[0]);
-	np_slab_collect(s); /* the oldest block links on: it was pushed again */
+	/* 3 frees of 4 blocks in use: collect takes them without reading a block, and relinking
+	 * the oldest, b[0], cuts b[1] off the list; used is 1 while b[2] and b[3] are live. The
+	 * owner's free of b[2] makes it 0, and the count before the release finds the list short. */
+	np_slab_collect(s);
+	np_slab_push_local(s, b[2], np_slab_index(s, b[2]));
+	if (--s->used == 0)
+		np_slab_confirm_empty(s);
 }
 
 static void dup_more_than_used(void)
