@@ -6,7 +6,7 @@
  * Three free lists, as in mimalloc: `free` (the owner allocates from it), `local_free` (the
  * owner's frees) and `thread_free` (other threads' frees, a lock-free stack). thread_free is
  * one word: the remote list as block indices (its length, newest block and oldest block, kept
- * by the pushers), so the owner takes it whole without walking it, and in its low bits the
+ * by the pushers), so the owner takes it whole without reading its blocks, and in its low bits the
  * slab's ownership state:
  *   OWNED     owner is a live thread; it collects thread_free in its slow path
  *   FLOATING  the owner found it full and let go of it; it is in no list, and the first thread
@@ -14,6 +14,11 @@
  *             else hands it to its node's orphans)
  *   ORPHAN    ownerless, in (or on its way to) its node's orphan list for its class, where
  *             threads homed near that node adopt it
+ * The header is three cache lines: what the owner's fast paths write on every call, what every
+ * free reads (the owner, the key, the block geometry, the mark: written only when the slab is
+ * made or changes hands), and thread_free with the fields of ownership changes. A remote free
+ * reads the second line, which stays shared, and writes only the third; the owner's fast paths
+ * never touch the third.
  * Links live in the freed blocks, so a program's write after free lands on one. They are
  * stored encoded with the slab's key and a process secret (np_slab_encode: xor, rotate, add,
  * as mimalloc's secure mode), so reading a freed block does not reveal how to forge a link,
@@ -63,36 +68,40 @@ struct np_thread;
 #define NP_NO_OWNER ((struct np_thread *)(uintptr_t)8)
 
 struct np_slab {
-	/* Line 1, the owner's: everything both fast paths read. */
+	/* Line 1, the owner's: what its fast paths write on every call, and its slow paths' fields.
+	 * No other thread reads it while the slab is owned. */
 	uintptr_t free;              /* address of the first block to allocate (plain), or 0 */
-	uintptr_t key;               /* links are stored as np_slab_encode(index) */
-	struct np_thread *owner;     /* relaxed atomic: read by any thread in free() */
-	uint32_t used;               /* blocks handed out and not yet back in free/local_free */
-	uint32_t block;              /* block size */
-	uintptr_t start;             /* address of block 0 (= the run's address) */
-	uint64_t div_inv;            /* block test: inverse of the block's odd factor mod 2^64 */
-	uint16_t end;                /* capacity: block indices are below it; as a link, the end */
-	uint16_t local_free;         /* index of the owner's last free (plain), or `end` */
-	uint8_t div_shift;           /* block = odd factor << div_shift */
-	uint8_t cls;
-	uint8_t node;                /* dense node of the memory */
-	uint8_t unchecked;           /* remote lists taken in since free and local_free were last
-					empty: see np_slab_confirm_empty */
 	/* Bytes the owner's mallocs asked of this slab since its statistics were last taken
 	 * (np_ring_count): on the line malloc writes anyway, so the fast path's byte counting is
 	 * one add, with no test of which node the slab is on. */
 	uint64_t requested;
-	/* Line 2: thread_free, written by other threads, and fields of the slow paths. */
-	_Atomic uintptr_t thread_free NP_ALIGNED(NP_CACHELINE);
-	uint16_t capacity;           /* blocks in the slab */
-	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
+	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
+	uint32_t used;               /* blocks handed out and not yet back in free/local_free */
 	/* `used` as the statistics last counted it: the owner's mallocs and frees since then,
 	 * (used - counted) blocks, are in no counter yet (np_ring_count). Blocks other threads
 	 * freed are counted by them, so a collect takes them off both. */
 	uint32_t counted;
+	uint16_t local_free;         /* index of the owner's last free (plain), or `end` */
+	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
+	uint8_t unchecked;           /* remote lists taken in since free and local_free were last
+					empty: see np_slab_confirm_empty */
+	/* Line 2, read by every free, by other threads too: written only when the slab is made
+	 * or changes hands, so a remote free's reads leave it shared, not taken from the owner. */
+	struct np_thread *owner NP_ALIGNED(NP_CACHELINE); /* relaxed atomic: read by any thread in free() */
+	uintptr_t key;               /* links are stored as np_slab_encode(index) */
+	uintptr_t start;             /* address of block 0 (= the run's address) */
+	uint64_t div_inv;            /* block test: inverse of the block's odd factor mod 2^64 */
 	uintptr_t mark;              /* second word of a block another thread freed (np_slab_has_mark) */
+	uint32_t block;              /* block size */
+	uint16_t end;                /* capacity: block indices are below it; as a link, the end */
+	uint16_t capacity;           /* blocks in the slab */
+	uint8_t div_shift;           /* block = odd factor << div_shift */
+	uint8_t cls;
+	uint8_t node;                /* dense node of the memory */
+	/* Line 3: thread_free, which other threads' frees write, and the fields of ownership
+	 * changes. */
+	_Atomic uintptr_t thread_free NP_ALIGNED(NP_CACHELINE);
 	struct np_page *run;         /* the page run */
-	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
 	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it, or
 					an odd tag for an orphan its owner's exit or move left
 					(np_slab_exit_tag) */
@@ -104,7 +113,7 @@ struct np_slab {
 	uint16_t list_gen;
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
-_Static_assert(offsetof(struct np_slab, thread_free) == NP_CACHELINE, "the fast paths' fields fill one line");
+_Static_assert(offsetof(struct np_slab, thread_free) == 2 * NP_CACHELINE, "three lines: owner-written, read-mostly, remote");
 _Static_assert(offsetof(struct np_chunk, no_owner) - offsetof(struct np_chunk, meta) == offsetof(struct np_slab, owner),
 	       "slot 0's chunk fields read as a slab header with no owner");
 

@@ -31,7 +31,9 @@
 #define NP_CHUNK_PAGES (NP_CHUNK_SIZE / NP_PAGE_SIZE)
 #define NP_CHUNK_MAGIC 0x4e554d41u /* "NUMA" */
 #define NP_META_SHIFT 16 /* one metadata slot per 64 KiB */
-#define NP_META_SIZE 128
+/* A slot holds a slab header: three cache lines, the owner's, the read-mostly one every free
+ * reads, and the remote list's (malloc/slab.h), rounded up to a power of two. */
+#define NP_META_SIZE 256
 /* Address bits the byte map covers (x86-64 user space with 4-level paging). */
 #define NP_ADDR_BITS 47
 
@@ -66,14 +68,14 @@ struct np_page {
  * its memory belongs to nobody, so a free of it is a double free. */
 enum np_chunk_kind { NP_CHUNK_NORMAL = 1, NP_CHUNK_HUGE = 2, NP_CHUNK_INTERLEAVE = 3, NP_CHUNK_CACHED = 4 };
 
-/* A normal chunk starts with its metadata slots (32 KiB), then its page descriptors (128 KiB).
+/* A normal chunk starts with its metadata slots (64 KiB), then its page descriptors (128 KiB).
  * The chunk's own fields live in metadata slot 0, the slot of the chunk's first 64 KiB, which
  * is header: no run starts there, and no slab starts in any 64 KiB step the header reaches
  * into (slabs start on a step), so the slots of those steps are never a slab's header. The
  * descriptors of header pages stay zero: state NP_PAGE_HEADER, owner NULL. A huge chunk has
  * the same metadata slots (all but slot 0 zero, so free() never reads its data as a slab
- * header), then its data at data_offset: no descriptors, so a huge block costs 32 KiB of
- * address space beyond its own (what `ulimit -v` counts), not the whole header's 160 KiB. */
+ * header), then its data at data_offset: no descriptors, so a huge block costs 64 KiB of
+ * address space beyond its own (what `ulimit -v` counts), not the whole header's 192 KiB. */
 struct np_chunk {
 	union {
 		struct {
@@ -91,7 +93,7 @@ struct np_chunk {
 			/* Always NULL: where a slab header in this slot would hold its owner, so that
 			 * free(), which reads the metadata slot of any pointer's 64 KiB as a slab
 			 * header, never takes slot 0 for a slab of the calling thread (slab.h). */
-			void *no_owner;
+			void *no_owner NP_ALIGNED(NP_CACHELINE);
 			size_t size;               /* bytes mapped, header included */
 			size_t data_offset;        /* huge: offset of the user's memory */
 			struct np_chunk *next;     /* the owning shard's chunk list (normal), cache (cached) */

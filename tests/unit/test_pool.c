@@ -87,8 +87,9 @@ static void chunk_layout_and_lookup(void **state)
 	assert_int_equal(c->kind, NP_CHUNK_NORMAL);
 	assert_int_equal(c->node, 2);
 	assert_int_equal(c->data_offset, NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE);
-	/* The header (descriptors and metadata slots) takes under 1% of the chunk. */
-	assert_true(NP_CHUNK_HEADER_PAGES * 100 < NP_CHUNK_PAGES);
+	/* The header (metadata slots and descriptors, 192 KiB) takes under 1.25% of the chunk's
+	 * address space (only the pages of slots and descriptors in use are ever touched). */
+	assert_true(NP_CHUNK_HEADER_PAGES * 400 < NP_CHUNK_PAGES * 5);
 	for (size_t i = 0; i < NP_CHUNK_HEADER_PAGES; i++)
 		assert_int_equal(c->pages[i].state, NP_PAGE_HEADER);
 	/* Any address of the chunk finds it; the granules around it are not ours. */
