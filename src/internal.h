@@ -26,6 +26,15 @@
  * only). */
 #define NP_HIDDEN __attribute__((visibility("hidden")))
 #define NP_CACHELINE 64
+/* Fetches the line at p for writing (exclusive), so that a write or an atomic read-modify-write
+ * soon after does not wait for it and then for its ownership. On x86-64 PREFETCHW, which CPUs
+ * without it (Intel before Broadwell) execute as a no-op; GCC emits it for __builtin_prefetch
+ * only when built for such CPUs (-mprfchw), so it is written out. */
+#if defined(__x86_64__)
+#define NP_PREFETCH_WRITE(p) __asm__ volatile("prefetchw %0" : : "m"(*(const char *)(p)))
+#else
+#define NP_PREFETCH_WRITE(p) __builtin_prefetch((p), 1)
+#endif
 #define NP_ALIGNED(n) __attribute__((aligned(n)))
 /* On the library's large zero-initialised tables (4 KiB and more: sized for NP_MAX_NODES nodes
  * or NP_MAX_CPUS CPUs, buffers, the granule map): they go after every other zero-initialised
