@@ -66,10 +66,13 @@ NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct n
 	if (!claimed)
 		return;
 	struct np_thread *floater = __atomic_load_n(&s->floater, __ATOMIC_RELAXED);
-	if (th && floater == th && ((th->pcp.near >> s->node) & 1) && th->ring[s->cls])
+	if (th && floater == th && ((th->pcp.near >> s->node) & 1) && th->ring[s->cls]) {
 		np_ring_take_back(th, s);
-	else
-		np_slab_orphan(s);
+		return;
+	}
+	if (floater != th && floater && !((uintptr_t)floater & 1)) /* the thread that let it go (np_ring_periodic) */
+		__atomic_fetch_add(&floater->claimed_away, 1, __ATOMIC_RELAXED);
+	np_slab_orphan(s);
 }
 
 /* What np_free_slab_slow leaves out of its common case, out of line so that the common case

@@ -1,6 +1,7 @@
 /*
- * ring.c — a thread's rings of slabs (see ring.h). Runs on the owning thread only; the one
- * field other threads write is th->remote_pending (a hint that a sweep has work).
+ * ring.c — a thread's rings of slabs (see ring.h). Runs on the owning thread only; the
+ * fields other threads write are th->remote_pending (a hint that a sweep has work) and
+ * th->claimed_away (how much of what it let float they claimed).
  */
 #include "malloc/ring.h"
 
@@ -25,8 +26,14 @@
  * handed to the node's orphans under a mutex, adopted back under it. In xmalloc, where every free
  * is remote, that trip ping-ponged the orphan lock between producer and consumer (docs/design.md
  * has the numbers). Beyond that, full slabs float, so a thread
- * with a large live set does not rescan it on every slow path. */
+ * with a large live set does not rescan it on every slow path. That holds while what a thread
+ * lets go mostly comes back to it (its own frees take it back, at no lock); when other threads'
+ * frees claim a quarter or more of it, each claim is the trip above, which costs more than the
+ * rescans it saves (mstress/2: 95 K floats, 49 K orphaned and adopted again, per run), and the
+ * thread keeps KEEP_FULL_CLAIMED. Decided every FLOATS_TO_JUDGE floats, at the periodic point. */
 #define KEEP_FULL 4
+#define KEEP_FULL_CLAIMED 16
+#define FLOATS_TO_JUDGE 32
 
 /* The owner's allocations and frees of s since it was last counted, into th's byte counters
  * (by the slab's node: the memory's). Wrapping differences: a collect takes other threads'
@@ -140,8 +147,10 @@ static void *let_go(struct np_thread *th, struct np_slab *s)
 {
 	count(th, s);
 	ring_unlink(th, s); /* out of our ring before it floats: a claimer may link it into its own */
-	if (np_slab_float(s))
+	if (np_slab_float(s)) {
+		th->floats++;
 		return NULL;
+	}
 	make_current(th, s, true);
 	return take_from(s);
 }
@@ -178,6 +187,12 @@ void np_ring_periodic(struct np_thread *th)
 		__atomic_store_n(&th->remote_pending, 0, __ATOMIC_RELAXED);
 		np_ring_sweep(th);
 	}
+	if (__atomic_load_n(&th->claimed_away, __ATOMIC_RELAXED))
+		th->floats_away += __atomic_exchange_n(&th->claimed_away, 0, __ATOMIC_RELAXED);
+	if (th->floats >= FLOATS_TO_JUDGE) {
+		th->keep_more = th->floats_away * 4 >= th->floats;
+		th->floats = th->floats_away = 0;
+	}
 	count_for_orphans(NP_RING_PERIOD);
 }
 
@@ -199,20 +214,20 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 			return b;
 		/* The others in the ring: each yields blocks or, full, is let go (FLOATING), but
 		 * for the first KEEP_FULL full ones, current included. */
-		unsigned kept = 0;
+		unsigned kept = 0, keep = th->keep_more ? KEEP_FULL_CLAIMED : KEEP_FULL;
 		for (struct np_slab *t = s->next; t != s;) {
 			struct np_slab *next = t->next;
 			if ((b = take_from(t)) != NULL) {
 				make_current(th, t, false);
 				return b;
 			}
-			if (kept < KEEP_FULL)
+			if (kept < keep)
 				kept++;
 			else if ((b = let_go(th, t)) != NULL)
 				return b;
 			t = next;
 		}
-		if (kept >= KEEP_FULL && (b = let_go(th, s)) != NULL)
+		if (kept >= keep && (b = let_go(th, s)) != NULL)
 			return b;
 	}
 	/* Orphans of the nodes near this thread (left by exited threads, or claimed by frees). */

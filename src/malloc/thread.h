@@ -53,12 +53,19 @@ struct np_thread {
 	int tid;
 	unsigned slow_calls;                  /* slow paths since the last np_ring_periodic */
 	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
+	/* Full slabs this thread let float, and how many of those other threads' frees claimed
+	 * (from claimed_away), since the ring last judged them; keep_more: it keeps more full
+	 * slabs (ring.c, KEEP_FULL_CLAIMED). */
+	unsigned floats, floats_away;
+	bool keep_more;
 	size_t struct_pages;
 	uint64_t born_exits;                  /* np_thread_exits when this state was made */
 	/* Set by another thread whose free made one of our slabs' remote lists non-empty: only
-	 * then can a sweep find a slab emptied behind our back. On a line of its own, as the one
-	 * field other threads write. */
+	 * then can a sweep find a slab emptied behind our back. On a line of its own, with
+	 * claimed_away, the fields other threads write. */
 	int remote_pending NP_ALIGNED(NP_CACHELINE);
+	/* Added to by a thread whose free claimed a slab this one let float (free.c): a hint. */
+	unsigned claimed_away;
 	struct np_vmstat_diffs st NP_ALIGNED(NP_CACHELINE); /* last: large */
 };
 

@@ -513,6 +513,74 @@ static void exit_orphans_go_to_the_freeing_successor(void **state)
 	check_self();
 }
 
+/* ---- a thread whose full slabs other threads' frees claim keeps more of them (ring.c) ---- */
+
+enum { KF_SIZE = 256, KF_BLOCKS = 256 * 80 }; /* 80 slabs of the class */
+struct kf_life {
+	pthread_barrier_t step;
+	bool claims; /* the other thread frees its first blocks; else it frees them itself */
+	void *blk[2 * KF_BLOCKS];
+	int n;
+	bool kept_before, kept_after;
+};
+
+/* KF_BLOCKS more blocks; *kept: whether the thread kept more full slabs at any point. */
+static void kf_fill(struct kf_life *l, bool *kept)
+{
+	for (int i = 0; i < KF_BLOCKS; i++) {
+		void *p = numa_page_malloc(KF_SIZE);
+		if (!p)
+			abort();
+		l->blk[l->n++] = p;
+		*kept |= np_tls.self->keep_more;
+	}
+}
+
+static void *kf_owner(void *arg)
+{
+	struct kf_life *l = arg;
+	np_fake_os_set_cpu(0);
+	kf_fill(l, &l->kept_before); /* full slabs float past the first few */
+	if (l->claims) {
+		pthread_barrier_wait(&l->step); /* the other thread frees them: its frees claim */
+		pthread_barrier_wait(&l->step);
+	} else {
+		for (int i = 0; i < KF_BLOCKS; i++)
+			numa_page_free(l->blk[i]); /* its own frees take them back */
+	}
+	kf_fill(l, &l->kept_after); /* judged again at a periodic point */
+	for (int i = KF_BLOCKS; i < l->n; i++)
+		numa_page_free(l->blk[i]);
+	return NULL;
+}
+
+static void full_slabs_claimed_by_others_are_kept(void **state)
+{
+	(void)state;
+	static struct kf_life own, claimed;
+	/* Its own frees take back what it let float: it keeps the few full slabs it kept. */
+	memset(&own, 0, sizeof own);
+	run_thread(kf_owner, &own);
+	assert_false(own.kept_before);
+	assert_false(own.kept_after);
+	/* Another thread's frees claim what it let float (orphaned, each under the orphan lock):
+	 * at its next judgement it keeps more full slabs instead. */
+	memset(&claimed, 0, sizeof claimed);
+	claimed.claims = true;
+	pthread_barrier_init(&claimed.step, NULL, 2);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, kf_owner, &claimed), 0);
+	pthread_barrier_wait(&claimed.step);
+	for (int i = 0; i < KF_BLOCKS; i++)
+		numa_page_free(claimed.blk[i]);
+	pthread_barrier_wait(&claimed.step);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	pthread_barrier_destroy(&claimed.step);
+	assert_false(claimed.kept_before);
+	assert_true(claimed.kept_after);
+	np_slab_sweep_orphans(false, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +589,7 @@ int main(void)
 		cmocka_unit_test(orphan_sweeps_count_short_threads),
 		cmocka_unit_test(orphan_sweeps_count_large_blocks),
 		cmocka_unit_test(exit_orphans_go_to_the_freeing_successor),
+		cmocka_unit_test(full_slabs_claimed_by_others_are_kept),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
