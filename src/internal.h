@@ -29,9 +29,11 @@
 /* Fetches the line at p for writing (exclusive), so that a write or an atomic read-modify-write
  * soon after does not wait for it and then for its ownership. On x86-64 PREFETCHW, which CPUs
  * without it (Intel before Broadwell) execute as a no-op; GCC emits it for __builtin_prefetch
- * only when built for such CPUs (-mprfchw), so it is written out. */
+ * only when built for such CPUs (-mprfchw), so it is written out, with p in a register: any
+ * address may be prefetched (NULL included), and a memory operand would tell the compiler p
+ * is dereferenced. */
 #if defined(__x86_64__)
-#define NP_PREFETCH_WRITE(p) __asm__ volatile("prefetchw %0" : : "m"(*(const char *)(p)))
+#define NP_PREFETCH_WRITE(p) __asm__ volatile("prefetchw (%0)" : : "r"((const void *)(p)))
 #else
 #define NP_PREFETCH_WRITE(p) __builtin_prefetch((p), 1)
 #endif
