@@ -35,6 +35,7 @@ static int fail_node = -1, fail_errno;
 static long maps_left = -1;
 static long n_binds, n_maps, n_unmaps, n_purged;
 static long n_hugepage, n_hugepage_touched; /* np_os_hugepage calls, and those too late */
+static long n_nohuge, n_nohuge_touched;     /* np_os_nohuge calls, and those too late */
 static int purge_error; /* np_fake_os_fail_purge */
 static __thread int fake_cpu;
 /* Memory of each OS node as np_os_node_avail reports it (-1: the file does not exist), where
@@ -75,6 +76,7 @@ void np_fake_os_reset(void)
 	fail_errno = 0;
 	n_binds = n_maps = n_unmaps = n_purged = 0;
 	n_hugepage = n_hugepage_touched = 0;
+	n_nohuge = n_nohuge_touched = 0;
 	purge_error = 0;
 	maps_left = -1;
 	for (int i = 0; i < 1024; i++) {
@@ -203,25 +205,38 @@ int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
 	return record(p, size, -2, nodes, n);
 }
 
+/* Counts an advice on [p, p + size): in *calls, and in *late when any page of the range (its
+ * first 64 MiB) is resident already. */
+static void count_advice(void *p, size_t size, long *calls, long *late)
+{
+	unsigned char vec[16384];
+	size_t pages = size / 4096 < sizeof vec ? size / 4096 : sizeof vec;
+	__atomic_fetch_add(calls, 1, __ATOMIC_SEQ_CST);
+	if (pages && mincore(p, pages * 4096, vec) == 0)
+		for (size_t i = 0; i < pages; i++)
+			if (vec[i] & 1) {
+				__atomic_fetch_add(late, 1, __ATOMIC_SEQ_CST);
+				break;
+			}
+}
+
 int np_os_nohuge(void *p, size_t size)
 {
-	(void)p, (void)size;
+	count_advice(p, size, &n_nohuge, &n_nohuge_touched);
 	return 0;
 }
 
 int np_os_hugepage(void *p, size_t size)
 {
-	/* Too late when any page of the range (its first 64 MiB) is resident already. */
-	unsigned char vec[16384];
-	size_t pages = size / 4096 < sizeof vec ? size / 4096 : sizeof vec;
-	__atomic_fetch_add(&n_hugepage, 1, __ATOMIC_SEQ_CST);
-	if (pages && mincore(p, pages * 4096, vec) == 0)
-		for (size_t i = 0; i < pages; i++)
-			if (vec[i] & 1) {
-				__atomic_fetch_add(&n_hugepage_touched, 1, __ATOMIC_SEQ_CST);
-				break;
-			}
+	count_advice(p, size, &n_hugepage, &n_hugepage_touched);
 	return 0;
+}
+
+long np_fake_os_nohuges(long *touched)
+{
+	if (touched)
+		*touched = __atomic_load_n(&n_nohuge_touched, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&n_nohuge, __ATOMIC_SEQ_CST);
 }
 
 long np_fake_os_hugepages(long *touched)

@@ -28,6 +28,8 @@ long np_fake_os_purged_bytes(void);
 /* np_os_hugepage calls; *touched (if not NULL): how many found a page of the range (its first
  * 64 MiB) resident already (advice given too late for that page's 2 MiB range). */
 long np_fake_os_hugepages(long *touched);
+/* The same for np_os_nohuge (MADV_NOHUGEPAGE). */
+long np_fake_os_nohuges(long *touched);
 /* Node recorded for the page holding p by the last bind covering it, or -1. */
 int np_fake_os_bound_node(const void *p);
 /* The memory policy np_os_mempolicy reports for every thread: mode (MPOL_*) and OS nodes. */

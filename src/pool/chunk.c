@@ -88,11 +88,18 @@ static void name_range(void *p, size_t size, int node)
 /* NUMAPAGE_THP: 2 MiB pages for a new mapping, asked before its first write (a 2 MiB range
  * with a 4 KiB page in it keeps faulting 4 KiB pages). Measured on a 2-vCPU guest whose THP
  * setting is madvise: run time -25% and peak RSS +55% over bench/run.py's workloads
- * (docs/perf-issue15.md, section 8), hence off unless asked for. */
-static void advise_huge_pages(void *p, size_t size)
+ * (docs/perf-issue15.md, section 8), hence off unless asked for. Off is advised too
+ * (MADV_NOHUGEPAGE, before the first write as well), so that it means the same under a kernel
+ * whose setting is `always` (Debian's): there the chunks got 2 MiB pages unasked, and
+ * khugepaged collapsed the 2 MiB ranges around pages a purge had given back, resident again
+ * (the VM tier's trim_purges_free_pages_inside_slabs found 681 and 972 such pages, two and
+ * three ranges' worth, in runs where khugepaged's scan met the trim). */
+static void advise_page_size(void *p, size_t size)
 {
 	if (np_opt_load(thp))
 		(void)np_os_hugepage(p, size);
+	else
+		(void)np_os_nohuge(p, size);
 }
 
 struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
@@ -106,7 +113,7 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 		*why = NP_CHUNK_NOT_BOUND;
 		return NULL;
 	}
-	advise_huge_pages(c, NP_CHUNK_SIZE);
+	advise_page_size(c, NP_CHUNK_SIZE);
 	c->magic = NP_CHUNK_MAGIC; /* the first write: it faults the fields' page in */
 	char *data = (char *)c + NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
 	if (spilled_elsewhere(&c->magic, data, NP_CHUNK_SIZE - NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE, node, low)) {
@@ -178,7 +185,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 			np_os_unmap(c, size);
 			return NULL;
 		}
-		advise_huge_pages(c, size);
+		advise_page_size(c, size);
 		c->kind = NP_CHUNK_HUGE; /* the first write: it faults the fields' page in */
 		if (spilled_elsewhere(&c->kind, (char *)c, size, node, low)) {
 			np_os_unmap(c, size);

@@ -1246,7 +1246,9 @@ static void trim_purges_free_pages_inside_slabs(void **state)
 	/* One home node: a thread the scheduler moves to another node hands the far node's slabs
 	 * to their orphans when it frees into them. Trim reaches orphans too since 2026-12-02; the
 	 * r7425 guest left 972 of 10,800 pages resident twice before (the second time with this
-	 * pin in place), most likely in such orphans (trim_purges_free_pages_inside_orphans). */
+	 * pin in place), and the 2990wx guest 681 once since: two and three 2 MiB ranges' worth,
+	 * which the guests' khugepaged (THP `always`) had collapsed around purged pages; the
+	 * chunks are advised MADV_NOHUGEPAGE since (pool/chunk.c, advise_page_size). */
 	assert_int_equal(numa_page_set_home_node(numa_page_home_node()), 0);
 	void **p = F_MALLOC(N * sizeof(void *));
 	assert_non_null(p);

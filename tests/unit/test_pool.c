@@ -323,7 +323,10 @@ static void many_huge_chunks_share_mappings(void **state)
  * for one node, a pool's or a huge block's, is advised to 2 MiB pages over its whole mapping
  * before its first write (a 2 MiB range with a 4 KiB page in it keeps faulting 4 KiB pages).
  * Interleaved chunks never are: their pages must alternate nodes 4 KiB at a time. Off by
- * default. */
+ * default, and off means advised against (MADV_NOHUGEPAGE), also before the first write: a
+ * kernel whose THP setting is `always` would otherwise back the chunks with 2 MiB pages
+ * anyway, and its khugepaged collapse the 2 MiB ranges around the pages a purge gave back,
+ * resident again. */
 static void thp_advice_comes_before_the_first_write(void **state)
 {
 	(void)state;
@@ -333,6 +336,9 @@ static void thp_advice_comes_before_the_first_write(void **state)
 	assert_non_null(c);
 	assert_non_null(r);
 	assert_int_equal(np_fake_os_hugepages(NULL), 0);
+	long late = -1;
+	assert_int_equal(np_fake_os_nohuges(&late), 2); /* the huge chunk and the pool's first */
+	assert_int_equal(late, 0);
 	np_chunk_unmap_huge(c);
 	np_pool_put_run(r, NULL);
 	assert_int_equal(np_options_set("THP", "1"), 0);
@@ -351,6 +357,7 @@ static void thp_advice_comes_before_the_first_write(void **state)
 	assert_int_equal(np_fake_os_maps(), maps + 1);
 	assert_int_equal(np_fake_os_hugepages(&touched), 2);
 	assert_int_equal(touched, 0);
+	assert_int_equal(np_fake_os_nohuges(NULL), 2); /* none advised against while on */
 	np_pool_put_run(r1, NULL);
 	np_chunk_unmap_huge(h);
 	np_chunk_unmap_huge(ilv);
