@@ -70,7 +70,9 @@ NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct n
 		np_ring_take_back(th, s);
 		return;
 	}
-	if (floater != th && floater && !((uintptr_t)floater & 1)) /* the thread that let it go (np_ring_periodic) */
+	/* A claimed slab was FLOATING, so floater is the thread that let it go (np_slab_float
+	 * sets it before the state): told when another thread's free took it (np_ring_periodic). */
+	if (floater != th)
 		__atomic_fetch_add(&floater->claimed_away, 1, __ATOMIC_RELAXED);
 	np_slab_orphan(s);
 }

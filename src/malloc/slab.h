@@ -69,7 +69,8 @@ struct np_thread;
 
 struct np_slab {
 	/* Line 1, the owner's: what its fast paths write on every call, and its slow paths' fields.
-	 * No other thread reads it while the slab is owned. */
+	 * Another thread reads it while the slab is owned only to confirm a double free
+	 * (np_slab_holds_free_racy). */
 	uintptr_t free;              /* address of the first block to allocate (plain), or 0 */
 	/* Bytes the owner's mallocs asked of this slab since its statistics were last taken
 	 * (np_ring_count): on the line malloc writes anyway, so the fast path's byte counting is
