@@ -32,6 +32,7 @@ struct larson_worker {
 	int id;
 	uint64_t ops;
 	uint64_t sum;
+	char pad[64]; /* workers sit side by side and write sum on every op: never on one line */
 };
 
 static void *larson_thread(void *arg)

@@ -24,6 +24,7 @@ struct ms_life {
 	uint64_t id;
 	uint64_t ops;
 	uint64_t sum;
+	char pad[64]; /* lives sit side by side, two run at once and write sum on every op */
 };
 
 /* Object layout: word 0 stamp, word 1 size, word 2 key; tail byte. */
