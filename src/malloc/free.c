@@ -65,6 +65,10 @@ NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct n
 		__atomic_store_n(&owner->remote_pending, 1, __ATOMIC_RELAXED);
 	if (!claimed)
 		return;
+	/* The claiming CAS read the FLOATING that np_slab_float's release CAS wrote after setting
+	 * floater: this fence makes that store visible here on every architecture (the CAS
+	 * itself is release only). */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	struct np_thread *floater = __atomic_load_n(&s->floater, __ATOMIC_RELAXED);
 	if (th && floater == th && ((th->pcp.near >> s->node) & 1) && th->ring[s->cls]) {
 		np_ring_take_back(th, s);

@@ -144,7 +144,9 @@ uint32_t np_slab_collect(struct np_slab *s)
 	 * found is found otherwise:
 	 *  - a block freed twice by other threads (the marks and the racy walk at the second free
 	 *    find nearly all; what they miss, when the program wrote the block's first 16 bytes
-	 *    in between or two threads freed it at the same instant, makes the list hold it twice):
+	 *    in between or two threads freed it at the same instant, is refused by the push when
+	 *    the block is the list's head or tail, and else makes the list hold it twice, in a
+	 *    cycle the tail is not on, so the relink below cannot cut it):
 	 *    more frees than blocks in use aborts here; a copy further on is reached by the pops
 	 *    when the block is in use, its link zeroed (np_slab_pop: never handed out twice; the
 	 *    slab is pinned); and until then used may count a block too few, or blocks a second

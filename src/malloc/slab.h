@@ -342,7 +342,11 @@ NP_INLINE bool np_slab_push_remote(struct np_slab *s, uintptr_t b, uint64_t i, b
 	((uintptr_t *)b)[1] = s->mark;
 	do {
 		uint32_t len = np_slab_rlen(old);
-		if (NP_UNLIKELY(len >= s->capacity || (len && np_slab_rhead(old) == i)))
+		/* b already at either end of the list: a second free the checks before missed.
+		 * Pushed again at the head it would make the list a cycle (which the pops reach);
+		 * at the tail, the collect's relink would break that cycle and cut the second copy
+		 * off unseen, with used then one too low. */
+		if (NP_UNLIKELY(len >= s->capacity || (len && (np_slab_rhead(old) == i || np_slab_rtail(old) == i))))
 			np_slab_double_push(s, b);
 		np_slab_set_link(s, b, len ? np_slab_rhead(old) : s->end);
 		/* One more, b the head; b the tail too when the list was empty (its tail field is 0

@@ -79,6 +79,18 @@ static void *free_other_then_write_twice(void *arg)
 	return NULL;
 }
 
+/* blocks[0] and blocks[1] freed, then blocks[0] written over as after free and freed again: the
+ * block freed twice is the oldest of the owner's remote list (its tail), not its newest. */
+static void *free_two_then_write_first_twice(void *arg)
+{
+	char **blocks = arg;
+	M_FREE(blocks[0]);
+	M_FREE(blocks[1]);
+	memset(launder(blocks[0]), 0, 16);
+	M_FREE(launder(blocks[0]));
+	return NULL;
+}
+
 /* A thread that frees its argument and then stays alive (it waits for good): the second free
  * comes while the freeing thread's state is live, so nothing its exit does (what it hands
  * over, flushes or folds) is what catches it. The thread makes its state and is homed on the
@@ -252,6 +264,18 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 16; i++)
 			live[i] = live_block(80);
 		in_thread(free_other_then_write_twice, two);
+		for (int i = 0; i < 100000; i++)
+			live_block(80);
+		(void)live;
+	} else if (!strcmp(c, "double_free_remote_tail_overwritten")) {
+		/* The same with the block freed twice at the remote list's tail: a collect that
+		 * finds the owner's list not empty links the tail to it, which would have cut the
+		 * second copy off the lists unseen (one block counted free too many: the slab given
+		 * back under a live block). */
+		char *live[16], *two[2] = {live_block(80), live_block(80)};
+		for (int i = 0; i < 16; i++)
+			live[i] = live_block(80);
+		in_thread(free_two_then_write_first_twice, two);
 		for (int i = 0; i < 100000; i++)
 			live_block(80);
 		(void)live;
