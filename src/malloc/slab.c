@@ -24,7 +24,7 @@ static uint64_t key_seed, mark_secret;
 struct orphan_list {
 	struct np_lock lock; /* rank NP_LOCK_RANK_ORPHANS, index node */
 	struct np_slab *head[NP_NCLASSES];
-	uint16_t gen[NP_NCLASSES]; /* see np_slab.list_gen */
+	uint64_t gen[NP_NCLASSES]; /* see np_slab.list_gen: 64 bits, so it never comes back */
 };
 static struct orphan_list orphans[NP_MAX_NODES] NP_LARGE_BSS;
 static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;

@@ -109,9 +109,10 @@ struct np_slab {
 	uint32_t purged;             /* digest of the lists when np_slab_purge_free last ran; 0: never */
 	/* On its node's orphan list (next and prev its links there) exactly when listed is set
 	 * and list_gen is the list's generation, which a sweep that takes the list whole moves
-	 * on: under that list's lock. */
+	 * on: under that list's lock. 64 bits: a slab a sweep holds (for good, in a fork's child
+	 * whose fork cut that sweep short) must never match the list again. */
 	uint8_t listed;
-	uint16_t list_gen;
+	uint64_t list_gen;
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
 _Static_assert(offsetof(struct np_slab, thread_free) == 2 * NP_CACHELINE, "three lines: owner-written, read-mostly, remote");

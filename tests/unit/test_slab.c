@@ -422,6 +422,57 @@ static void orphan_sweep_purges_free_blocks_for_trim_only(void **state)
 	np_slab_release(s, &pcp);
 }
 
+/* A slab a sweep holds off its list (here while trim's purge of it runs: the hook) is not
+ * adopted by a free however many sweeps take the list meanwhile: the list's generation never
+ * comes back to the one the held slab carries. A fork's child keeps the slabs of a sweep the
+ * fork cut short held for good, and its own sweeps go on; 65,535 more takes brought a 16-bit
+ * generation back, and the free's adoption then unlinked the slab through stale links. */
+static struct np_slab *held, *relisted;
+static bool adopted_while_held;
+static void sweeps_while_held(void)
+{
+	np_fake_os_purge_hook = NULL;
+	np_slab_orphan(relisted); /* on the list, which each sweep below takes and gives back */
+	for (int i = 0; i < 65535; i++)
+		np_slab_sweep_orphans(false, NULL);
+	adopted_while_held = np_slab_adopt_listed(held, OTHER);
+}
+
+static void held_orphan_is_not_adopted_after_many_sweeps(void **state)
+{
+	(void)state;
+	unsigned cls = np_size_class(20000); /* its free blocks hold whole pages: trim purges them */
+	struct np_slab *s[3];
+	uintptr_t live[3];
+	for (int k = 0; k < 3; k++) {
+		s[k] = np_slab_create(&pcp, cls, OWNER);
+		live[k] = take(s[k]);
+	}
+	uintptr_t freed = take(s[0]);
+	np_slab_orphan(s[1]);
+	np_slab_orphan(s[0]);
+	free_remote(s[0], freed);
+	held = s[0];
+	relisted = s[2];
+	adopted_while_held = false;
+	np_fake_os_purge_hook = sweeps_while_held;
+	np_slab_sweep_orphans(true, st); /* takes s[0] and s[1] whole; the purge runs the hook */
+	assert_null(np_fake_os_purge_hook);
+	assert_false(adopted_while_held);
+	for (int k = 0; k < 3; k++) { /* all three back on the list, each once */
+		struct np_slab *a = np_slab_adopt(0, cls, OTHER);
+		assert_non_null(a);
+		check(a);
+		np_slab_collect(a);
+		for (int j = 0; j < 3; j++)
+			if (a == s[j])
+				free_local(a, live[j]);
+		assert_int_equal(a->used, 0);
+		np_slab_release(a, &pcp);
+	}
+	assert_null(np_slab_adopt(0, cls, OTHER));
+}
+
 static void orphan_sweeps_are_due_only_after_a_change(void **state)
 {
 	(void)state;
@@ -535,6 +586,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(orphan_sweep_releases_emptied_slabs, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweep_purges_free_blocks_for_trim_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweeps_are_due_only_after_a_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(held_orphan_is_not_adopted_after_many_sweeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_remote_link_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(double_frees_are_found, setup, teardown),
