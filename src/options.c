@@ -355,7 +355,9 @@ static void load_conf(const char *conf)
 		if (comma)
 			*comma = '\0';
 		char *eq = strchr(item, '=');
-		if (!eq || eq == item) {
+		if (!*item) {
+			/* an empty item (",,", a leading or trailing comma): nothing to say */
+		} else if (!eq || eq == item) {
 			np_warn("NUMAPAGE_CONF: '%s' is not name=value; ignored", item);
 		} else {
 			size_t klen = (size_t)(eq - item);

@@ -120,6 +120,19 @@ static void conf_string_and_precedence(void **state)
 	assert_string_equal(np_options_source_name(NP_OPTION_CONF), "NUMAPAGE_CONF");
 }
 
+/* Empty items (a doubled, leading or trailing comma, as shell scripts build the string) are no
+ * mistake: nothing is said about them, and the items around them apply. */
+static void conf_string_empty_items_are_skipped(void **state)
+{
+	(void)state;
+	char *env[] = {"NUMAPAGE_CONF=,bind=strict,,,place=spread,", NULL};
+	char err[2048];
+	load_capturing(env, false, err, sizeof err);
+	assert_string_equal(err, "");
+	assert_int_equal(np_opt.bind, NP_BIND_STRICT);
+	assert_int_equal(np_opt.place, NP_PLACE_SPREAD);
+}
+
 static void unknown_names_warn_once_with_a_suggestion(void **state)
 {
 	(void)state;
@@ -219,6 +232,7 @@ int main(void)
 		cmocka_unit_test_setup(rejects_bad_values_and_keeps_default, reset),
 		cmocka_unit_test_setup(table_is_documented, reset),
 		cmocka_unit_test_setup(conf_string_and_precedence, reset),
+		cmocka_unit_test_setup(conf_string_empty_items_are_skipped, reset),
 		cmocka_unit_test_setup(unknown_names_warn_once_with_a_suggestion, reset),
 		cmocka_unit_test_setup(secure_execution_reads_nothing, reset),
 		cmocka_unit_test_setup(stats_takes_only_its_forms, reset),
