@@ -142,6 +142,19 @@ static void in_thread(void *(*fn)(void *), void *arg)
 		exit(3);
 }
 
+/* Two 80-byte blocks among 16 live ones of their slab, handed to fn in a thread of its own;
+ * then the owner's mallocs of the class, whose slow paths collect what fn freed. */
+static void double_free_among_live(void *(*fn)(void *))
+{
+	char *live[16], *two[2] = {live_block(80), live_block(80)};
+	for (int i = 0; i < 16; i++)
+		live[i] = live_block(80);
+	in_thread(fn, two);
+	for (int i = 0; i < 100000; i++)
+		live_block(80);
+	(void)live;
+}
+
 /* Frees p in a thread of its own (a thread that does not own p's slab). */
 static void free_in_thread(void *p)
 {
@@ -260,25 +273,13 @@ int main(int argc, char **argv)
 			live_block(80);
 	} else if (!strcmp(c, "double_free_remote_overwritten_busy")) {
 		/* The same among live blocks of the class, after another block of the slab. */
-		char *live[16], *two[2] = {live_block(80), live_block(80)};
-		for (int i = 0; i < 16; i++)
-			live[i] = live_block(80);
-		in_thread(free_other_then_write_twice, two);
-		for (int i = 0; i < 100000; i++)
-			live_block(80);
-		(void)live;
+		double_free_among_live(free_other_then_write_twice);
 	} else if (!strcmp(c, "double_free_remote_tail_overwritten")) {
 		/* The same with the block freed twice at the remote list's tail: a collect that
 		 * finds the owner's list not empty links the tail to it, which would have cut the
 		 * second copy off the lists unseen (one block counted free too many: the slab given
 		 * back under a live block). */
-		char *live[16], *two[2] = {live_block(80), live_block(80)};
-		for (int i = 0; i < 16; i++)
-			live[i] = live_block(80);
-		in_thread(free_two_then_write_first_twice, two);
-		for (int i = 0; i < 100000; i++)
-			live_block(80);
-		(void)live;
+		double_free_among_live(free_two_then_write_first_twice);
 	} else if (!strcmp(c, "double_free_two_threads")) {
 		/* Two other threads free the same block, one after the other. */
 		char *p = live_block(80);
