@@ -26,10 +26,12 @@ static int fail(struct np_topo *t, const char *why)
  * /dev/zero forever, or spend minutes and gigabytes on a synthetic topology of 70,000 PUs,
  * and none of that may take the program down. The child hands the finished table back
  * through shared memory; a child that crashes, runs out of its memory or time, or hands back
- * a table that fails np_topo_check gives the one-node fallback and a warning. Only regular
- * files of at most NP_TOPO_XML_MAX bytes are given to hwloc at all. Discovering this machine
- * without redirection runs in-process: it is every program's start-up, and its input is the
- * kernel's.
+ * a table that fails np_topo_check gives the one-node fallback and a warning. Where no child
+ * can be made (a used-up RLIMIT_NPROC, a sandbox that forbids clone), a named input is not
+ * loaded at all, sound or not: in this process a crash or a runaway in hwloc would be the
+ * program's. Only regular files of at most NP_TOPO_XML_MAX bytes are given to hwloc at all.
+ * Discovering this machine without redirection runs in-process: it is every program's
+ * start-up, and its input is the kernel's.
  */
 #define NP_TOPO_XML_MAX ((uint64_t)16 << 20)
 #define NP_TOPO_SPEC_MAX 1024
@@ -88,8 +90,11 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 			  NP_TOPO_LOAD_TIMEOUT_MS / 1000);
 	else if (rc == -ECHILD)
 		np_format(job->why, sizeof job->why, "hwloc crashed loading '%s' (signal %d)", what, sig);
+	else if (rc < 0 && isolate)
+		np_format(job->why, sizeof job->why, "'%s' is not loaded: no child process to contain hwloc (%s)",
+			  what, shared ? np_topo_errtext(-rc) : "no shared memory");
 	else if (rc < 0)
-		np_topo_hwloc_run(job); /* no child process to be had (or not asked for): load here */
+		np_topo_hwloc_run(job); /* this machine, not redirected: load here */
 	else if (rc > 0 || (!job->ok && !job->why[0]))
 		np_format(job->why, sizeof job->why, "loading '%s' failed (status %d)", what, rc);
 	bool ok = job->ok && rc <= 0;

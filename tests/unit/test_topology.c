@@ -5,6 +5,7 @@
  * machine, and np_topo_check() catching broken tables. Linked with the fake OS (memory policy:
  * default).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fake_os.h"
 #include "topology/topology.h"
 
 #define FIXTURE(name) NP_TOPOLOGIES "/" name
@@ -374,6 +376,23 @@ static void bad_inputs_fall_back(void **state)
 	expect_fallback_load(FIXTURE("r7425.xml"), &allow, "no allowed NUMA node has memory");
 }
 
+/* No child process to be had (a used-up RLIMIT_NPROC, a sandbox): what the user names is not
+ * loaded in this process, where a crash or a runaway in hwloc would be the program's. This
+ * machine's own discovery never needed a child and still loads. */
+static void named_input_without_child_is_refused(void **state)
+{
+	(void)state;
+	np_fake_os_fail_isolate(-EAGAIN);
+	expect_fallback_load(FIXTURE("2node.xml"), NULL, "no child process to contain hwloc");
+	expect_fallback_load("synthetic:numa:2 pu:2", NULL, "no child process to contain hwloc");
+	assert_int_equal(load(NULL, NULL), 0);
+	assert_string_equal(err, "");
+	assert_true(t.is_system);
+	np_fake_os_fail_isolate(0);
+	load_ok(FIXTURE("2node.xml"));
+	assert_int_equal(t.nnodes, 2);
+}
+
 static void this_machine(void **state)
 {
 	(void)state;
@@ -630,6 +649,7 @@ int main(void)
 		cmocka_unit_test(allow_restricts_memory_nodes),
 		cmocka_unit_test(allow_restricts_cpus),
 		cmocka_unit_test(bad_inputs_fall_back),
+		cmocka_unit_test(named_input_without_child_is_refused),
 		cmocka_unit_test(this_machine),
 		cmocka_unit_test(linux_backend_on_recorded_sysfs),
 		cmocka_unit_test(hwloc_environment_is_not_this_machine),
