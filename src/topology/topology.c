@@ -77,6 +77,8 @@ void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const ch
 	/* The size may be unknown; the one node must still count as a memory node. */
 	if (!mem_bytes)
 		mem_bytes = 1;
+	if (mem_bytes > NP_TOPO_NODE_MEM_MAX)
+		mem_bytes = NP_TOPO_NODE_MEM_MAX;
 	t->source = NP_TOPO_FALLBACK;
 	t->is_system = false;
 	t->nnodes = 1;
@@ -171,6 +173,7 @@ const char *np_topo_check(const struct np_topo *t)
 		CHECK(n->os_id >= 0, "negative OS node id");
 		CHECK(i == 0 || n->os_id > t->node[i - 1].os_id, "nodes not in increasing OS id order");
 		CHECK(n->has_memory == (n->mem_bytes > 0), "has_memory disagrees with mem_bytes");
+		CHECK(n->mem_bytes <= NP_TOPO_NODE_MEM_MAX, "a node larger than 64 PiB");
 		CHECK(n->has_cpus == (n->ncpus > 0), "has_cpus disagrees with ncpus");
 		CHECK(!n->mem_allowed || n->has_memory, "memory allowed on a memoryless node");
 		CHECK(n->cpu_first == listed, "CPU lists not contiguous");

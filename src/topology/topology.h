@@ -22,6 +22,9 @@
 #define NP_MAX_CPUS 4096
 #define NP_DISTANCE_LOCAL 10
 #define NP_DISTANCE_REMOTE 20
+/* A node's memory, at most: 64 PiB, more than any machine has, so that sums over the nodes
+ * and percentages of a node's size cannot overflow 64 bits. */
+#define NP_TOPO_NODE_MEM_MAX ((uint64_t)1 << 56)
 
 enum np_topo_source {
 	NP_TOPO_SYSTEM,    /* discovered on this machine: binding is real */

@@ -314,6 +314,11 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 		n->ncpus = first - n->cpu_first;
 		n->has_cpus = n->ncpus > 0;
 		n->mem_bytes = nodes[i]->attr ? nodes[i]->attr->numanode.local_memory : 0;
+		if (n->mem_bytes > NP_TOPO_NODE_MEM_MAX) {
+			np_format(why_buf, why_size, "NUMA node %d has more than %d PiB of memory", n->os_id,
+				  (int)(NP_TOPO_NODE_MEM_MAX >> 50));
+			return why_buf;
+		}
 		n->has_memory = n->mem_bytes > 0;
 		n->mem_allowed = n->has_memory && hwloc_bitmap_isset(nodes_ok, nodes[i]->os_index) &&
 				 allow_node(allow, n->os_id);

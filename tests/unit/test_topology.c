@@ -370,6 +370,10 @@ static void bad_inputs_fall_back(void **state)
 			     "65 NUMA nodes");
 	expect_fallback_load("synthetic:numa:2(memory=1048576) pu:2(indexes=0,1,2,4096)", NULL,
 			     "CPU id 4096");
+	/* Sizes no machine has: they wrapped the total (two nodes of 2^63 - 1 bytes) and would
+	 * overflow sums and percentages of a node's size. */
+	expect_fallback_load("synthetic:numa:2(memory=9223372036854775807) pu:2", NULL,
+			     "more than 64 PiB");
 
 	uint8_t none[8] = {0};
 	struct np_topo_allow allow = {.nodes = none, .nnodes = 8};
@@ -595,6 +599,13 @@ static void check_catches_damage(void **state)
 	t = good;
 	t.nallowed_cpus++;
 	assert_non_null(np_topo_check(&t));
+
+	/* A node over 64 PiB, even with the total kept consistent (a child's table). */
+	t = good;
+	int m = idx(1);
+	t.total_mem += NP_TOPO_NODE_MEM_MAX + 1 - t.node[m].mem_bytes;
+	t.node[m].mem_bytes = NP_TOPO_NODE_MEM_MAX + 1;
+	assert_string_equal(np_topo_check(&t), "a node larger than 64 PiB");
 
 	t = good;
 	int a = t.node[2].os_id;
