@@ -231,8 +231,7 @@ void np_large_count(struct np_thread *th, void *p, size_t requested)
 
 void np_large_count_growth(struct np_thread *th, int node, size_t old, size_t new, bool user)
 {
-	if (th)
-		np_pcp_count_alloc(&th->pcp, node, node, (long)((new - old) >> NP_PAGE_SHIFT));
+	np_pcp_count_alloc(th ? &th->pcp : NULL, node, node, (long)((new - old) >> NP_PAGE_SHIFT));
 	if (user)
 		np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, (long)(new - old));
 }

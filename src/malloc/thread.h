@@ -34,6 +34,7 @@ struct np_tls {
 	int64_t in_use;
 	uint8_t count_node;
 	bool exited;                      /* the thread-exit destructor ran */
+	uint16_t frees_without_state;     /* np_thread_for_free: frees before a state is made */
 	bool place_at_start;              /* thread_start.c: placing a thread that inherited its mask */
 };
 
@@ -102,12 +103,24 @@ void np_thread_forget_tls(void);
 void np_thread_fold_bytes(struct np_thread *th);
 /* Creates the thread-exit key, whose destructor (init.c) gets each thread's struct. */
 void np_thread_init_key(void (*on_exit)(void *));
-/* The freeing thread's state, created for a thread that only frees (a consumer): its counts
- * then go to its own deltas, not to a shared atomic per free. Not once its exit handler ran. */
+/* The freeing thread's state, or NULL: the caller then counts in the shared statistics (an
+ * atomic add). A thread that only frees (a consumer) gets one at its NP_FREES_BEFORE_STATE-th
+ * free, so that its counts go to its own deltas; never once its exit handler ran. Not at its
+ * first: a detached thread that never allocated frees blocks after its TSD destructors ran
+ * (glibc frees the DTVs of the stacks it drops from its cache there), and a state made then
+ * has no exit handler left to give it back: each such exit kept one, for good. The frees of a
+ * thread's exit are a few; a consumer's are many. */
+#define NP_FREES_BEFORE_STATE 256
 NP_INLINE struct np_thread *np_thread_for_free(void)
 {
 	struct np_thread *th = np_tls.self;
-	return th || np_tls.exited ? th : np_thread_get();
+	if (th || np_tls.exited)
+		return th;
+	if (np_tls.frees_without_state < NP_FREES_BEFORE_STATE) {
+		np_tls.frees_without_state++;
+		return NULL;
+	}
+	return np_thread_get();
 }
 
 /* fork */

@@ -1119,6 +1119,69 @@ static void thread_exit_destructors_leave_no_state(void **state)
 	pthread_key_delete(late_key);
 }
 
+/* A thread whose first calls free another thread's blocks and grow a huge one (realloc by
+ * mremap) counts them exactly, whether or not it has a state of its own by then: a growth
+ * counted without a state left pages_in_use short of what its free later took off. The
+ * thread starts before the first snapshot and waits, so that between the snapshots the main
+ * thread allocates nothing (its slow path could give back slabs that earlier tests emptied). */
+struct stateless_job {
+	sem_t go;
+	void *huge;
+	size_t grown;
+	void *small[64];
+	void *run;
+};
+
+static void *stateless_thread(void *arg)
+{
+	struct stateless_job *j = arg;
+	while (sem_wait(&j->go) != 0)
+		;
+	unsigned char *q = F_REALLOC(j->huge, j->grown);
+	if (q) {
+		np_t_fill(q, j->grown, 7);
+		F_FREE(q);
+	}
+	for (int i = 0; i < 64; i++)
+		F_FREE(j->small[i]);
+	F_FREE(j->run);
+	return q;
+}
+
+static void thread_without_state_counts_exactly(void **state)
+{
+	(void)state;
+	static struct stateless_job j = {.grown = 32 * MiB + 8};
+	assert_int_equal(sem_init(&j.go, 0, 0), 0);
+	size_t n = 8 * MiB + 8; /* huge: over a page run's longest */
+	j.huge = F_MALLOC(np_t_opaque(n));
+	assert_ours(j.huge, n);
+	np_t_fill(j.huge, n, 6);
+	size_t small = 0;
+	for (int i = 0; i < 64; i++) {
+		j.small[i] = F_MALLOC(np_t_opaque(16 + 24 * (size_t)i));
+		assert_non_null(j.small[i]);
+		small += F_USABLE(j.small[i]);
+	}
+	j.run = F_MALLOC(np_t_opaque(200 * KiB));
+	assert_ours(j.run, 200 * KiB);
+	size_t huge_bytes = F_USABLE(j.huge), run_bytes = F_USABLE(j.run);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, stateless_thread, &j), 0);
+	struct numa_page_node_stats before = np_t_stats();
+	assert_int_equal(sem_post(&j.go), 0);
+	void *grown;
+	assert_int_equal(pthread_join(t, &grown), 0);
+	assert_non_null(grown);
+	struct numa_page_node_stats after = np_t_stats();
+	assert_int_equal(before.malloc_in_use - after.malloc_in_use, (long long)(huge_bytes + small + run_bytes));
+	/* The huge block's pages and the run's leave; the small blocks' slab pages stay the
+	 * main thread's until it collects them. */
+	assert_int_equal(before.pages_in_use - after.pages_in_use, (long long)((huge_bytes + run_bytes) / 4096));
+	assert_int_equal(after.threads, before.threads);
+	sem_destroy(&j.go);
+}
+
 /* fork() while a thread past its exit hook allocates: those blocks come from the start-up
  * allocator, whose lock a fork could copy held; the child's first use of it (here the free of
  * such a block) then spun for ever. Each child has 10 s (SIGALRM kills it otherwise). */
@@ -1425,6 +1488,7 @@ int main(void)
 		cmocka_unit_test(fork_child_counts_one_thread),
 		cmocka_unit_test(stats_exact_while_others_hold_and_free),
 		cmocka_unit_test(thread_exit_destructors_leave_no_state),
+		cmocka_unit_test(thread_without_state_counts_exactly),
 		cmocka_unit_test(fork_while_an_exiting_thread_allocates),
 		cmocka_unit_test(trim_returns_memory),
 		cmocka_unit_test(trim_purges_free_pages_inside_slabs),
