@@ -11,7 +11,7 @@
 
 #define DECAY_PERIOD_NS 1000000000ull /* the peak halves at most once a second */
 #define CLEAN_MAX 8                   /* clean chunks a node keeps mapped */
-#define SLACK_KEPT ((size_t)32 << 20) /* tail of a larger chunk kept resident for a request */
+#define SLACK_KEPT ((size_t)32 << 20) /* tail of a larger chunk kept for a request */
 #define BATCH 16
 
 struct cache {
@@ -262,17 +262,16 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		c = g;
 		c->dirty = NP_MIN(c->dirty, had); /* what grew is fresh */
 	}
-	/* A much larger chunk keeps its tail resident only up to the request's size or 32 MiB:
-	 * a small block must not hold a large one's pages. */
+	/* A much larger chunk is cut down to the request's size plus as much again, or plus
+	 * 32 MiB: a small block must not hold a large one's pages or address space, nor count
+	 * them in use (a 5 MiB block from a freed 256 MiB chunk counted 65,000 pages in
+	 * pages_in_use, which a rehearsed node's room check reads). The tail that goes was past
+	 * what the slack keeps resident: a later large request would have faulted it in anyway. */
 	size_t used = need << NP_PAGE_SHIFT;
 	size_t keep = used + NP_MAX(used, SLACK_KEPT);
-	if (c->dirty > keep) {
-		size_t from = (c->data_offset + keep + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
-		size_t to = (c->data_offset + c->dirty + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
-		if (to > from && np_os_purge((char *)c + from, to - from) == 0) {
-			np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)((to - from) >> NP_PAGE_SHIFT));
-			c->dirty = from - c->data_offset;
-		}
+	if (np_chunk_data_bytes(c) > keep) {
+		np_chunk_trim_huge(c, np_chunk_huge_size(c->data_offset + keep));
+		c->dirty = NP_MIN(c->dirty, np_chunk_data_bytes(c));
 	}
 	*dirty = c->dirty;
 	np_huge_count_live(node, (long)pages_of(c));

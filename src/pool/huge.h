@@ -11,8 +11,8 @@
  * cached, clean: its next user needs no mmap, no bind and no zeroing, only the faults. Only
  * clean chunks past a few per node (or past four budgets of address space) are unmapped.
  * A request takes the smallest cached chunk that fits; when none does, the largest grows in
- * place (mremap). A chunk much larger than the request keeps its tail resident only up to
- * the request's own size or 32 MiB; the rest is given back. Decays happen when the cache is
+ * place (mremap). A chunk much larger than the request is cut down to twice the request, or
+ * the request and 32 MiB (the larger); the rest is unmapped. Decays happen when the cache is
  * used (no background thread): a program that stops allocating keeps what is cached until
  * malloc_trim.
  *
