@@ -306,15 +306,21 @@ int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg)
 				grew |= (uint64_t)grow << first;
 			}
 		}
-		for (int k = 0; k < nd->nfallback; k++) {
-			int n = nd->fallback[k];
-			if (!((allowed >> n) & 1) || ((tried >> n) & 1 && (round == 0 || (grew >> n) & 1)))
-				continue;
-			bool grow = round == 1 || np_node_has_room(n, r->pages);
-			tried |= 1ULL << n;
-			grew |= (uint64_t)grow << n;
-			if (try(n, false, grow, arg))
-				return n;
+		/* An interleave's full node is passed over to the next of its set: the set's
+		 * nodes first (pass 0), the others after (pass 1). */
+		for (int pass = r->prefer ? 0 : 1; pass < 2; pass++) {
+			uint64_t these = pass == 0 ? r->prefer : r->prefer ? ~r->prefer : ~0ULL;
+			for (int k = 0; k < nd->nfallback; k++) {
+				int n = nd->fallback[k];
+				if (!((allowed & these) >> n & 1) ||
+				    ((tried >> n) & 1 && (round == 0 || (grew >> n) & 1)))
+					continue;
+				bool grow = round == 1 || np_node_has_room(n, r->pages);
+				tried |= 1ULL << n;
+				grew |= (uint64_t)grow << n;
+				if (try(n, false, grow, arg))
+					return n;
+			}
 		}
 	}
 	return -1;

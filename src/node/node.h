@@ -97,13 +97,16 @@ struct np_node_req {
 	int intended;     /* dense node the request is for */
 	unsigned flags;   /* enum np_node_walk_flags */
 	uint64_t only;    /* nonzero: only these nodes may serve */
+	uint64_t prefer;  /* nonzero: these nodes (an interleave's set) before the others, in
+			   * each round, both in the intended node's fallback order */
 	size_t pages;     /* pages it needs: nodes without room for them are tried last */
 	unsigned *rotor;  /* the caller's iterator for NP_WALK_PICK (may be NULL without it) */
 };
 
 /* Tries, for request r, each allowed node with memory in order until try() succeeds: the
  * picked pool first with NP_WALK_PICK, then the intended node's fallback order (nearest
- * first). A node without room (np_node_has_room) is tried without growing (what its pool
+ * first; the preferred nodes of that order before the rest). A node without room
+ * (np_node_has_room) is tried without growing (what its pool
  * holds), and again with growing in a second round, in the same order, only when no node
  * served in the first: fresh memory comes from a full node (where the kernel reclaims, swaps
  * or spills) only when every allowed node is full. Returns the node that served, or -1. */

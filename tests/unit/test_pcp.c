@@ -704,6 +704,59 @@ static void interleave_policy_spreads_batches_and_runs(void **state)
 	assert_int_equal(pages_in_use_total(), 0);
 }
 
+/* An interleave over {0, 2} with node 0 full: its share comes from node 2, the next node of
+ * the set, not from node 1, nearer to 0 but outside the set (it took half the runs and a
+ * whole batch: found by a hostile review). Outside the set only when the whole set is full. */
+static void interleave_passes_a_full_node_to_the_set(void **state)
+{
+	(void)state;
+	start("4node", "PCP_BATCH", "8", "PCP_HIGH", "512", NULL);
+	struct np_topo_policy pol = {.mode = NP_POLICY_INTERLEAVE, .nodes = 0x5};
+	np_pcp_init(&pcp, 0, st, &pol);
+	np_pcp_count_thread(&pcp);
+	long full0 = (long)np_pools[0].limit_pages;
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, full0);
+	static struct np_page *pg[64];
+	int per[NP_MAX_NODES] = {0};
+	take_own(32, pg, per);
+	assert_int_equal(per[2], 32);
+	struct np_page *runs[8];
+	int rper[NP_MAX_NODES] = {0};
+	for (int i = 0; i < 8; i++) {
+		runs[i] = np_pcp_get_run(&pcp, 20, 1, -1);
+		rper[np_page_node(runs[i])]++;
+	}
+	assert_int_equal(rper[2], 8);
+	for (int n = 0; n < 4; n++)
+		if (n != 2)
+			assert_int_equal(STAT(n, pages_in_use) - (n == 0 ? full0 : 0), 0);
+	assert_int_equal(STAT(2, interleave_hit), 32 + 8 * 20);
+	/* The whole set full: no node of it grows (what their pools hold still serves), the
+	 * others may. */
+	long full2 = (long)np_pools[2].limit_pages;
+	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, full2);
+	size_t mapped0 = np_pools[0].mapped_pages, mapped2 = np_pools[2].mapped_pages;
+	static struct np_page *out[64];
+	for (int i = 0; i < 64; i++) {
+		out[i] = np_pcp_get_run(&pcp, 200, 1, -1);
+		assert_non_null(out[i]);
+	}
+	assert_int_equal(np_pools[0].mapped_pages, mapped0);
+	assert_int_equal(np_pools[2].mapped_pages, mapped2);
+	assert_true(STAT(1, pages_in_use) + STAT(3, pages_in_use) > 0);
+	for (int i = 0; i < 64; i++)
+		np_pcp_put_run(&pcp, out[i]);
+	for (int i = 0; i < 8; i++)
+		np_pcp_put_run(&pcp, runs[i]);
+	put_all(32, pg);
+	check();
+	np_pcp_drain(&pcp);
+	np_pcp_fini(&pcp);
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -full0);
+	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, -full2);
+	assert_int_equal(pages_in_use_total(), 0);
+}
+
 /* A node nearly full (less than four reserves of room): its new chunks are faulted in and
  * checked page by page when mapped; a node with room is not touched ahead of the program. */
 static void nearly_full_node_verifies_new_chunks(void **state)
@@ -1051,6 +1104,7 @@ int main(void)
 		cmocka_unit_test_teardown(memoryless_pages_balance, teardown),
 		cmocka_unit_test_teardown(preferred_policy_targets_the_nearest_of_its_nodes, teardown),
 		cmocka_unit_test_teardown(interleave_policy_spreads_batches_and_runs, teardown),
+		cmocka_unit_test_teardown(interleave_passes_a_full_node_to_the_set, teardown),
 		cmocka_unit_test_teardown(spilled_chunk_moves_the_request_on, teardown),
 		cmocka_unit_test_teardown(node_without_room_is_passed_over, teardown),
 		cmocka_unit_test_teardown(nearly_full_node_verifies_new_chunks, teardown),
