@@ -20,11 +20,14 @@
 
 int32_t np_vmstat_thr[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS] NP_LARGE_BSS;
 
-/* Where the totals live until (and unless) the live-view file takes them over. */
+/* The totals, private to the process: what every reader reads, and what a fork copies at the
+ * instant of the fork. */
 static struct np_vmstat_totals static_totals[NP_MAX_NODES] NP_LARGE_BSS;
-/* Where folds go: static_totals, or the totals inside the shared-memory file. Switched once,
- * by np_vmstat_use_totals (release), and back in a forked child. */
-static struct np_vmstat_totals *sink = static_totals;
+/* The live-view file's totals (NULL: none), which every fold adds to as well: set once by
+ * np_vmstat_use_totals (release), cleared in a forked child. The file was once the totals
+ * themselves; a child then took its copy from the shared pages in its fork handler, after
+ * the parent's other threads had gone on folding into them. */
+static struct np_vmstat_totals *mirror;
 
 static int nnodes;
 static int os_ids[NP_MAX_NODES];
@@ -118,14 +121,23 @@ int np_vmstat_threshold(int node)
 
 /* ---- Counting -------------------------------------------------------------------------------- */
 
-static inline struct np_vmstat_totals *cur_sink(void)
+static inline struct np_vmstat_totals *cur_mirror(void)
 {
-	return __atomic_load_n(&sink, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&mirror, __ATOMIC_ACQUIRE);
+}
+
+/* Adds to the totals and to the live file's copy (two adds on a path that is already rare). */
+static inline void total_add(int node, int item, long delta)
+{
+	atomic_fetch_add_explicit(&static_totals[node].v[item], delta, memory_order_relaxed);
+	struct np_vmstat_totals *m = cur_mirror();
+	if (m)
+		atomic_fetch_add_explicit(&m[node].v[item], delta, memory_order_relaxed);
 }
 
 void np_vmstat_add_shared(int node, int item, long delta)
 {
-	atomic_fetch_add_explicit(&cur_sink()[node].v[item], delta, memory_order_relaxed);
+	total_add(node, item, delta);
 }
 
 /*
@@ -137,7 +149,7 @@ void np_vmstat_fold_slow(struct np_vmstat_diffs *th, int node, int item, long x)
 {
 	long over = np_vmstat_thr[node][item] / 2;
 	long fold = x > 0 ? x + over : x - over;
-	atomic_fetch_add_explicit(&cur_sink()[node].v[item], fold, memory_order_relaxed);
+	total_add(node, item, fold);
 	__atomic_store_n(&th->d[node][item], (int32_t)(x > 0 ? -over : over), __ATOMIC_RELAXED);
 }
 
@@ -145,12 +157,11 @@ void np_vmstat_fold_slow(struct np_vmstat_diffs *th, int node, int item, long x)
  * the owner gone (fork child), so the diffs do not change under us. */
 static void fold_all(struct np_vmstat_diffs *th)
 {
-	struct np_vmstat_totals *s = cur_sink();
 	for (int n = 0; n < NP_MAX_NODES; n++)
 		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
 			int32_t v = th->d[n][k];
 			if (v) {
-				atomic_fetch_add_explicit(&s[n].v[k], v, memory_order_relaxed);
+				total_add(n, k, v);
 				__atomic_store_n(&th->d[n][k], 0, __ATOMIC_RELAXED);
 			}
 		}
@@ -191,15 +202,10 @@ void np_vmstat_unregister(struct np_vmstat_diffs *th)
 
 /* ---- Readers --------------------------------------------------------------------------------- */
 
-/* The shared total: static_totals plus the live file's totals once they took over (an add that
- * raced with the switch may have landed in static_totals; it still counts). */
+/* The shared total. */
 static long total(int node, int item)
 {
-	struct np_vmstat_totals *s = cur_sink();
-	long v = atomic_load_explicit(&static_totals[node].v[item], memory_order_relaxed);
-	if (s != static_totals)
-		v += atomic_load_explicit(&s[node].v[item], memory_order_relaxed);
-	return v;
+	return atomic_load_explicit(&static_totals[node].v[item], memory_order_relaxed);
 }
 
 static long clamp(int item, long v)
@@ -248,24 +254,20 @@ void np_vmstat_snapshot_node(int node, long out[NUMA_PAGE_STAT_NITEMS], bool exa
 		out[k] = clamp(k, out[k]);
 }
 
-/* ---- The live file takes over the totals ----------------------------------------------------- */
+/* ---- The live file mirrors the totals --------------------------------------------------------- */
 
 void np_vmstat_use_totals(struct np_vmstat_totals *dst)
 {
-	struct np_vmstat_totals *old = cur_sink();
-	if (dst == old)
+	if (dst == cur_mirror())
 		return;
-	__atomic_store_n(&sink, dst, __ATOMIC_RELEASE);
-	/* Folds now go to dst; move what static_totals held so the published file shows the
-	 * counts made before it existed. A reader between the exchange and the add misses that
-	 * part for an instant (this runs once, at start-up). */
+	__atomic_store_n(&mirror, dst, __ATOMIC_RELEASE);
+	/* Folds now add to dst too; it starts with what the totals held. A fold in flight
+	 * meanwhile may count there twice or not at all: the file is a view from outside,
+	 * already short of every thread's unfolded deltas (this runs once, at start-up). */
 	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++)
-		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
-			long v = atomic_exchange_explicit(&static_totals[i].v[k], 0, memory_order_relaxed);
-			if (v)
-				atomic_fetch_add_explicit(&dst[i].v[k], v, memory_order_relaxed);
-		}
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+			atomic_store_explicit(&dst[i].v[k], total(i, k), memory_order_relaxed);
 }
 
 /* ---- Fork ------------------------------------------------------------------------------------ */
@@ -297,18 +299,9 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 {
 	/* Only this thread exists now; the lock was held by it across fork. */
 	np_lock_init(&reg_lock, NP_LOCK_RANK_VMSTAT, 0, false);
-	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
-	struct np_vmstat_totals *s = cur_sink();
-	if (s != static_totals) {
-		/* The file's mapping is shared with the parent: take a private copy of its totals
-		 * and stop writing there before anything below counts. */
-		for (int i = 0; i < n; i++)
-			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
-				atomic_fetch_add_explicit(&static_totals[i].v[k],
-							  atomic_load_explicit(&s[i].v[k], memory_order_relaxed),
-							  memory_order_relaxed);
-		__atomic_store_n(&sink, static_totals, __ATOMIC_RELEASE);
-	}
+	/* The totals are this process's copy, as they were at the fork; the file's mapping is
+	 * shared with the parent: no more adds there, before anything below counts. */
+	__atomic_store_n(&mirror, NULL, __ATOMIC_RELEASE);
 	/* What the surviving thread counted outside its diffs (malloc's byte counters) joins
 	 * them now, so that its events are dropped below with the rest and not folded later. */
 	if (np_vmstat_read_hook)
@@ -349,10 +342,10 @@ void np_vmstat_reset_events(void)
 {
 	np_lock(&reg_lock);
 	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
-	struct np_vmstat_totals *s = cur_sink();
+	struct np_vmstat_totals *m = cur_mirror();
 	zero_events(static_totals, NP_MAX_NODES, NULL);
-	if (s != static_totals)
-		zero_events(s, n, NULL);
+	if (m)
+		zero_events(m, n, NULL);
 	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
 		zero_events(NULL, NP_MAX_NODES, th);
 	np_unlock(&reg_lock);
@@ -370,12 +363,12 @@ NUMA_PAGE_API int numa_page_stats_reset(void)
 void np_vmstat_reset(void)
 {
 	np_lock(&reg_lock);
-	struct np_vmstat_totals *s = cur_sink();
+	struct np_vmstat_totals *m = cur_mirror();
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
 			atomic_store_explicit(&static_totals[i].v[k], 0, memory_order_relaxed);
-			if (s != static_totals && i < nnodes)
-				atomic_store_explicit(&s[i].v[k], 0, memory_order_relaxed);
+			if (m && i < nnodes)
+				atomic_store_explicit(&m[i].v[k], 0, memory_order_relaxed);
 		}
 	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
 		for (int i = 0; i < NP_MAX_NODES; i++)

@@ -231,8 +231,9 @@ int np_vmstat_shm_sweep(void);
 /* Whether this process publishes, and the path (NULL when not). */
 const char *np_vmstat_shm_published(void);
 
-/* Makes counting go into dst (the shm totals) from now on and moves what the static totals
- * held into it. Readers add both, so an add racing with the switch is never lost in-process. */
+/* Makes every fold add to dst (the shm totals) as well from now on, and copies the totals into
+ * it. Readers in the process read the totals, never dst: a forked child keeps them as they
+ * were at the fork while the parent goes on adding to dst. */
 void np_vmstat_use_totals(struct np_vmstat_totals *dst);
 
 /* Tests and benchmarks only: zeroes every total and every registered thread's diffs. */
