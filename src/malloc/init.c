@@ -88,6 +88,7 @@ void np_init(void)
 	np_slab_init_secret();
 	np_options_init();
 	np_topo_load(&np_topo_table, np_opt.topology, NULL);
+	np_place_init();
 	np_vmstat_init(&np_topo_table);
 	np_vmstat_verbose_nodes(&np_topo_table);
 	np_vmstat_read_hook = fold_self;

@@ -19,6 +19,7 @@
 static struct np_lock place_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0);
 static int pending[NP_MAX_NODES];
 static int policy = -1; /* -1: not read from the options yet */
+static int start_cpus;   /* CPUs in the process's mask at start-up (np_place_init) */
 
 int np_place_policy(void)
 {
@@ -66,6 +67,11 @@ static int choose_locked(const struct np_topo *t, int pol)
 	return best;
 }
 
+void np_place_init(void)
+{
+	start_cpus = np_os_affinity_count();
+}
+
 int np_place_new_thread(bool *fixed, bool inherited_mask)
 {
 	*fixed = false;
@@ -73,9 +79,11 @@ int np_place_new_thread(bool *fixed, bool inherited_mask)
 	if (pol == NP_PLACE_NONE)
 		return -1;
 	const struct np_topo *t = &np_topo_table;
-	if (t->is_system && !inherited_mask) {
+	if (!inherited_mask) {
+		/* Narrower than the machine's allowed CPUs; in a rehearsal, whose CPUs are not the
+		 * real ones, narrower than the process's real mask at start-up. */
 		int n = np_os_affinity_count();
-		if (n > 0 && n < t->nallowed_cpus)
+		if (n > 0 && n < (t->is_system ? t->nallowed_cpus : start_cpus))
 			return -1; /* the program chose this thread's CPUs */
 	}
 	np_lock(&place_lock);

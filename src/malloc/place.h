@@ -6,7 +6,8 @@
  * CPUs that has the fewest threads (ties: most free memory nearby, then lowest id), `fill`
  * fills one node's CPUs before the next; its CPU affinity is set to that node's allowed CPUs.
  * A thread the program pinned (an affinity in its attributes, or a mask narrower than the
- * process's CPUs that it did not inherit) is left alone, and affinity a thread sets later is
+ * process's CPUs that it did not inherit; in a rehearsal, than the process's real mask at
+ * start-up) is left alone, and affinity a thread sets later is
  * respected (the home node then follows its CPU). In a rehearsal (a fixture topology) the
  * home node is set without touching the real affinity.
  *
@@ -25,6 +26,8 @@
  * the CPU (rehearsals). A non-negative result must be followed by np_place_done(node, pcp),
  * which counts the thread on its node. */
 int np_place_new_thread(bool *fixed, bool inherited_mask);
+/* At start-up, once: the process's CPU mask, against which a rehearsal judges a thread's. */
+void np_place_init(void);
 /* The thread placed on `node` is counted there now: np_pcp_count_thread(pcp) under the
  * placement lock (pcp NULL: it got no state, and is not counted). */
 struct np_pcp;
