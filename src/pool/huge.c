@@ -271,7 +271,10 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 	size_t keep = used + NP_MAX(used, SLACK_KEPT);
 	if (np_chunk_data_bytes(c) > keep) {
 		np_chunk_trim_huge(c, np_chunk_huge_size(c->data_offset + keep));
-		c->dirty = NP_MIN(c->dirty, np_chunk_data_bytes(c));
+		size_t kept = np_chunk_data_bytes(c);
+		if (c->dirty > kept) /* the resident pages unmapped count as given back, as in trim */
+			np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)((c->dirty - kept) >> NP_PAGE_SHIFT));
+		c->dirty = NP_MIN(c->dirty, kept);
 	}
 	*dirty = c->dirty;
 	np_huge_count_live(node, (long)pages_of(c));
