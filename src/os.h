@@ -88,8 +88,10 @@ int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode);
 
 /* Sets the calling thread's CPU affinity to the given OS CPU ids. 0 or -errno. */
 int np_os_set_affinity(const int *cpus, int n);
-/* Number of CPUs in the calling thread's affinity mask, or -errno. */
-int np_os_affinity_count(void);
+/* Number of CPUs in the calling thread's affinity mask, or -errno; mask (may be NULL) gets the
+ * mask's CPU ids below NP_OS_CPU_IDS as bits (zeroed first). */
+#define NP_OS_CPU_IDS 4096
+int np_os_affinity(uint64_t mask[NP_OS_CPU_IDS / 64]);
 
 /* ---- Shared-memory files (the live statistics view, src/vmstat/vmstat_shm.c) ---- */
 /* Creates path exclusively (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600, owned by the caller),

@@ -361,12 +361,18 @@ int np_os_set_affinity(const int *cpus, int n)
 	RETURN_ERRNO(sched_setaffinity(0, sizeof set, &set));
 }
 
-int np_os_affinity_count(void)
+int np_os_affinity(uint64_t mask[NP_OS_CPU_IDS / 64])
 {
 	SAVE_ERRNO;
 	cpu_set_t set;
 	if (sched_getaffinity(0, sizeof set, &set) < 0)
 		RETURN_ERRNO(-1);
 	errno = saved_errno_;
+	if (mask) {
+		memset(mask, 0, NP_OS_CPU_IDS / 8);
+		for (int c = 0; c < CPU_SETSIZE && c < NP_OS_CPU_IDS; c++)
+			if (CPU_ISSET(c, &set))
+				mask[c / 64] |= 1ULL << (c % 64);
+	}
 	return CPU_COUNT(&set);
 }

@@ -356,7 +356,8 @@ int np_os_current_cpu(void) { return fake_cpu; }
 
 int np_os_tid(void) { return (int)gettid(); }
 
-static __thread int affinity_n = -1;
+static __thread int affinity_n = -1;   /* -1: every CPU id below 1024 */
+static __thread int affinity_cpus[64]; /* the ids, when affinity_n >= 0 */
 static bool affinity_moves;
 static unsigned affinity_delay_us;
 
@@ -369,6 +370,8 @@ void np_fake_os_affinity_moves(bool on, unsigned delay_us)
 int np_os_set_affinity(const int *cpus, int n)
 {
 	affinity_n = n;
+	for (int i = 0; i < n && i < 64; i++)
+		affinity_cpus[i] = cpus[i];
 	if (affinity_moves && n > 0) {
 		/* As the kernel does: the thread runs on one of its new CPUs when the call returns,
 		 * and moving it there takes a while. */
@@ -379,7 +382,19 @@ int np_os_set_affinity(const int *cpus, int n)
 	return 0;
 }
 
-int np_os_affinity_count(void) { return affinity_n < 0 ? 1024 : affinity_n; }
+int np_os_affinity(uint64_t mask[NP_OS_CPU_IDS / 64])
+{
+	if (mask) {
+		memset(mask, 0, NP_OS_CPU_IDS / 8);
+		int n = affinity_n < 0 ? 1024 : affinity_n < 64 ? affinity_n : 64;
+		for (int i = 0; i < n; i++) {
+			int c = affinity_n < 0 ? i : affinity_cpus[i];
+			if (c >= 0 && c < NP_OS_CPU_IDS)
+				mask[c / 64] |= 1ULL << (c % 64);
+		}
+	}
+	return affinity_n < 0 ? 1024 : affinity_n;
+}
 
 static int shm_fail;
 

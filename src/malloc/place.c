@@ -8,6 +8,7 @@
 #include "malloc/place.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #include "lock.h"
 #include "node/node.h"
@@ -19,7 +20,7 @@
 static struct np_lock place_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0);
 static int pending[NP_MAX_NODES];
 static int policy = -1; /* -1: not read from the options yet */
-static int start_cpus;   /* CPUs in the process's mask at start-up (np_place_init) */
+static uint64_t start_mask[NP_OS_CPU_IDS / 64]; /* the process's CPU mask at start-up */
 
 int np_place_policy(void)
 {
@@ -69,7 +70,22 @@ static int choose_locked(const struct np_topo *t, int pol)
 
 void np_place_init(void)
 {
-	start_cpus = np_os_affinity_count();
+	np_os_affinity(start_mask);
+}
+
+/* Whether the calling thread's CPU mask is one the program chose: narrower than the machine's
+ * allowed CPUs; in a rehearsal, whose CPUs are not the real ones, other than the process's
+ * real mask at start-up (a count alone missed a thread pinned under `taskset -c 0`, or to as
+ * many other CPUs: a review). */
+static bool pinned(const struct np_topo *t)
+{
+	uint64_t mask[NP_OS_CPU_IDS / 64];
+	int n = np_os_affinity(t->is_system ? NULL : mask);
+	if (n <= 0)
+		return false;
+	if (t->is_system)
+		return n < t->nallowed_cpus;
+	return memcmp(mask, start_mask, sizeof mask) != 0;
 }
 
 int np_place_new_thread(bool *fixed, bool inherited_mask)
@@ -79,13 +95,8 @@ int np_place_new_thread(bool *fixed, bool inherited_mask)
 	if (pol == NP_PLACE_NONE)
 		return -1;
 	const struct np_topo *t = &np_topo_table;
-	if (!inherited_mask) {
-		/* Narrower than the machine's allowed CPUs; in a rehearsal, whose CPUs are not the
-		 * real ones, narrower than the process's real mask at start-up. */
-		int n = np_os_affinity_count();
-		if (n > 0 && n < (t->is_system ? t->nallowed_cpus : start_cpus))
-			return -1; /* the program chose this thread's CPUs */
-	}
+	if (!inherited_mask && pinned(t))
+		return -1; /* the program chose this thread's CPUs */
 	np_lock(&place_lock);
 	int node = choose_locked(t, pol);
 	if (node >= 0) {

@@ -5,9 +5,9 @@
  * link every thread at its first allocation. `spread` homes a thread on the allowed node with
  * CPUs that has the fewest threads (ties: most free memory nearby, then lowest id), `fill`
  * fills one node's CPUs before the next; its CPU affinity is set to that node's allowed CPUs.
- * A thread the program pinned (an affinity in its attributes, or a mask narrower than the
- * process's CPUs that it did not inherit; in a rehearsal, than the process's real mask at
- * start-up) is left alone, and affinity a thread sets later is
+ * A thread the program pinned (an affinity in its attributes, which the wrapper marks, or a
+ * mask it did not inherit that is narrower than the process's CPUs; in a rehearsal, other than
+ * the process's real mask at start-up) is left alone, and affinity a thread sets later is
  * respected (the home node then follows its CPU). In a rehearsal (a fixture topology) the
  * home node is set without touching the real affinity.
  *

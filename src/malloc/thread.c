@@ -60,7 +60,8 @@ struct np_thread *np_thread_get(void)
 	if (!np_is_ready())
 		return NULL;
 	bool fixed;
-	int placed = np_place_new_thread(&fixed, np_tls.place_at_start);
+	/* A thread whose attributes pinned it is the program's to place (thread_start.c). */
+	int placed = np_tls.pinned_at_start ? -1 : np_place_new_thread(&fixed, np_tls.place_at_start);
 	int home = placed >= 0 ? placed : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
 	np_lock(&threads_lock);
 	struct np_thread *th = recycled;

@@ -36,6 +36,7 @@ struct np_tls {
 	bool exited;                      /* the thread-exit destructor ran */
 	uint16_t frees_without_state;     /* np_thread_for_free: frees before a state is made */
 	bool place_at_start;              /* thread_start.c: placing a thread that inherited its mask */
+	bool pinned_at_start;             /* thread_start.c: its attributes carried an affinity */
 };
 
 extern NP_TLS struct np_tls np_tls;

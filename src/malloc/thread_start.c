@@ -5,8 +5,9 @@
  * exec, for threads. The wrapper knows what the first allocation of a thread cannot: whether
  * the program chose the thread's CPUs (an affinity in its attributes: left alone), or the
  * thread merely inherited its creator's mask (placed again: otherwise every thread of a
- * placed main thread would look pinned and pile onto its node). With no policy, or before
- * the allocator is ready, it is a plain call to the C library's pthread_create.
+ * placed main thread would look pinned and pile onto its node), and a thread whose attributes
+ * pin it is marked so that it is never placed. With no policy, or before the allocator is
+ * ready, it is a plain call to the C library's pthread_create.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -25,16 +26,23 @@ static create_fn real_create;
 struct start {
 	void *(*fn)(void *);
 	void *arg;
+	bool pinned; /* the attributes carried an affinity */
 };
 
 static void *trampoline(void *p)
 {
 	struct start s = *(struct start *)p;
-	/* Before anything else gives this thread its state (even the free below would): the
-	 * thread is placed whatever mask it inherited. */
-	np_tls.place_at_start = true;
-	np_thread_get();
-	np_tls.place_at_start = false;
+	if (s.pinned) {
+		/* The program chose its CPUs: never placed, whatever its mask looks like (under
+		 * `taskset -c 0`, a thread pinned to CPU 0 has the mask it would have inherited). */
+		np_tls.pinned_at_start = true;
+	} else {
+		/* Before anything else gives this thread its state (even the free below would):
+		 * the thread is placed whatever mask it inherited. */
+		np_tls.place_at_start = true;
+		np_thread_get();
+		np_tls.place_at_start = false;
+	}
 	np_free_fast(p);
 	return s.fn(s.arg);
 }
@@ -56,13 +64,14 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *thread, con
 			return EAGAIN;
 		__atomic_store_n(&real_create, real, __ATOMIC_RELEASE);
 	}
-	if (!np_is_ready() || np_place_policy() == NP_PLACE_NONE || attr_pins(attr))
+	if (!np_is_ready() || np_place_policy() == NP_PLACE_NONE)
 		return real(thread, attr, fn, arg);
 	struct start *s = np_malloc_fast(sizeof *s);
 	if (!s)
 		return real(thread, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
+	s->pinned = attr_pins(attr);
 	int rc = real(thread, attr, trampoline, s);
 	if (rc != 0)
 		np_free_fast(s);

@@ -175,6 +175,19 @@ static void pinned_threads_left_alone_in_a_rehearsal(void **state)
 	assert_int_equal(counts[3], 4);
 }
 
+/* The process started on one CPU (6) and its workers pin themselves to another one (7): as
+ * many CPUs as the process had, but not its mask, so pinned (a count alone placed them). */
+static void pinned_to_another_cpu_in_a_rehearsal(void **state)
+{
+	(void)state;
+	int counts[NP_MAX_NODES];
+	pin_cpu = 7;
+	run_workers(4, counts);
+	pin_cpu = -1;
+	int n7 = np_topo_cpu_node(&np_topo_table, 7);
+	assert_true(counts[n7] >= 4);
+}
+
 static int setup_env(const char *fixture, const char *place)
 {
 	static char path[512];
@@ -191,7 +204,7 @@ int main(int argc, char **argv)
 	const char *which = argc > 1 ? argv[1] : "all";
 	if (strcmp(which, "all") == 0) {
 		const char *names[] = {"spread-r7425", "spread-2990wx", "fill-2990wx", "pinned",
-				       "pinned-rehearsal", "together-4node", "together-r7425"};
+				       "pinned-rehearsal", "pinned-other-cpu", "together-4node", "together-r7425"};
 		int rc = 0;
 		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 			char cmd[1024];
@@ -216,6 +229,10 @@ int main(int argc, char **argv)
 	} else if (strcmp(which, "fill-2990wx") == 0) {
 		setup_env("2990wx.xml", "fill");
 		test = (struct CMUnitTest)cmocka_unit_test(fill_2990wx_in_order);
+	} else if (strcmp(which, "pinned-other-cpu") == 0) {
+		setup_env("2990wx.xml", "spread");
+		np_os_set_affinity((int[]){6}, 1); /* the process's mask at start-up */
+		test = (struct CMUnitTest)cmocka_unit_test(pinned_to_another_cpu_in_a_rehearsal);
 	} else if (strcmp(which, "pinned-rehearsal") == 0) {
 		setup_env("2990wx.xml", "spread");
 		test = (struct CMUnitTest)cmocka_unit_test(pinned_threads_left_alone_in_a_rehearsal);
