@@ -100,6 +100,9 @@ int np_os_affinity(uint64_t mask[NP_OS_CPU_IDS / 64]);
 int np_os_shm_create(const char *path, size_t size, void **out);
 /* Removes a file name. 0 or -errno. */
 int np_os_unlink(const char *path);
+/* Unlinks path only when it is, itself (a symlink is not followed), a regular file owned by
+ * uid: 0, -EPERM when it is not, or -errno. */
+int np_os_unlink_own(const char *path, unsigned uid);
 /* ---- Process-level facts and isolation ---- */
 /* True when the process runs with elevated privileges it did not get from its caller
  * (setuid/setgid or file capabilities: getauxval(AT_SECURE)); then nothing in the

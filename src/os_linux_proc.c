@@ -54,6 +54,18 @@ int np_os_unlink(const char *path)
 	RETURN_ERRNO(unlink(path));
 }
 
+int np_os_unlink_own(const char *path, unsigned uid)
+{
+	SAVE_ERRNO;
+	struct stat st;
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		RETURN_ERRNO(-1);
+	errno = saved_errno_;
+	if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid)
+		return -EPERM;
+	return np_os_unlink(path);
+}
+
 int np_os_pid(void)
 {
 	return (int)getpid();

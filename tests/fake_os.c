@@ -436,6 +436,19 @@ int np_os_unlink(const char *path)
 	return rc;
 }
 
+int np_os_unlink_own(const char *path, unsigned uid)
+{
+	struct stat st;
+	int saved = errno;
+	int rc = fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	errno = saved;
+	if (rc)
+		return rc;
+	if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid)
+		return -EPERM;
+	return np_os_unlink(path);
+}
+
 int np_os_pid(void) { return (int)getpid(); }
 
 unsigned np_os_euid(void) { return (unsigned)geteuid(); }

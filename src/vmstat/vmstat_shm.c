@@ -125,14 +125,15 @@ const char *np_vmstat_shm_published(void)
 
 /* ---- Leftovers ------------------------------------------------------------------------------ */
 
-/* The decimal number at s up to end (or NUL), or -1. */
+/* The decimal number at s up to end (or NUL), written as the library writes it (no sign, no
+ * leading zero, below 2^31), or -1. */
 static long number(const char *s, char end, const char **after)
 {
 	long v = 0;
 	const char *p = s;
-	for (; *p >= '0' && *p <= '9' && v < 0x7fffffff; p++)
+	for (; *p >= '0' && *p <= '9' && v <= 0x7fffffff; p++)
 		v = v * 10 + (*p - '0');
-	if (p == s || *p != end)
+	if (p == s || *p != end || (*s == '0' && p - s > 1) || v > 0x7fffffff)
 		return -1;
 	*after = p;
 	return v;
@@ -160,9 +161,11 @@ static void sweep_one(const char *name, void *ctx)
 	 * mapped its file yet. (`numapage stat` also catches a pid taken by a newcomer.) */
 	if (np_os_pid_alive((int)pid) != 0)
 		return;
+	/* Only a regular file of this user's: root's sweep once removed another user's file
+	 * named with uid 0, and symlinks (found by a hostile review). */
 	char path_buf[128];
 	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, (int)pid);
-	if (np_os_unlink(path_buf) == 0) {
+	if (np_os_unlink_own(path_buf, sw->uid) == 0) {
 		sw->removed++;
 		np_verbose("removed %s, left by process %ld that is gone", path_buf, pid);
 	}

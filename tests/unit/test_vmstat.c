@@ -840,6 +840,49 @@ static void live_file_lifecycle(void **state)
 	free(th);
 }
 
+/* A pid that no process has (its child has been reaped). */
+static int dead_pid(void)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return (int)pid;
+}
+
+/* The start-up sweep removes the files this user's dead processes left, and nothing else with
+ * such a name: not a symlink, not another user's file (root's sweep removed a file of nobody's
+ * named with uid 0: a hostile review). */
+static void sweep_removes_only_own_files(void **state)
+{
+	(void)state;
+	unsigned me = np_os_euid();
+	char stale[128], link[128], other[128];
+	np_vmstat_shm_path(stale, sizeof stale, me, dead_pid());
+	np_vmstat_shm_path(link, sizeof link, me, dead_pid());
+	np_vmstat_shm_path(other, sizeof other, me, dead_pid());
+	int fd = open(stale, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(symlink("/tmp", link), 0);
+	fd = open(other, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	bool chowned = geteuid() == 0 && fchown(fd, 65534, 65534) == 0;
+	close(fd);
+	if (!chowned)
+		unlink(other);
+	assert_true(np_vmstat_shm_sweep() >= 1);
+	assert_int_equal(access(stale, F_OK), -1);
+	struct stat st;
+	assert_int_equal(lstat(link, &st), 0); /* kept */
+	unlink(link);
+	if (chowned) {
+		assert_int_equal(access(other, F_OK), 0); /* kept */
+		unlink(other);
+	}
+}
+
 static void exit_table_goes_to_stderr(void **state)
 {
 	(void)state;
@@ -885,6 +928,7 @@ int main(void)
 		/* In this order: the failure first, then the one file this process may create. */
 		cmocka_unit_test_setup(shm_failure_publishes_nothing, setup),
 		cmocka_unit_test_setup(live_file_lifecycle, setup),
+		cmocka_unit_test_setup(sweep_removes_only_own_files, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
