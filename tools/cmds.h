@@ -4,6 +4,8 @@
 #ifndef NP_TOOL_H
 #define NP_TOOL_H
 
+#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* Each returns the process exit status; argv[0] is the subcommand's name. Options are parsed
@@ -17,5 +19,9 @@ void np_usage_topology(FILE *out);
 void np_usage_run(FILE *out);
 void np_usage_stat(FILE *out);
 void np_usage_options(FILE *out);
+
+/* What was wrong with the option getopt_long just refused ('?'), as "unknown option -q",
+ * "unknown option --bogus" or "option --json takes no argument", into buf. */
+const char *np_bad_option(char *buf, size_t size, char **argv, const struct option *opts);
 
 #endif

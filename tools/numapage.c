@@ -9,6 +9,8 @@
  */
 #include "numapage.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +48,31 @@ static void usage(FILE *out)
 		     "man numapage (1), man 7 numapage for the NUMAPAGE_* options.\n");
 }
 
+const char *np_bad_option(char *buf, size_t size, char **argv, const struct option *opts)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	/* A long option is the argument just passed: unknown (optopt 0), or given a value it does
+	 * not take (optopt: its value, often no character at all). In a cluster of short options
+	 * argv[optind - 1] may be an earlier argument, so a short one is named by optopt. */
+	if (strncmp(arg, "--", 2) == 0 && arg[2]) {
+		size_t n = strcspn(arg + 2, "=");
+		for (const struct option *o = opts; optopt && arg[2 + n] == '=' && o->name; o++)
+			if (!o->flag && o->val == optopt && strncmp(o->name, arg + 2, n) == 0) {
+				snprintf(buf, size, "option --%s takes no argument", o->name);
+				return buf;
+			}
+		if (!optopt) {
+			snprintf(buf, size, "unknown option %s", arg);
+			return buf;
+		}
+	}
+	if (optopt > 0 && optopt < 128 && isprint(optopt))
+		snprintf(buf, size, "unknown option -%c", optopt);
+	else
+		snprintf(buf, size, "unknown option %s", arg);
+	return buf;
+}
+
 static const struct cmd *find(const char *name)
 {
 	for (size_t i = 0; i < NCMDS; i++)
@@ -70,7 +97,7 @@ static int help(int argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
@@ -102,4 +129,18 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	return cmd->fn ? cmd->fn(argc, argv) : help(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	int rc = dispatch(argc, argv);
+	/* What was printed must have arrived: a full disk or a closed pipe is a failure, not a
+	 * success that printed nothing. */
+	int err = fflush(stdout) != 0 ? errno : 0;
+	if (err || ferror(stdout)) {
+		fprintf(stderr, "numapage: cannot write to standard output%s%s\n", err ? ": " : "",
+			err ? strerror(err) : "");
+		return rc ? rc : 1;
+	}
+	return rc;
 }

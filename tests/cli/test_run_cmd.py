@@ -2,7 +2,7 @@
 """The numapage command through its real binary (meson suite 'cli'), where libnumapage owns
 malloc (not in sanitizer builds: exit 77).
 
-usage: test_run_cmd.py NUMAPAGE_EXE LIBNUMAPAGE_SO OPTION_API_STATIC
+usage: test_run_cmd.py NUMAPAGE_EXE LIBNUMAPAGE_SO OPTION_API_STATIC WAITID_SHIM_SO
 
 - run: a library that cannot be loaded stops the job before it starts (125, the loader's
   words); a missing command (127), a killed one (its signal named), no report at all (125);
@@ -19,6 +19,7 @@ usage: test_run_cmd.py NUMAPAGE_EXE LIBNUMAPAGE_SO OPTION_API_STATIC
 import json
 import os
 import re
+import signal
 import shutil
 import socket
 import stat as st
@@ -27,7 +28,7 @@ import sys
 import tempfile
 import time
 
-EXE, LIB, OPTION_API = map(os.path.abspath, sys.argv[1:4])
+EXE, LIB, OPTION_API, SHIM = map(os.path.abspath, sys.argv[1:5])
 PY = '/usr/bin/python3'
 BASE = {k: v for k, v in os.environ.items() if not k.startswith('NUMAPAGE_') and k != 'LD_PRELOAD'}
 BASE['NUMAPAGE_LIB'] = LIB
@@ -70,6 +71,18 @@ try:
     assert 'unknown command' in run('bogus', rc=2).stderr
     assert 'no command given' in run(rc=2).stderr
 
+    # Standard output that cannot be written is an error, not success.
+    with open('/dev/full', 'w') as full:
+        for args in (('--help',), ('--version',), ('help',), ('help', 'stat'), ('run', '--help'),
+                     ('options',), ('topology',)):
+            r = subprocess.run([EXE, *args], stdout=full, stderr=subprocess.PIPE, text=True, env=BASE, timeout=60)
+            assert r.returncode == 1 and 'standard output' in r.stderr, (args, r.returncode, r.stderr)
+    # An unknown option is named as it was given.
+    for cmd in ('run', 'options', 'topology', 'stat'):
+        assert 'unknown option -q' in run(cmd, '-q', 'x', rc=2).stderr, cmd
+        assert 'unknown option --bogus' in run(cmd, '--bogus', 'x', rc=2).stderr, cmd
+    assert 'option --json takes no argument' in run('options', '--json=x', rc=2).stderr
+
     # ---- run: failures are loud -----------------------------------------------------------------
     for args in ((), ('--stats',)):
         p = run('run', *args, '--lib', os.path.join(tmp, 'missing.so'), '--', 'true', rc=125)
@@ -109,6 +122,67 @@ try:
     assert sum(n['malloc_requested'] for n in j['nodes']) > 100000, j
     assert not os.path.exists('-')
     run('run', '--place', 'sideways', '--', 'true', rc=2)
+
+    # ---- run: the library path must survive LD_PRELOAD ---------------------------------------------
+    # ld.so splits LD_PRELOAD at spaces and colons: such a path is refused, not silently lost.
+    for d in ('a b', 'a:b'):
+        os.mkdir(os.path.join(tmp, d))
+        odd = os.path.join(tmp, d, 'libnumapage.so')
+        shutil.copy(LIB, odd)
+        for args in ((), ('--stats',)):
+            p = run('run', *args, '--lib', odd, '--', 'true', rc=125)
+            assert 'LD_PRELOAD' in p.stderr and 'was not run' in p.stderr, p.stderr
+    # A relative --lib is made absolute: a job that changes directory still loads it.
+    p = run('run', '--stats', '--lib', './' + os.path.basename(LIB), '--', 'sh', '-c', 'cd / && %s -c pass' % PY,
+            cwd=os.path.dirname(LIB))
+    assert job_procs(p.stderr) == 2, p.stderr
+
+    # ---- run: started with SIGCHLD ignored (inherited), statuses are still the command's ----------------
+    ign = lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    run('run', '--', 'sh', '-c', 'exit 7', rc=7, preexec_fn=ign)
+    p = run('run', '--', 'sh', '-c', 'kill -SEGV $$', rc=139, preexec_fn=ign)
+    assert 'killed by signal 11' in p.stderr, p.stderr
+    run('run', '--', 'no-such-command-xyz', rc=127, preexec_fn=ign)
+    p = run('run', '--stats', '--', 'sh', '-c', 'exit 3', rc=3, preexec_fn=ign)
+    assert job_procs(p.stderr) == 1, p.stderr
+
+    # ---- run: the zombie whose leftover was read is the one reaped ------------------------------------
+    # Two orphans end without a report; the shim (see waitid_shim.c) kills the one orphaned first
+    # just after run looked at the other one's zombie. Both are counted, neither file stays. The
+    # other one dies only once it is run's (sh has exited: no shell can reap it first).
+    vf = os.path.join(tmp, 'victim.pid')
+    victim = 'import os, time\nopen(%r, "w").write(str(os.getpid()))\nos.rename(%r, %r)\ntime.sleep(600)' % (
+        vf + '.tmp', vf + '.tmp', vf)
+    other = 'import os, sys, time\nwhile not os.path.exists(%r) or os.getppid() != int(sys.argv[1]): time.sleep(0.01)\n' \
+            'print(os.getpid(), flush=True)\nos.kill(os.getpid(), 9)' % vf
+    out = os.path.join(tmp, 'race.json')
+    p = run('run', '--stats', '--json', out, '--', 'sh', '-c', '"$0" -c "$1" & "$0" -c "$2" $PPID & exit 0', PY,
+            victim, other, env={'LD_PRELOAD': SHIM, 'NP_SHIM_VICTIM_FILE': vf})
+    vpid, opid = int(open(vf).read()), int(p.stdout)
+    pids = [x['pid'] for x in json.load(open(out))['per_process']]
+    assert vpid in pids and opid in pids and job_procs(p.stderr) == 3, (vpid, opid, pids, p.stderr)
+    assert not os.path.exists('/dev/shm/numapage.%d.%d' % (os.geteuid(), vpid))
+
+    # ---- run: a leftover that is not the user's own is neither read nor removed --------------------------
+    if os.geteuid() == 0 and shutil.which('setpriv'):
+        nobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
+        job = subprocess.Popen([EXE, 'run', '--stats', '--', PY, '-c',
+                                'import os, sys\nprint(os.getpid(), flush=True)\nsys.stdin.readline()\nos._exit(0)'],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(BASE, NUMAPAGE_SHM='0'))
+        jpid = int(job.stdout.readline())
+        planted = '/dev/shm/numapage.0.%d' % jpid
+        try:
+            subprocess.run([*nobody, 'touch', planted], check=True)
+            job.stdin.write('\n')
+            job.stdin.flush()
+            job.communicate(timeout=60)
+            assert os.path.exists(planted), 'run removed a file it does not own'
+        finally:
+            if os.path.exists(planted):
+                os.unlink(planted)
+    else:
+        print('SKIP foreign leftover check: needs root and setpriv')
 
     # ---- run: every process of the job, a Python os.fork() child included -------------------------
     fork_py = '''

@@ -266,11 +266,170 @@ err = s.stderr.read()
 s.wait(timeout=10)
 assert s.returncode == 0 and 'has exited' in err and len(tables(out)) >= 2, (out, err)
 
+# ---- hostile and broken files: never a hang, a crash, a wrong owner or a wrong removal --------------
+NAMES = ['numa_hit', 'numa_miss', 'numa_foreign', 'local_node', 'other_node', 'interleave_hit',
+         'pages_alloc', 'pages_free', 'pages_in_use']
+
+
+def craft(pid, uid=UID, nnodes=1, osid=(0,), thr=28, val=12345, size=4096):
+    """A complete live-view file (struct np_vmstat_shm_header, then names, then totals)."""
+    ni, names_off, totals_off = len(NAMES), 560, 896
+    osids = list(osid) + [0] * (64 - len(osid))
+    thrs = [thr] * 64
+    buf = bytearray(size)
+    hdr = struct.pack('<QIIiIiiIIII64i64i', 0x31544154534e504e, 1, size, pid, uid, nnodes, ni, 4096,
+                      names_off, totals_off, 8 * ni, *thrs, *osids)
+    buf[:len(hdr)] = hdr
+    for k, n in enumerate(NAMES):
+        buf[names_off + 32 * k:names_off + 32 * k + len(n)] = n.encode()
+        buf[names_off + 32 * k + 31] = 0  # kind: a page counter
+    for i in range(nnodes):
+        for k in range(ni):
+            o = totals_off + i * 8 * ni + 8 * k
+            buf[o:o + 8] = struct.pack('<q', val)
+    return bytes(buf)
+
+
+# A stand-in publisher: creates its own file from the bytes given (hex), maps it as the library
+# does (so it is not taken for a stale leftover), says "ready", and waits; "exit" removes it.
+PUBLISHER = r"""
+import mmap, os, sys
+path = '/dev/shm/numapage.%d.%d' % (os.geteuid(), os.getpid())
+data = bytes.fromhex(sys.stdin.readline().strip())
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+os.write(fd, data)
+m = mmap.mmap(fd, len(data), mmap.MAP_SHARED, mmap.PROT_READ)
+print('ready', os.getpid(), flush=True)
+sys.stdin.readline()
+os.unlink(path)
+"""
+
+
+def publish(prefix=(), uid=UID, **fields):
+    """Starts a stand-in publisher whose file holds craft(pid, **fields); returns (process, path)."""
+    # The header carries the publisher's pid: sent once it is known, before the file is made.
+    p = subprocess.Popen([*prefix, sys.executable, '-c', PUBLISHER], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    p.stdin.write(craft(p.pid, uid=uid, **fields).hex() + '\n')
+    p.stdin.flush()
+    words = p.stdout.readline().split()
+    assert words == ['ready', str(p.pid)], words
+    return p, shm_path(p.pid, uid)
+
+
+def unpublish(p):
+    p.stdin.write('exit\n')
+    p.stdin.flush()
+    assert p.wait(timeout=10) == 0
+
+
+sleeper = subprocess.Popen(['sleep', '300'])
+planted = []
+try:
+    # A FIFO named like a live file of ours (its pid alive): stat neither blocks on it nor
+    # removes it (not a regular file: not ours to judge).
+    fifo = shm_path(sleeper.pid)
+    os.mkfifo(fifo, 0o600)
+    planted.append(fifo)
+    r = stat('no-such-program-xyz', rc=1)
+    r = stat(sleeper.pid, rc=1)
+    assert 'does not use libnumapage' in r.stderr, r.stderr
+    assert os.path.exists(fifo)
+    os.unlink(fifo)
+    planted.remove(fifo)
+
+    # Only canonical names are judged (and removed when stale): "+pid", "0pid", " uid" are not
+    # the library's, whatever sscanf makes of them.
+    odd = ['%s/numapage.%d.+%d' % (SHM, UID, sleeper.pid), '%s/numapage.%d.0%d' % (SHM, UID, sleeper.pid),
+           '%s/numapage. %d.%d' % (SHM, UID, sleeper.pid), '%s/numapage.0%d.%d' % (SHM, UID, sleeper.pid)]
+    for f in odd:
+        with open(f, 'wb') as fh:
+            fh.write(craft(sleeper.pid))
+        planted.append(f)
+    stat('no-such-program-xyz', rc=1)
+    assert all(os.path.exists(f) for f in odd), [f for f in odd if not os.path.exists(f)]
+
+    # A file that shrinks while it is watched: reported, never a SIGBUS.
+    p, f = publish()
+    s = subprocess.Popen([EXE, 'stat', '--json', '-i', '0.1', str(p.pid)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    first = s.stdout.readline()
+    assert json.loads(first)['processes'][0]['pid'] == p.pid, first
+    os.truncate(f, 0)
+    out, err = s.communicate(timeout=30)
+    assert s.returncode == 1 and 'changed' in err, (s.returncode, err)
+    unpublish(p)
+
+    # Headers that are nonsense: a negative or repeated node id, a negative threshold, a counter
+    # no process can reach. Refused as a layout this tool cannot read.
+    for fields in ({'nnodes': 3, 'osid': (-5, 7, 8)}, {'nnodes': 3, 'osid': (0, 7, 7)}, {'thr': -1},
+                   {'val': 2**62 + 1}, {'val': -2**63}):
+        p, f = publish(**fields)
+        r = stat('-r', p.pid, rc=1)
+        assert 'unknown layout' in r.stderr, (fields, r.stderr)
+        unpublish(p)
+    # Large but plausible counters on several nodes: the Total is never a wrapped-around sum.
+    p, f = publish(nnodes=3, osid=(0, 1, 2), val=2**62 - 1)
+    (head, cols, rows), = tables(stat('-r', p.pid).stdout)
+    assert rows['numa_hit'][3] > 0 and rows['numa_hit'][3] >= rows['numa_hit'][0], rows['numa_hit']
+    j = json.loads(stat('--json', p.pid).stdout)
+    assert [n['numa_hit'] for n in j['nodes']] == [2**62 - 1] * 3, j
+    unpublish(p)
+
+    if UID == 0 and shutil.which('setpriv'):
+        nobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
+        if subprocess.run([*nobody, EXE, '--version'], capture_output=True).returncode == 0:
+            write_as_nobody = 'import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600); ' \
+                              'os.write(fd, bytes.fromhex(sys.argv[2]))'
+            # Another user's files named for root's process (which does not publish): root's
+            # stat neither shows them as that process's nor removes them.
+            theirs = shm_path(sleeper.pid, 65534)
+            mine = shm_path(sleeper.pid, 0)
+            for f, u in ((theirs, 65534), (mine, 0)):
+                subprocess.run([*nobody, sys.executable, '-c', write_as_nobody, f,
+                                craft(sleeper.pid, uid=u, val=777).hex()], check=True)
+                planted.append(f)
+            r = stat('-r', sleeper.pid, rc=1)
+            assert '777' not in r.stdout and 'does not use libnumapage' in r.stderr, (r.stdout, r.stderr)
+            assert os.path.exists(theirs) and os.path.exists(mine)
+            # A leftover of nobody's dead process whose pid root's process has now: nobody's
+            # stat cannot read root's maps, but root's process is not the file's.
+            os.unlink(mine)
+            planted.remove(mine)
+            r = stat('-r', sleeper.pid, rc=1, prefix=nobody)
+            assert '777' not in r.stdout and 'another user' in r.stderr, (r.stdout, r.stderr)
+            assert not os.path.exists(theirs)
+            planted.remove(theirs)
+            # A consistent file of another user's live process: root reads it.
+            p, f = publish(prefix=nobody, uid=65534, val=555)
+            (head, cols, rows), = tables(stat('-r', p.pid).stdout)
+            expect(rows, 'numa_hit', [555, 555])
+            unpublish(p)
+        else:
+            print('SKIP owner checks: uid 65534 cannot run', EXE)
+    else:
+        print('SKIP owner checks: needs root and setpriv')
+finally:
+    sleeper.kill()
+    sleeper.wait()
+    for f in planted:
+        if os.path.lexists(f):
+            os.unlink(f)
+
+# ---- standard output that cannot be written: an error, not success ------------------------------------
+t = start()
+with open('/dev/full', 'w') as full:
+    for args in ((t.pid,), ('--json', t.pid), ('--help',)):
+        r = subprocess.run([EXE, 'stat', *map(str, args)], stdout=full, stderr=subprocess.PIPE, text=True, timeout=30)
+        assert r.returncode == 1 and 'standard output' in r.stderr, (args, r.returncode, r.stderr)
+stop(t)
+
 # ---- arguments: each error says what was wrong ------------------------------------------------------
 for args, want in (((), 'no process given'), ((1, '-i', '0'), "-i takes a number of seconds"),
                    ((1, '-n', '0'), "-n takes a count of at least 1, not '0'"),
                    ((1, '-n'), '-n needs an argument'), (('--bogus', 1), 'unknown option --bogus'),
-                   (('-w', '5', 1), '-w takes a number of columns'), (('([',), 'nor a valid pattern'), (('0',), "'0' is not a process id")):
+                   (('-w', '5', 1), '-w takes a number of columns'), (('-q', 1), 'unknown option -q'),
+                   (('-zq', 1), 'unknown option -q'), (('--json=x', 1), 'option --json takes no argument'), (('([',), 'nor a valid pattern'), (('0',), "'0' is not a process id")):
     r = stat(*args, rc=2)
     assert want in r.stderr and 'usage: numapage stat' in r.stderr, (args, r.stderr)
 r = stat('abc', rc=1)

@@ -81,10 +81,10 @@ int np_cmd_options(int argc, char **argv)
 		switch (c) {
 		case OPT_JSON: json = true; break;
 		case 'h': np_usage_options(stdout); return 0;
-		default:
-			if (optopt)
-				return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
-			return usage_error("unknown option %s", argv[optind - 1]);
+		default: {
+			char why[128];
+			return usage_error("%s", np_bad_option(why, sizeof why, argv, opts));
+		}
 		}
 	}
 	if (argc - optind > 1)

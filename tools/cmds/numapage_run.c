@@ -145,8 +145,13 @@ static int probe(const char *so, char *why, size_t size)
 	why[n] = '\0';
 	close(fds[0]);
 	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	pid_t got;
+	while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
+	if (got != pid) {
+		snprintf(why, size, "waitpid: %s", strerror(errno));
+		return -1;
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (!why[0])
@@ -270,25 +275,27 @@ static struct leftover *leftovers;
 static void read_leftover(pid_t pid)
 {
 	char path[128];
-	np_vmstat_shm_path(path, sizeof path, (unsigned)geteuid(), pid);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return; /* it reported (the file goes at exit), or it did not publish */
+	unsigned me = (unsigned)geteuid();
+	np_vmstat_shm_path(path, sizeof path, me, pid);
 	struct stat st;
-	struct np_livefile f;
+	int fd = np_livefile_open(path, me, &st);
+	if (fd < 0)
+		return; /* it reported (the file goes at exit), it did not publish, or the name holds
+			 * something that is not our file (planted: not ours to read or remove) */
+	static struct np_livefile f;
 	struct leftover *l = calloc(1, sizeof *l);
-	if (l && fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
-	    np_livefile_map(&f, fd, (size_t)st.st_size, pid, 0) == NP_LIVEFILE_OK) {
+	if (l && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK) {
 		l->r.pid = pid;
 		np_proc_comm(pid, l->r.command, sizeof l->r.command);
-		np_livefile_read(&f, &l->r.stats);
-		np_livefile_unmap(&f);
+		np_livefile_totals(&f, &l->r.stats);
+		np_livefile_free(&f);
 		l->next = leftovers;
 		leftovers = l;
 		l = NULL;
 	}
 	free(l);
 	close(fd);
+	/* Our regular file under our name: sticky /dev/shm lets nobody swap it meanwhile. */
 	unlink(path);
 }
 
@@ -319,12 +326,13 @@ static int add_leftovers(struct job *j)
 
 /* Waits for the command, then (as the job's subreaper) for every other process of the job,
  * reading what each one that ends without its report left (all: --stats). Returns the
- * command's wait status. */
+ * command's wait status, or -1 when it could not be had (errno says why). */
 static int wait_job(pid_t cmd, bool all)
 {
 	int status = 0, s;
 	bool cmd_done = false, said = false;
 	for (;;) {
+		pid_t want = cmd;
 		if (all) {
 			/* Look at the zombie before it is reaped (WNOWAIT). */
 			siginfo_t si = {0};
@@ -334,11 +342,16 @@ static int wait_job(pid_t cmd, bool all)
 				break; /* ECHILD: the whole job is over */
 			}
 			read_leftover(si.si_pid);
+			/* Reap exactly the zombie whose file was just read: another one may have
+			 * appeared meanwhile, and reaping it would free its pid unread. */
+			want = si.si_pid;
 		}
-		pid_t p = waitpid(cmd_done ? -1 : cmd, &s, 0);
+		pid_t p = waitpid(want, &s, 0);
 		if (p < 0) {
 			if (errno == EINTR)
 				continue;
+			if (!cmd_done)
+				return -1; /* the command was never reaped: its status is unknown */
 			break; /* ECHILD: the whole job is over */
 		}
 		if (p == cmd) {
@@ -361,6 +374,10 @@ static int wait_job(pid_t cmd, bool all)
 				said = true;
 			}
 		}
+	}
+	if (!cmd_done) {
+		errno = ECHILD;
+		return -1;
 	}
 	return status;
 }
@@ -416,16 +433,33 @@ int np_cmd_run(int argc, char **argv)
 		case 'l': lib = optarg; break;
 		case 'h': np_usage_run(stdout); return 0;
 		case ':': return usage_error("%s needs an argument", argv[optind - 1]);
-		default:
-			if (optopt)
-				return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
-			return usage_error("unknown option %s", argv[optind - 1]);
+		default: {
+			char why[128];
+			return usage_error("%s", np_bad_option(why, sizeof why, argv, opts));
+		}
 		}
 	}
 	if (optind >= argc)
 		return usage_error("no command given%s", "");
+	/* Inherited "ignored" (a daemon's habit, `trap '' CHLD`) makes the kernel reap our children
+	 * itself: waitpid would fail and the command's status would be lost. */
+	signal(SIGCHLD, SIG_DFL);
 
 	const char *so = find_lib(lib);
+	/* A relative path would be looked up again from each process's working directory: one
+	 * that changes directory before exec would run without the library. */
+	static char abs_so[PATH_MAX];
+	if (strchr(so, '/') && so[0] != '/' && realpath(so, abs_so))
+		so = abs_so;
+	/* ld.so splits LD_PRELOAD at spaces and colons: such a path would be preloaded as pieces,
+	 * that is not at all, and the job would run without a word. */
+	if (strpbrk(so, " :")) {
+		fprintf(stderr, "numapage run: cannot preload '%s': LD_PRELOAD cannot hold a path with a space or "
+				"a colon; install or link the library elsewhere\n"
+				"numapage run: %s was not run; see --lib and NUMAPAGE_LIB\n",
+			so, argv[optind]);
+		return EXIT_NOT_LOADED;
+	}
 	char why[1024];
 	if (probe(so, why, sizeof why) != 0) {
 		fprintf(stderr, "numapage run: cannot load libnumapage (%s): %s\n"
@@ -489,6 +523,12 @@ int np_cmd_run(int argc, char **argv)
 		if (stats)
 			rmdir(dir);
 		return exec_errno == ENOENT ? 127 : 126;
+	}
+	if (status < 0) {
+		fprintf(stderr, "numapage run: cannot tell how %s ended: waitpid: %s\n", argv[optind], strerror(errno));
+		if (stats)
+			rmdir(dir);
+		return 1;
 	}
 	int rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 	if (WIFSIGNALED(status))

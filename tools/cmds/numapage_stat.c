@@ -10,12 +10,17 @@
  * With -i, the first table shows the totals, and each later one, stamped with the time, the
  * changes of the interval. Before looking, it removes the caller's stale files without a word:
  * those of processes that are gone, or whose pid now belongs to a process that does not map
- * them.
+ * them (or, when its maps cannot be read, belongs to another user).
+ * Anyone can create names in /dev/shm: only a regular file whose name is the library's exactly,
+ * owned by the uid in its name, and that uid the process's effective uid (the one the library
+ * names its file with), counts as a process's file, for every caller, root included. Files
+ * are never mapped: each sample reads a private copy (see tools/lib/livefile.h).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,34 +76,68 @@ struct file {
 static struct file files[MAX_FILES];
 static int nfiles;
 
+/* The decimal number at s up to end, as the library writes it (np_format "%u"/"%d": digits, no
+ * sign, no leading zero), at most max; or -1. Anything else is not a name the library made. */
+static long long number(const char *s, char end, long long max, const char **after)
+{
+	long long v = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (*p - '0');
+		if (v > max)
+			return -1;
+	}
+	if (p == s || *p != end || (*s == '0' && p - s > 1))
+		return -1;
+	*after = p;
+	return v;
+}
+
 static bool parse_name(const char *name, unsigned *uid, int *pid)
 {
 	size_t plen = strlen(NP_VMSTAT_SHM_PREFIX);
 	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0)
 		return false;
-	char tail;
-	return sscanf(name + plen, "%u.%d%c", uid, pid, &tail) == 2 && *pid > 0;
+	const char *p;
+	long long u = number(name + plen, '.', UINT_MAX, &p);
+	if (u < 0)
+		return false;
+	long long n = number(p + 1, '\0', INT_MAX, &p);
+	if (n <= 0)
+		return false;
+	*uid = (unsigned)u;
+	*pid = (int)n;
+	return true;
 }
 
-/* A complete header (magic set) of a process that is alive but does not map the file means its
- * pid was reused after the publisher died without cleaning up. */
-static bool stale(int pid, const char *path)
+/* Whether the caller's file of pid at path (a regular file of uid's) is stale: a complete header
+ * (magic set) of a process that is alive but does not map the file means its pid was reused
+ * after the publisher died without cleaning up. */
+static bool stale(int pid, unsigned uid, const char *path)
 {
 	if (!np_proc_alive(pid))
 		return true;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int fd = np_livefile_open(path, uid, &st);
 	if (fd < 0)
-		return false;
+		return false; /* gone meanwhile, or not ours to judge */
 	struct np_vmstat_shm_header h;
-	ssize_t n = read(fd, &h, sizeof h);
+	ssize_t n = pread(fd, &h, sizeof h, 0);
 	close(fd);
 	if (n != (ssize_t)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC)
-		return false; /* being created right now, or not ours to judge */
-	return np_proc_maps_file(pid, path) == 0;
+		return false; /* being created right now */
+	int maps = np_proc_maps_file(pid, path);
+	if (maps >= 0)
+		return maps == 0;
+	/* Its maps cannot be read (another user's process, or one that is not dumpable): a process
+	 * whose effective uid is not the file's did not publish it. */
+	return np_proc_uid(pid) != uid;
 }
 
 /* Lists the files, removing the caller's stale ones quietly: a leftover is housekeeping, not
- * news (the library removes them too when a process starts). */
+ * news (the library removes them too when a process starts). Only a regular file owned by the
+ * uid in its name is listed: a link, a FIFO or a file someone else planted under that name is
+ * no process's, and is left alone (the caller's name is not the caller's file). */
 static void scan(void)
 {
 	unsigned me = geteuid();
@@ -109,11 +148,17 @@ static void scan(void)
 	for (struct dirent *e; (e = readdir(d)) && nfiles < MAX_FILES;) {
 		unsigned uid;
 		int pid;
+		struct stat st;
 		if (!parse_name(e->d_name, &uid, &pid))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+		    st.st_uid != (uid_t)uid)
 			continue;
 		char p[512];
 		snprintf(p, sizeof p, "%s/%s", NP_VMSTAT_SHM_DIR, e->d_name);
-		if (uid == me && stale(pid, p)) {
+		/* /dev/shm is sticky: a file of ours under our name cannot be swapped for someone
+		 * else's between the look and the unlink. */
+		if (uid == me && stale(pid, uid, p)) {
 			unlink(p);
 			continue;
 		}
@@ -122,14 +167,16 @@ static void scan(void)
 	closedir(d);
 }
 
-/* The owner of pid's file (ours first), or -1 when it publishes none. */
+/* The owner of pid's file, or -1 when it publishes none: the one file named with the uid the
+ * process runs as (several may carry its pid: leftovers of other users' dead processes, or
+ * files planted to pass for its). */
 static long file_of(int pid)
 {
-	long owner = -1;
+	unsigned uid = np_proc_uid(pid);
 	for (int i = 0; i < nfiles; i++)
-		if (files[i].pid == pid && (owner < 0 || files[i].uid == geteuid()))
-			owner = files[i].uid;
-	return owner;
+		if (files[i].pid == pid && files[i].uid == uid)
+			return files[i].uid;
+	return -1;
 }
 
 /* ---- One process's live file ------------------------------------------------------------------ */
@@ -142,6 +189,9 @@ struct live {
 	struct np_tstats now, before;
 	bool gone;
 };
+
+/* A file that changed under the reader (cut short, replaced, rewritten): the end status is 1. */
+static bool changed;
 
 static struct live live[MAX_LIVE];
 static int nlive;
@@ -187,11 +237,23 @@ static int open_live(int pid, unsigned owner)
 	}
 	if (me != 0 && owner != me)
 		return other_user(pid, owner);
+	/* The process must run as the uid its file is named with (pid reuse, a planted file). */
+	if (np_proc_uid(pid) != owner) {
+		if (np_proc_alive(pid))
+			return not_ours(pid);
+		fprintf(stderr, "numapage stat: no process %d\n", pid);
+		return 1;
+	}
 	struct live *l = &live[nlive];
 	memset(l, 0, sizeof *l);
 	l->pid = pid;
 	snprintf(l->path, sizeof l->path, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, owner, pid);
-	int fd = open(l->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int fd = np_livefile_open(l->path, owner, &st);
+	if (fd == -2) {
+		fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", l->path);
+		return 1;
+	}
 	if (fd < 0) {
 		if (errno == EACCES || errno == EPERM)
 			return other_user(pid, owner);
@@ -204,36 +266,45 @@ static int open_live(int pid, unsigned owner)
 		fprintf(stderr, "numapage stat: cannot open %s: %s\n", l->path, strerror(errno));
 		return 1;
 	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || (me != 0 && st.st_uid != me)) {
-		close(fd);
-		return other_user(pid, (unsigned)st.st_uid);
-	}
 	/* The publisher completes the header last: one starting right now may not have yet. */
-	enum np_livefile_err e = np_livefile_map(&l->file, fd, (size_t)st.st_size, pid, 100);
+	enum np_livefile_err e = np_livefile_load(&l->file, fd, &st, l->path, owner, pid, 100);
 	int saved = errno;
 	close(fd);
 	if (e == NP_LIVEFILE_NOT_OURS) {
 		fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", l->path);
 		return 1;
 	}
-	if (e == NP_LIVEFILE_MAP) {
-		fprintf(stderr, "numapage stat: cannot map %s: %s\n", l->path, strerror(saved));
+	if (e == NP_LIVEFILE_IO) {
+		fprintf(stderr, "numapage stat: cannot read %s: %s\n", l->path, strerror(saved));
 		return 1;
 	}
-	if (e == NP_LIVEFILE_LAYOUT) {
+	if (e != NP_LIVEFILE_OK) {
 		fprintf(stderr, "numapage stat: %s has an unknown layout\n", l->path);
 		return 1;
 	}
+	np_livefile_totals(&l->file, &l->now);
 	np_proc_comm(pid, l->comm, sizeof l->comm);
 	nlive++;
 	return 0;
 }
 
-static void sample(struct live *l)
+/* Reads l's file again; a file that is gone or changed drops l, after saying so. */
+static void sample(struct live *l, bool first)
 {
 	l->before = l->now;
-	np_livefile_read(&l->file, &l->now);
+	if (first)
+		return; /* open_live read it just now */
+	enum np_livefile_err e = np_livefile_read(&l->file, &l->now);
+	if (e == NP_LIVEFILE_OK)
+		return;
+	l->gone = true;
+	if (e == NP_LIVEFILE_GONE) {
+		fprintf(stderr, "numapage stat: process %d has exited\n", l->pid);
+		return;
+	}
+	fprintf(stderr, "numapage stat: %s changed while it was watched (cut short, replaced or rewritten); "
+			"process %d is no longer shown\n", l->file.path, l->pid);
+	changed = true;
 }
 
 /* ---- Choosing the processes ------------------------------------------------------------------- */
@@ -300,6 +371,8 @@ static int select_pattern(const char *arg)
 	for (int i = 0; i < nfiles; i++) {
 		if (files[i].pid == getpid() || (me != 0 && files[i].uid != me))
 			continue;
+		if (np_proc_uid(files[i].pid) != files[i].uid)
+			continue; /* not the file of the process that has its pid now (see file_of) */
 		char cmd[4096];
 		np_proc_cmdline(files[i].pid, cmd, sizeof cmd);
 		if (!cmd[0])
@@ -476,10 +549,10 @@ int np_cmd_stat(int argc, char **argv)
 			break;
 		case 'h': np_usage_stat(stdout); return 0;
 		case ':': return usage_error("%s needs an argument", argv[optind - 1]);
-		default:
-			if (optopt)
-				return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
-			return usage_error("unknown option %s", argv[optind - 1]);
+		default: {
+			char why[128];
+			return usage_error("%s", np_bad_option(why, sizeof why, argv, opts));
+		}
 		}
 	}
 	if (optind >= argc)
@@ -500,22 +573,28 @@ int np_cmd_stat(int argc, char **argv)
 
 	double last = now_s();
 	for (long done = 0;;) {
+		int alive = 0;
 		for (int i = 0; i < nlive; i++)
-			if (!live[i].gone)
-				sample(&live[i]);
+			if (!live[i].gone) {
+				sample(&live[i], done == 0);
+				alive += !live[i].gone;
+			}
+		if (!alive)
+			break;
 		double t = now_s();
 		if (json)
 			print_json(t);
 		else
 			print_tables(&topts, per_process, done > 0, t, t - last);
 		last = t;
-		fflush(stdout);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			return 1; /* main says so */
 		if (count && ++done >= count)
 			break;
 		if (!count)
 			done++;
 		pause_for(interval);
-		int alive = 0;
+		alive = 0;
 		for (int i = 0; i < nlive; i++) {
 			if (live[i].gone)
 				continue;
@@ -531,5 +610,5 @@ int np_cmd_stat(int argc, char **argv)
 		if (!json)
 			putchar('\n');
 	}
-	return 0;
+	return changed ? 1 : 0;
 }

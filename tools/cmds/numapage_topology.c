@@ -54,10 +54,10 @@ int np_cmd_topology(int argc, char **argv)
 		case OPT_TOPOLOGY: spec = optarg; break;
 		case 'h': np_usage_topology(stdout); return 0;
 		case ':': return usage_error("%s needs an argument", argv[optind - 1]);
-		default:
-			if (optopt)
-				return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
-			return usage_error("unknown option %s", argv[optind - 1]);
+		default: {
+			char why[128];
+			return usage_error("%s", np_bad_option(why, sizeof why, argv, opts));
+		}
 		}
 	}
 	if (optind < argc)

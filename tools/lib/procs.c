@@ -16,12 +16,23 @@ bool np_proc_alive(int pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+/* "Uid:\treal\teffective\tsaved\tfs" of /proc/<pid>/status: the owner of /proc/<pid> is not it
+ * for a process that is not dumpable (root then). */
 unsigned np_proc_uid(int pid)
 {
-	char p[64];
-	struct stat st;
-	snprintf(p, sizeof p, "/proc/%d", pid);
-	return stat(p, &st) == 0 ? (unsigned)st.st_uid : (unsigned)-1;
+	char p[64], line[256];
+	snprintf(p, sizeof p, "/proc/%d/status", pid);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return (unsigned)-1;
+	unsigned real, eff, uid = (unsigned)-1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Uid: %u %u", &real, &eff) == 2) {
+			uid = eff;
+			break;
+		}
+	fclose(f);
+	return uid;
 }
 
 void np_proc_comm(int pid, char *buf, size_t size)

@@ -9,7 +9,8 @@
 
 /* Whether process pid exists (also when it belongs to another user). */
 bool np_proc_alive(int pid);
-/* The owner of process pid, or (unsigned)-1 when it cannot be told. */
+/* The effective uid of process pid (the uid libnumapage names its live file with), or
+ * (unsigned)-1 when it cannot be told. */
 unsigned np_proc_uid(int pid);
 /* /proc/<pid>/comm into buf ("" when unreadable). */
 void np_proc_comm(int pid, char *buf, size_t size);

@@ -2,6 +2,7 @@
  * tstats.h). */
 #include "tstats.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -41,13 +42,31 @@ int np_tstats_item(const char *name, size_t len)
 	return -1;
 }
 
+/* Sums saturate: values come from other processes' files and reports, which may hold
+ * anything, and a wrapped sum (undefined behaviour besides) would print as a plausible number. */
+static long sat_add(long a, long b)
+{
+	long r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? LONG_MAX : LONG_MIN;
+	return r;
+}
+
+static long sat_sub(long a, long b)
+{
+	long r;
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? LONG_MAX : LONG_MIN;
+	return r;
+}
+
 void np_tstats_add(struct np_tstats *dst, const struct np_tstats *src)
 {
 	for (int i = 0; i < src->nnodes; i++) {
 		long *d = np_tstats_node(dst, src->node[i]);
 		if (d)
 			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
-				d[k] += src->v[i][k];
+				d[k] = sat_add(d[k], src->v[i][k]);
 	}
 }
 
@@ -60,7 +79,7 @@ void np_tstats_delta(struct np_tstats *out, const struct np_tstats *now, const s
 		for (int j = 0; j < before->nnodes; j++)
 			if (before->node[j] == now->node[i])
 				for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
-					d[k] -= before->v[j][k];
+					d[k] = sat_sub(d[k], before->v[j][k]);
 	}
 }
 
@@ -77,8 +96,16 @@ int np_tstats_print(FILE *out, const struct np_tstats *s, const struct np_vmstat
 	const char *names[NUMA_PAGE_STAT_NITEMS];
 	uint8_t kinds[NUMA_PAGE_STAT_NITEMS];
 	names_kinds(names, kinds);
-	return np_vmstat_print_table_opts(out, o, s->nnodes, s->node, NUMA_PAGE_STAT_NITEMS, names, kinds,
-					  &s->v[0][0]);
+	/* The printer adds a row's nodes up for the Total in a long: clamped so that sum cannot
+	 * overflow (no real counter comes near LONG_MAX / 64). */
+	static struct np_tstats c;
+	long lim = s->nnodes > 0 ? LONG_MAX / s->nnodes : LONG_MAX;
+	c = *s;
+	for (int i = 0; i < c.nnodes; i++)
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+			c.v[i][k] = c.v[i][k] > lim ? lim : c.v[i][k] < -lim ? -lim : c.v[i][k];
+	return np_vmstat_print_table_opts(out, o, c.nnodes, c.node, NUMA_PAGE_STAT_NITEMS, names, kinds,
+					  &c.v[0][0]);
 }
 
 void np_tstats_json_nodes(FILE *out, const struct np_tstats *s)
