@@ -130,7 +130,9 @@ static void choose_locked(struct cache *h, uint64_t now, struct np_chunk **purge
 	unsigned nclean = h->nclean;
 	for (int i = n - 1; i >= 0 && (*np < BATCH || *nu < BATCH); i--) {
 		struct np_chunk *c = *links[i];
-		bool old = decay && now - c->cached_at >= decay;
+		/* Signed: a chunk cached after `now` was read (another thread, before this one got
+		 * the lock) is younger than now, not 2^64 ns old. */
+		bool old = decay && (int64_t)(now - c->cached_at) >= (int64_t)decay;
 		if (c->dirty && (dirty > keep || old) && *np < BATCH) {
 			dirty -= dirty_pages_of(c);
 			clean_pages += pages_of(c) - dirty_pages_of(c);

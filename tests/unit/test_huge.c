@@ -243,6 +243,25 @@ static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
 	check();
 }
 
+/* A chunk cached after the clock reading a decay check works with (another thread took the
+ * time, then the lock, while this one cached): it is not old. Its age was an unsigned
+ * difference, which wrapped to a huge one and gave its pages back at once (a review). */
+static void a_chunk_cached_after_the_clock_reading_is_not_old(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "1000", NULL);
+	struct np_chunk *a = make(6 * MB), *b = make(6 * MB);
+	assert_true(np_huge_put(a, NULL));
+	assert_true(np_huge_put(b, NULL));
+	b->cached_at += 500000000ull; /* cached half a second after the reading below */
+	long purged = np_fake_os_purged_bytes();
+	struct np_chunk *k = make(1 * MB);
+	assert_true(np_huge_put(k, NULL)); /* a decay check at the clock's reading */
+	assert_int_equal(np_fake_os_purged_bytes(), purged);
+	check();
+	np_huge_trim(0, NULL);
+}
+
 /* The kernel refuses to purge locked memory (mlock, mlockall): a chunk the decay could not
  * give back must still read as zeros when the cache says it is clean, since calloc then
  * clears nothing of it. */
@@ -330,6 +349,7 @@ int main(void)
 		cmocka_unit_test_teardown(budget_follows_the_peak, teardown),
 		cmocka_unit_test_teardown(a_grown_block_counts_its_new_pages, teardown),
 		cmocka_unit_test_teardown(decay_gives_pages_back_then_unmaps_the_clean, teardown),
+		cmocka_unit_test_teardown(a_chunk_cached_after_the_clock_reading_is_not_old, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
