@@ -85,9 +85,9 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 	 * would lie past the mapping's end. */
 	int intended = node >= 0 ? node : th->pcp.target;
 	struct huge_try h = {.th = th, .size = size ? size : 1, .align = align};
-	bool ilv = node < 0 && th->pcp.policy.mode == NP_POLICY_INTERLEAVE;
 	struct np_node_req r = {.intended = intended, .flags = intended == th->pcp.target ? NP_WALK_PICK : 0,
-				.prefer = ilv ? th->pcp.policy.nodes : 0, .pages = npages, .rotor = &th->pcp.rotor};
+				.prefer = node < 0 ? np_node_interleave_set(&th->pcp.policy) : 0, .pages = npages,
+				.rotor = &th->pcp.rotor};
 	int from = np_node_walk(&r, try_huge, &h);
 	if (from < 0)
 		return NULL;

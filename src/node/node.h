@@ -65,6 +65,12 @@ NP_INLINE bool np_node_interleaves(const struct np_topo_policy *pol, int node)
 {
 	return pol && pol->mode == NP_POLICY_INTERLEAVE && ((pol->nodes >> node) & 1);
 }
+/* The nodes an interleave spreads over (0: pol is no interleave): np_node_req.prefer, so that a
+ * full one is passed over to the next of them before any other node. */
+NP_INLINE uint64_t np_node_interleave_set(const struct np_topo_policy *pol)
+{
+	return pol->mode == NP_POLICY_INTERLEAVE ? pol->nodes : 0;
+}
 
 /* ---- Room ------------------------------------------------------------------------------ */
 

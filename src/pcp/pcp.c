@@ -208,13 +208,6 @@ static bool take_run(int node, bool shared, bool grow, void *arg)
 
 /* The node a request for the thread's own memory is for: its target; under an interleave, the
  * next node of it (each batch and each run in turn). */
-/* The nodes an interleave spreads over (0: no interleave): a full one is passed over to the
- * next of them before any other node. */
-static uint64_t interleave_set(const struct np_pcp *pcp)
-{
-	return pcp->policy.mode == NP_POLICY_INTERLEAVE ? pcp->policy.nodes : 0;
-}
-
 static int next_target(struct np_pcp *pcp)
 {
 	if (pcp->policy.mode == NP_POLICY_INTERLEAVE)
@@ -236,7 +229,7 @@ static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 	/* With remote runs still cached, a full near node is not grown: those runs serve first. */
 	struct np_node_req r = {.intended = next_target(pcp),
 				.flags = NP_WALK_PICK | (near_only ? NP_WALK_ROOM_ONLY : 0),
-				.only = near_only ? pcp->near : 0, .prefer = interleave_set(pcp),
+				.only = near_only ? pcp->near : 0, .prefer = np_node_interleave_set(&pcp->policy),
 				.pages = (size_t)want << order, .rotor = &pcp->rotor};
 	int from = np_node_walk(&r, take_batch, &t);
 	if (from < 0)
@@ -423,7 +416,7 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 	struct np_page *runs[NP_PCP_RUNS / 2];
 	struct take t = {.pcp = pcp, .want = want, .npages = npages, .align_pages = align_pages, .runs = runs};
 	struct np_node_req r = {.intended = intended, .flags = node < 0 ? NP_WALK_PICK : 0,
-				.prefer = node < 0 ? interleave_set(pcp) : 0, .pages = npages, .rotor = &pcp->rotor};
+				.prefer = node < 0 ? np_node_interleave_set(&pcp->policy) : 0, .pages = npages, .rotor = &pcp->rotor};
 	int from = np_node_walk(&r, take_run, &t);
 	if (from < 0)
 		return NULL;

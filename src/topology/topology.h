@@ -106,8 +106,9 @@ extern struct np_topo np_topo_table;
  * cause is printed, and -1 is returned; otherwise 0. What the user names (spec, or hwloc's
  * HWLOC_XMLFILE, HWLOC_SYNTHETIC, HWLOC_FSROOT) is loaded in a child process with bounded time
  * and memory (np_os_isolate), so a crash or a runaway in hwloc is a warning, not the end of
- * the program; where no child can be made, it is not loaded (a failure as above). hwloc sees only the HWLOC_* variables (none in a secure process, where spec is
- * ignored too) and loads no plugin unless HWLOC_PLUGINS_PATH says so. Allocates only through
+ * the program; where no child can be made, it is not loaded (a failure as above). hwloc sees
+ * only the HWLOC_* variables (none in a secure process, where spec is ignored too) and loads
+ * no plugin unless HWLOC_PLUGINS_PATH says so. Allocates only through
  * hwloc (inside the library: the bootstrap allocator) and frees everything before returning.
  * If the environment redirects hwloc away from this machine, the table says it is not this
  * machine (is_system false) unless HWLOC_THISSYSTEM=1 asserts it is.
