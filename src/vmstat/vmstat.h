@@ -216,6 +216,10 @@ struct np_vmstat_shm_name {
 
 /* "/dev/shm/numapage.<uid>.<pid>" into buf; returns the length. */
 size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid);
+/* The uid and pid of a live file's name (no directory), only when it is a name
+ * np_vmstat_shm_path writes: the prefix, then decimal numbers with no sign and no leading
+ * zero, a uid of at most UINT_MAX and a pid of 1 to INT_MAX. Anything else is no process's. */
+bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid);
 /* Creates and fills the file; returns the totals array inside the mapping, or NULL (nothing
  * published, a verbose message says why). */
 struct np_vmstat_totals *np_vmstat_shm_create(void);

@@ -12,6 +12,7 @@
 #include "vmstat.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "log.h"
@@ -125,18 +126,38 @@ const char *np_vmstat_shm_published(void)
 
 /* ---- Leftovers ------------------------------------------------------------------------------ */
 
-/* The decimal number at s up to end (or NUL), written as the library writes it (no sign, no
- * leading zero, below 2^31), or -1. */
-static long number(const char *s, char end, const char **after)
+/* The decimal number at s up to end (or NUL), as np_format writes it (digits, no sign, no
+ * leading zero), at most max; or -1. */
+static long long number(const char *s, char end, long long max, const char **after)
 {
-	long v = 0;
+	long long v = 0;
 	const char *p = s;
-	for (; *p >= '0' && *p <= '9' && v <= 0x7fffffff; p++)
+	for (; *p >= '0' && *p <= '9'; p++) {
 		v = v * 10 + (*p - '0');
-	if (p == s || *p != end || (*s == '0' && p - s > 1) || v > 0x7fffffff)
+		if (v > max)
+			return -1;
+	}
+	if (p == s || *p != end || (*s == '0' && p - s > 1))
 		return -1;
 	*after = p;
 	return v;
+}
+
+bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid)
+{
+	size_t plen = sizeof NP_VMSTAT_SHM_PREFIX - 1;
+	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0)
+		return false;
+	const char *p;
+	long long u = number(name + plen, '.', UINT_MAX, &p);
+	if (u < 0)
+		return false;
+	long long n = number(p + 1, '\0', INT_MAX, &p);
+	if (n <= 0)
+		return false;
+	*uid = (unsigned)u;
+	*pid = (int)n;
+	return true;
 }
 
 struct sweep {
@@ -147,27 +168,25 @@ struct sweep {
 static void sweep_one(const char *name, void *ctx)
 {
 	struct sweep *sw = ctx;
-	size_t plen = sizeof NP_VMSTAT_SHM_PREFIX - 1;
-	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0)
+	unsigned uid;
+	int pid;
+	if (!np_vmstat_shm_parse_name(name, &uid, &pid))
 		return;
-	const char *p;
-	long uid = number(name + plen, '.', &p);
-	if (uid < 0 || (unsigned long)uid != sw->uid)
+	if (uid != sw->uid)
 		return; /* another user's: theirs to clean (root's sweep does not judge them) */
-	long pid = number(p + 1, '\0', &p);
-	if (pid <= 0 || pid == sw->self)
+	if (pid == sw->self)
 		return;
 	/* Only a pid that no process has is judged: a live one may be a process that has not
 	 * mapped its file yet. (`numapage stat` also catches a pid taken by a newcomer.) */
-	if (np_os_pid_alive((int)pid) != 0)
+	if (np_os_pid_alive(pid) != 0)
 		return;
 	/* Only a regular file of this user's: root's sweep once removed another user's file
 	 * named with uid 0, and symlinks (found by a hostile review). */
 	char path_buf[128];
-	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, (int)pid);
+	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, pid);
 	if (np_os_unlink_own(path_buf, sw->uid) == 0) {
 		sw->removed++;
-		np_verbose("removed %s, left by process %ld that is gone", path_buf, pid);
+		np_verbose("removed %s, left by process %d that is gone", path_buf, pid);
 	}
 }
 

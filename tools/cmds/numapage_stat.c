@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,40 +75,6 @@ struct file {
 static struct file files[MAX_FILES];
 static int nfiles;
 
-/* The decimal number at s up to end, as the library writes it (np_format "%u"/"%d": digits, no
- * sign, no leading zero), at most max; or -1. Anything else is not a name the library made. */
-static long long number(const char *s, char end, long long max, const char **after)
-{
-	long long v = 0;
-	const char *p = s;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		v = v * 10 + (*p - '0');
-		if (v > max)
-			return -1;
-	}
-	if (p == s || *p != end || (*s == '0' && p - s > 1))
-		return -1;
-	*after = p;
-	return v;
-}
-
-static bool parse_name(const char *name, unsigned *uid, int *pid)
-{
-	size_t plen = strlen(NP_VMSTAT_SHM_PREFIX);
-	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0)
-		return false;
-	const char *p;
-	long long u = number(name + plen, '.', UINT_MAX, &p);
-	if (u < 0)
-		return false;
-	long long n = number(p + 1, '\0', INT_MAX, &p);
-	if (n <= 0)
-		return false;
-	*uid = (unsigned)u;
-	*pid = (int)n;
-	return true;
-}
-
 /* Whether the caller's file of pid at path (a regular file of uid's) is stale: a complete header
  * (magic set) of a process that is alive but does not map the file means its pid was reused
  * after the publisher died without cleaning up. */
@@ -149,7 +114,7 @@ static void scan(void)
 		unsigned uid;
 		int pid;
 		struct stat st;
-		if (!parse_name(e->d_name, &uid, &pid))
+		if (!np_vmstat_shm_parse_name(e->d_name, &uid, &pid))
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
 		    st.st_uid != (uid_t)uid)
