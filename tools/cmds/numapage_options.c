@@ -129,5 +129,5 @@ int np_cmd_options(int argc, char **argv)
 	}
 	if (json)
 		puts("]}");
-	return fflush(stdout) == 0 ? 0 : 1;
+	return 0; /* a failed write: main's check of stdout */
 }
