@@ -319,8 +319,13 @@ static void unknown(const char *name, size_t len, const char *where)
 {
 	const char *best = NULL;
 	int best_d = 3; /* suggest only names within two edits */
+	/* A key of NUMAPAGE_CONF may carry the prefix (find_len drops it too): measured with it,
+	 * NUMAPAGE_STAS is nine edits from STATS and gets no suggestion. The rows have no prefix. */
+	bool prefixed = where && len > 9 && same_name(name, 9, "NUMAPAGE_");
+	const char *bare = prefixed ? name + 9 : name;
+	size_t blen = prefixed ? len - 9 : len;
 	for (int i = 0; i < NROWS; i++) {
-		int d = distance(name, len, rows[i].name);
+		int d = distance(bare, blen, rows[i].name);
 		if (d < best_d) {
 			best_d = d;
 			best = rows[i].name;
@@ -330,7 +335,8 @@ static void unknown(const char *name, size_t len, const char *where)
 	np_format(shown, NP_MIN(sizeof shown, len + 1), "%s", name);
 	if (where)
 		np_warn("%s: '%s' is not a libnumapage option%s%s%s; ignored (numapage options lists them)",
-			where, shown, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
+			where, shown, !best ? "" : prefixed ? " (did you mean NUMAPAGE_" : " (did you mean ",
+			best ? best : "", best ? "?)" : "");
 	else
 		np_warn("NUMAPAGE_%s is not a libnumapage option%s%s%s; ignored (numapage options lists them)",
 			shown, best ? " (did you mean NUMAPAGE_" : "", best ? best : "", best ? "?)" : "");

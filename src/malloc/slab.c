@@ -274,10 +274,7 @@ void np_slab_release(struct np_slab *s, struct np_pcp *pcp)
 	run->clean = 0; /* blocks were written: a calloc served by this run must zero it */
 	__atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
 	s->block = 0;
-	if (pcp && run->order < NP_PCP_ORDERS)
-		np_pcp_put(pcp, run);
-	else
-		np_pcp_put_run(pcp, run);
+	np_pcp_put_held(pcp, run); /* no remote_free: each of its objects' frees was counted */
 }
 
 bool np_slab_float(struct np_slab *s)

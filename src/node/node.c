@@ -249,8 +249,20 @@ static long left(int node)
 	return (long)__atomic_load_n(&r->avail, __ATOMIC_RELAXED) - (used > 0 ? used : 0) - (long)reserve_of(node);
 }
 
+/* In a rehearsal the node's memory is its fixture size and pages_in_use all it holds of it: its
+ * pool's free pages are no more of it (the pool grows a whole chunk past the size at the last
+ * room check, on this machine's memory), so a node without room serves nothing, free pages
+ * included, until no allowed node has room (the walk's second round). On this machine a full
+ * node's pool holds pages the kernel has already counted as taken: they serve first. */
+static bool rehearsed(void)
+{
+	return !topo->is_system;
+}
+
 bool np_node_can_serve(int node, size_t pages)
 {
+	if (rehearsed())
+		return np_node_has_room(node, pages);
 	return np_pools[node].exists && (free_pages(node) >= pages || np_node_has_room(node, pages));
 }
 
@@ -261,7 +273,7 @@ bool np_node_has_room(int node, size_t pages)
 		return false;
 	if (np_pool_take_spill(node))
 		np_node_note_full(node);
-	if (!topo->is_system) /* a rehearsal: the fixture's size, against what the node holds */
+	if (rehearsed()) /* the fixture's size, against what the node holds */
 		return in_use(node) + (long)pages <= (long)p->limit_pages;
 	struct room *r = &room[node];
 	if (!__atomic_load_n(&r->known, __ATOMIC_RELAXED) && !reread(node))
@@ -300,7 +312,7 @@ int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg)
 			int first = np_node_pick(r->intended, r->rotor, r->pages, &shared);
 			if ((allowed >> first) & 1) {
 				bool grow = np_node_has_room(first, r->pages);
-				if (try(first, shared, grow, arg))
+				if ((grow || !rehearsed()) && try(first, shared, grow, arg))
 					return first;
 				tried |= 1ULL << first;
 				grew |= (uint64_t)grow << first;
@@ -318,7 +330,7 @@ int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg)
 				bool grow = round == 1 || np_node_has_room(n, r->pages);
 				tried |= 1ULL << n;
 				grew |= (uint64_t)grow << n;
-				if (try(n, false, grow, arg))
+				if ((grow || !rehearsed()) && try(n, false, grow, arg)) /* np_node_can_serve */
 					return n;
 			}
 		}

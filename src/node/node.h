@@ -81,7 +81,8 @@ NP_INLINE uint64_t np_node_interleave_set(const struct np_topo_policy *pol)
  * at most every 64 questions while the node is full; in a rehearsal the node's memory is its
  * size in the fixture and pages_in_use is what it holds. */
 bool np_node_has_room(int node, size_t pages);
-/* Whether the node can serve `pages` at all: its pool's free pages cover them, or it has room. */
+/* Whether the node can serve `pages` at all: its pool's free pages cover them, or it has room;
+ * in a rehearsal only room counts (its pool grows past the fixture's size a chunk at a time). */
 bool np_node_can_serve(int node, size_t pages);
 /* The kernel put a chunk's pages for `node` elsewhere (np_pool_note_spill): full until read
  * again. */
@@ -112,10 +113,11 @@ struct np_node_req {
 /* Tries, for request r, each allowed node with memory in order until try() succeeds: the
  * picked pool first with NP_WALK_PICK, then the intended node's fallback order (nearest
  * first; the preferred nodes of that order before the rest). A node without room
- * (np_node_has_room) is tried without growing (what its pool
- * holds), and again with growing in a second round, in the same order, only when no node
- * served in the first: fresh memory comes from a full node (where the kernel reclaims, swaps
- * or spills) only when every allowed node is full. Returns the node that served, or -1. */
+ * (np_node_has_room) is tried without growing (what its pool holds; in a rehearsal not at
+ * all, see np_node_can_serve), and again with growing in a second round, in the same order,
+ * only when no node served in the first: fresh memory comes from a full node (where the
+ * kernel reclaims, swaps or spills) only when every allowed node is full. Returns the node
+ * that served, or -1. */
 int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg);
 
 #endif /* NP_NODE_H */

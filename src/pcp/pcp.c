@@ -317,12 +317,12 @@ static void flush(struct np_pcp *pcp, int pages)
 	}
 }
 
-void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
+/* np_pcp_put without the counting. */
+static void cache(struct np_pcp *pcp, struct np_page *run)
 {
 	int node = np_page_node(run);
 	unsigned order = run->order;
 	np_assert(order < NP_PCP_ORDERS && run->npages == 1u << order);
-	np_pcp_count_free(pcp, node, 1L << order);
 	np_page_set_state(run, NP_PAGE_PCP);
 	run->owner = NULL;
 	if (is_near(pcp, node))
@@ -337,6 +337,12 @@ void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
 		if (err)
 			np_fatal("page cache corrupt: %s", err);
 	}
+}
+
+void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
+{
+	np_pcp_count_free(pcp, np_page_node(run), 1L << run->order);
+	cache(pcp, run);
 }
 
 /* A cached long run of npages at align_pages, off the list; NULL when none. */
@@ -437,9 +443,9 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 	return runs[0];
 }
 
-void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)
+/* np_pcp_put_run without the counting. */
+static void cache_run(struct np_pcp *pcp, struct np_page *run)
 {
-	np_pcp_count_free(pcp, np_page_node(run), run->npages);
 	run->owner = NULL;
 	if (pcp && keepable(run->npages) && is_near(pcp, np_page_node(run))) {
 		run->clean = 0;
@@ -452,6 +458,25 @@ void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)
 		return;
 	}
 	np_pool_put_run(run, pcp ? pcp->st : NULL);
+}
+
+void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)
+{
+	np_pcp_count_free(pcp, np_page_node(run), run->npages);
+	cache_run(pcp, run);
+}
+
+void np_pcp_put_held(struct np_pcp *pcp, struct np_page *run)
+{
+	/* Out of pages_in_use only: remote_free counts the program's frees, and the frees that
+	 * emptied the slab were counted one by one (a moved thread's exit counted 1000 remote
+	 * frees of 200 B objects, then 1081 more for their slabs' pages). */
+	np_vmstat_add(pcp ? pcp->st : NULL, np_page_node(run), NUMA_PAGE_STAT_pages_in_use,
+		      -(long)run->npages);
+	if (pcp && run->order < NP_PCP_ORDERS)
+		cache(pcp, run);
+	else
+		cache_run(pcp, run);
 }
 
 void np_pcp_drain(struct np_pcp *pcp)

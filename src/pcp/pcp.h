@@ -93,6 +93,10 @@ void np_pcp_put(struct np_pcp *pcp, struct np_page *run);
  * along the fallback order, with the same accounting. */
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node);
 void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run);
+/* Pages the library held for itself and no longer needs (an emptied slab's run), back as
+ * np_pcp_put (pcp non-NULL, a cache size) or np_pcp_put_run would: out of pages_in_use, but
+ * not counted as remote_free, which counts the program's frees (pcp may be NULL). */
+void np_pcp_put_held(struct np_pcp *pcp, struct np_page *run);
 /* Gives every cached run back to its pool (thread exit, trim). */
 void np_pcp_drain(struct np_pcp *pcp);
 

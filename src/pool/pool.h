@@ -147,8 +147,9 @@ size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st);
 void np_pool_decay(struct np_vmstat_diffs *st);
 
 /* malloc_trim's part: every free run of the pool's chunks given back to the OS, clean ones
- * included (all counted in pages_purged). Returns the pages known to have been resident (dirty
- * runs), malloc_trim's answer. */
+ * included (transparent huge pages may have backed them), but only the pages that were dirty
+ * (np_pool_run_dirty's estimate) counted in pages_purged: a trim with nothing dirty adds 0.
+ * Returns the pages known to have been resident (dirty runs), malloc_trim's answer. */
 size_t np_pool_trim(int node, struct np_vmstat_diffs *st);
 /* Unmaps node's normal chunks that hold nothing (each one free run): their address space goes
  * back to the kernel (their pages too). Returns the chunks unmapped. */

@@ -213,7 +213,11 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 					if (n > 1)
 						pg[n - 1].prev = NULL; /* dirty estimate 0 */
 					if (gone) {
-						pages += n;
+						/* pages_purged: the pages that may have held data
+						 * (the dirty estimate, as in np_pool_unmap_free_chunks);
+						 * counting every free page made each idle trim add the
+						 * whole pool again. */
+						pages += d;
 						np_chunk_lower_touched(pg, n);
 					}
 				}

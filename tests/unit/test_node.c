@@ -256,11 +256,13 @@ static void walk_passes_over_full_nodes_first(void **state)
 {
 	(void)state;
 	start("4node", NULL);
-	/* Node 2 and 0 hold their whole size: every node is tried, 2 and 0 without growing; then
-	 * 2 and 0 again, growing, only when nobody else served, in the same order. */
-	long full2 = (long)np_pools[2].limit_pages, full0 = (long)np_pools[0].limit_pages;
-	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, full2);
-	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, full0);
+	/* On this machine (a rehearsed full node serves nothing in the first round: the next
+	 * test), the kernel says nodes 2 and 0 are full: every node is tried, 2 and 0 without
+	 * growing; then 2 and 0 again, growing, only when nobody else served, in the same order. */
+	np_topo_table.is_system = true;
+	np_node_init(&np_topo_table);
+	for (int n = 0; n < 4; n++)
+		np_fake_os_set_node_avail(np_topo_table.node[n].os_id, n == 0 || n == 2 ? 0 : (int64_t)512 << 20);
 	struct log l = {.accept = -1};
 	struct np_node_req r = {.intended = 2, .pages = 16};
 	assert_int_equal(np_node_walk(&r, record, &l), -1);
@@ -284,8 +286,55 @@ static void walk_passes_over_full_nodes_first(void **state)
 	assert_int_equal(np_node_walk(&r, record, &l), 2);
 	assert_int_equal(l.n, 1);
 	assert_false(l.grow[0]);
-	np_vmstat_add(NULL, 2, NUMA_PAGE_STAT_pages_in_use, -full2);
-	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -full0);
+	np_topo_table.is_system = false;
+}
+
+/* A try that serves wherever it is asked, growing or not (a pool that holds free pages). */
+static bool serve_any(int node, bool stolen, bool grow, void *arg)
+{
+	record(node, stolen, grow, arg);
+	return true;
+}
+
+/* In a rehearsal the node's memory is its fixture size, and pages_in_use what it holds of it:
+ * a node without room serves nothing while another allowed node has room, not even the free
+ * pages its pool grew past the size (a whole chunk at a time: node 0 of 4node, 52767 pages,
+ * served 56654 before a reviewer's program spilled to node 1). */
+static void rehearsed_node_serves_no_more_than_its_memory(void **state)
+{
+	(void)state;
+	start("4node", NULL);
+	assert_false(np_topo_table.is_system);
+	long size0 = (long)np_pools[0].limit_pages;
+	fill(0, 100); /* node 0's pool holds a chunk's free pages */
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, size0 - 8);
+	assert_true(np_pool_free_pages(0) >= 16);
+	assert_false(np_node_can_serve(0, 16));
+	assert_true(np_node_can_serve(0, 8)); /* what is left it serves, to the last page */
+	unsigned rotor = 0;
+	struct log l = {.accept = -1};
+	struct np_node_req r = {.intended = 0, .flags = NP_WALK_PICK, .pages = 16, .rotor = &rotor};
+	int from = np_node_walk(&r, serve_any, &l);
+	assert_int_not_equal(from, 0);
+	assert_int_equal(from, np_topo_table.node[0].fallback[1]);
+	assert_int_equal(l.n, 1);
+	assert_true(l.grow[0]);
+	l = (struct log){.accept = -1};
+	r.pages = 8;
+	assert_int_equal(np_node_walk(&r, serve_any, &l), 0);
+	/* Every node full: the intended one after all, growing. */
+	long size[4];
+	for (int n = 1; n < 4; n++) {
+		size[n] = (long)np_pools[n].limit_pages;
+		np_vmstat_add(NULL, n, NUMA_PAGE_STAT_pages_in_use, size[n]);
+	}
+	l = (struct log){.accept = -1};
+	r.pages = 16;
+	assert_int_equal(np_node_walk(&r, serve_any, &l), 0);
+	assert_true(l.grow[l.n - 1]);
+	for (int n = 1; n < 4; n++)
+		np_vmstat_add(NULL, n, NUMA_PAGE_STAT_pages_in_use, -size[n]);
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -(size0 - 8));
 }
 
 /* On this machine: the kernel's figure for the node, less a reserve, less what the library took
@@ -335,6 +384,7 @@ int main(void)
 		cmocka_unit_test_teardown(walk_orders_every_node_once, teardown),
 		cmocka_unit_test_teardown(walk_tries_the_picked_pool_first, teardown),
 		cmocka_unit_test_teardown(walk_passes_over_full_nodes_first, teardown),
+		cmocka_unit_test_teardown(rehearsed_node_serves_no_more_than_its_memory, teardown),
 		cmocka_unit_test_teardown(policy_targets, teardown),
 		cmocka_unit_test_teardown(room_from_the_kernel, teardown),
 	};

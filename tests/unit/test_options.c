@@ -153,6 +153,23 @@ static void unknown_names_warn_once_with_a_suggestion(void **state)
 	assert_int_equal(np_opt.place, NP_PLACE_NONE);
 }
 
+/* NUMAPAGE_CONF takes names with or without the prefix: a misspelt one gets the closest
+ * option's name either way, written as the user wrote it (the prefix is not counted as edits). */
+static void unknown_conf_name_with_prefix_gets_a_suggestion(void **state)
+{
+	(void)state;
+	char *env[] = {"NUMAPAGE_CONF=NUMAPAGE_STAS=1,numapage_plac=spread,NUMAPAGE_ZZZZZZZZ=1", NULL};
+	char err[4096];
+	load_capturing(env, false, err, sizeof err);
+	assert_non_null(strstr(err, "NUMAPAGE_CONF: 'NUMAPAGE_STAS' is not a libnumapage option "
+				    "(did you mean NUMAPAGE_STATS?); ignored"));
+	assert_non_null(strstr(err, "NUMAPAGE_CONF: 'numapage_plac' is not a libnumapage option "
+				    "(did you mean NUMAPAGE_PLACE?); ignored"));
+	assert_non_null(strstr(err, "NUMAPAGE_CONF: 'NUMAPAGE_ZZZZZZZZ' is not a libnumapage option; ignored"));
+	assert_null(np_opt.stats);
+	assert_int_equal(np_opt.place, NP_PLACE_NONE);
+}
+
 static void secure_execution_reads_nothing(void **state)
 {
 	(void)state;
@@ -234,6 +251,7 @@ int main(void)
 		cmocka_unit_test_setup(conf_string_and_precedence, reset),
 		cmocka_unit_test_setup(conf_string_empty_items_are_skipped, reset),
 		cmocka_unit_test_setup(unknown_names_warn_once_with_a_suggestion, reset),
+		cmocka_unit_test_setup(unknown_conf_name_with_prefix_gets_a_suggestion, reset),
 		cmocka_unit_test_setup(secure_execution_reads_nothing, reset),
 		cmocka_unit_test_setup(stats_takes_only_its_forms, reset),
 		cmocka_unit_test_setup(strings_are_copied, reset),

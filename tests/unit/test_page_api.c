@@ -966,9 +966,16 @@ static void purge_and_trim(void **state)
 	numa_page_free(q);
 	numa_page_trim();
 	assert_int_equal(np_pool_dirty_pages(0), 0);
+	snap(&b);
+	/* Trim madvises the clean runs too (transparent huge pages may back them) but counts only
+	 * the dirty ones: the 256 left and the 8 of the cache at least; a trim with nothing dirty
+	 * left counts nothing. */
+	long trimmed = DELTA(&a, &b, 0, pages_purged);
+	assert_true(trimmed >= purged + 8);
+	assert_true(np_fake_os_purged_bytes() - purged_bytes0 >= trimmed * (long)PAGE);
 	assert_int_equal(numa_page_trim(), 0);
 	snap(&b);
-	assert_int_equal(np_fake_os_purged_bytes() - purged_bytes0, DELTA(&a, &b, 0, pages_purged) * (long)PAGE);
+	assert_int_equal(DELTA(&a, &b, 0, pages_purged), trimmed);
 	char *r = numa_page_alloc(MB);
 	memset(r, 2, MB);
 	numa_page_free(r);

@@ -384,6 +384,43 @@ static void orphan_sweep_releases_emptied_slabs(void **state)
 	assert_null(np_slab_adopt(0, 10, OTHER));
 }
 
+/* A slab given back (its blocks all free) leaves pages_in_use, but is no free of the program's:
+ * remote_free counts the frees of its objects, one by one (free.c), and not the slab's pages
+ * again when the thread that gives it back is on another node (a thread moved after its
+ * mallocs counted 1000 remote frees, then 1081 more at its exit), nor when the orphan sweep
+ * of a thread on another node does. */
+static void released_slab_is_no_remote_free(void **state)
+{
+	(void)state;
+	int cpu1 = -1;
+	for (int c = 0; c < np_topo_table.ncpus && cpu1 < 0; c++)
+		if (np_topo_table.cpu_to_node[c] == 1)
+			cpu1 = c;
+	assert_true(cpu1 >= 0);
+	size_t pages = np_class_slab_bytes(10) >> NP_PAGE_SHIFT; /* 224 B */
+	struct np_slab *s = np_slab_create(&pcp, 10, OWNER), *o = np_slab_create(&pcp, 10, OWNER);
+	assert_int_equal(s->node, 0);
+	uintptr_t b = take(s), c = take(o);
+	long in_use = np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_in_use);
+	long remote = np_vmstat_snapshot(0, NUMA_PAGE_STAT_remote_free);
+	np_pcp_set_home(&pcp, 1); /* the thread moved to node 1 */
+	assert_true(np_pcp_is_remote(&pcp, 0));
+	free_local(s, b);
+	np_slab_release(s, &pcp);
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_in_use), in_use - (long)pages);
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_remote_free), remote);
+	/* An orphan emptied by a remote free, released by the sweep of a thread on node 1. */
+	np_slab_orphan(o);
+	bool first;
+	np_slab_push_remote(o, c, np_slab_index(o, c), &first);
+	np_fake_os_set_cpu(cpu1);
+	assert_int_equal(np_slab_sweep_orphans(false, NULL), pages);
+	np_fake_os_set_cpu(0);
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_in_use), in_use - 2 * (long)pages);
+	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_remote_free), remote);
+	np_pcp_set_home(&pcp, 0);
+}
+
 /* Trim's sweep (purge) also gives back the pages inside the free blocks of the orphans it
  * keeps, counted as purged; the slow paths' sweeps (no purge) make no system call for them.
  * The kept block keeps its data, the freed ones read as zeros past their link. */
@@ -579,6 +616,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(every_block_once_then_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(remote_frees_come_back_in_one_collect, setup, teardown),
+		cmocka_unit_test_setup_teardown(released_slab_is_no_remote_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(remote_free_leaves_a_mark, setup, teardown),
 		cmocka_unit_test_setup_teardown(collect_checks_the_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(remote_double_push_is_stopped, setup, teardown),
