@@ -20,8 +20,14 @@
 size_t np_os_page_size(void);
 
 /* Maps size bytes of zeroed, read-write, private anonymous memory aligned to align (a power of
- * two, at least the page size). NULL when the kernel refuses. */
+ * two, at least the page size). NULL when the kernel refuses. Not counted against the kernel's
+ * overcommit limit (MAP_NORESERVE): address space the pools carve up as they need it. */
 void *np_os_map(size_t size, size_t align);
+/* The same, counted against the overcommit limit as glibc's mappings are: for one block the
+ * program may write whole (a huge chunk), so that a request the machine's memory and swap
+ * could never back is refused here (NULL, then ENOMEM) under the kernel's default heuristic
+ * (vm.overcommit_memory 0), not granted and paid for later by the OOM killer. */
+void *np_os_map_accounted(size_t size, size_t align);
 /* Unmaps a range returned by np_os_map (or a page-aligned part of it). 0 or -errno. */
 int np_os_unmap(void *p, size_t size);
 /* Grows the mapping [old, old + old_size) to new_size bytes (mremap): in place when dst == old

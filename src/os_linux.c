@@ -48,9 +48,9 @@ size_t np_os_page_size(void)
 	return page_size;
 }
 
-static void *map_at(void *hint, size_t size)
+static void *map_at(void *hint, size_t size, int flags)
 {
-	void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -67,7 +67,7 @@ static bool aligned(const void *p, size_t align)
  * trimmed at both ends. Under RLIMIT_AS the over-map alone needed twice a chunk of address
  * space per chunk (1 MiB blocks: 161 fit in 256 MiB where glibc fits 252).
  */
-void *np_os_map(size_t size, size_t align)
+static void *map_aligned(size_t size, size_t align, int flags)
 {
 	SAVE_ERRNO;
 	size_t ps = np_os_page_size();
@@ -77,20 +77,30 @@ void *np_os_map(size_t size, size_t align)
 		errno = saved_errno_;
 		return NULL;
 	}
-	char *p = map_at(NULL, size);
+	char *p = map_at(NULL, size, flags);
 	if (p && !aligned(p, align)) {
 		void *below = (void *)((uintptr_t)p & ~(uintptr_t)(align - 1));
 		munmap(p, size);
-		p = (uintptr_t)below >= ps ? map_at(below, size) : NULL;
+		p = (uintptr_t)below >= ps ? map_at(below, size, flags) : NULL;
 		if (p && p != below) {
 			munmap(p, size);
 			p = NULL;
 		}
 		if (!p) {
 			size_t span = size + align - ps;
-			p = map_at(NULL, span);
+			/* The over-map is address space only; what stays is mapped again over it
+			 * with the caller's accounting: an accounted over-map of a large alignment
+			 * would be refused for the alignment's sake (the test guests refused the
+			 * alignments above their memory for blocks of a page). */
+			p = map_at(NULL, span, MAP_NORESERVE);
+			uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+			if (p && !(flags & MAP_NORESERVE) &&
+			    mmap((void *)start, size, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | flags, -1, 0) == MAP_FAILED) {
+				munmap(p, span);
+				p = NULL;
+			}
 			if (p) {
-				uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
 				size_t head = start - (uintptr_t)p, tail = span - head - size;
 				if (head)
 					munmap(p, head);
@@ -102,6 +112,16 @@ void *np_os_map(size_t size, size_t align)
 	}
 	errno = saved_errno_;
 	return p;
+}
+
+void *np_os_map(size_t size, size_t align)
+{
+	return map_aligned(size, align, MAP_NORESERVE);
+}
+
+void *np_os_map_accounted(size_t size, size_t align)
+{
+	return map_aligned(size, align, 0);
 }
 
 int np_os_unmap(void *p, size_t size)

@@ -148,6 +148,11 @@ void *np_os_map(size_t size, size_t align)
 	return (void *)start;
 }
 
+void *np_os_map_accounted(size_t size, size_t align)
+{
+	return np_os_map(size, align);
+}
+
 int np_os_unmap(void *p, size_t size)
 {
 	int saved = errno;

@@ -177,7 +177,12 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	 * np_chunk_merge_above). */
 	size_t exact = merge_sizes() ? NP_CHUNK_SIZE : NP_PAGE_SIZE;
 	size_t size = node >= 0 ? np_chunk_huge_size(off + bytes) : (off + bytes + exact - 1) & ~(exact - 1);
-	struct np_chunk *c = np_os_map(size, align > NP_CHUNK_SIZE ? align : NP_CHUNK_SIZE);
+	/* Counted against the overcommit limit (np_os_map_accounted), so that a block the machine
+	 * could never back is refused; but not a block aligned beyond a chunk, whose mapping is
+	 * mostly the unused gap between the header and the aligned data (2^40-byte alignment: a
+	 * TiB of address space for a block of a page), which stays address space only. */
+	size_t chunk_align = align > NP_CHUNK_SIZE ? align : NP_CHUNK_SIZE;
+	struct np_chunk *c = off <= NP_CHUNK_SIZE ? np_os_map_accounted(size, chunk_align) : np_os_map(size, chunk_align);
 	if (!c)
 		return NULL;
 	if (node >= 0) {
@@ -238,10 +243,15 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 static uintptr_t gone[NP_CHUNK_GONE];
 static unsigned gone_next;
 
-void np_chunk_unmap_huge(struct np_chunk *c)
+static void remember_gone(uintptr_t data)
 {
 	unsigned slot = __atomic_fetch_add(&gone_next, 1, __ATOMIC_RELAXED) % NP_CHUNK_GONE;
-	__atomic_store_n(&gone[slot], (uintptr_t)c + c->data_offset, __ATOMIC_RELAXED);
+	__atomic_store_n(&gone[slot], data, __ATOMIC_RELAXED);
+}
+
+void np_chunk_unmap_huge(struct np_chunk *c)
+{
+	remember_gone((uintptr_t)c + c->data_offset);
 	np_chunk_unmap(c);
 	__atomic_sub_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 }
@@ -267,7 +277,7 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 		mark(c, size, NP_GRANULE_START);
 		return c;
 	}
-	struct np_chunk *d = np_os_map(size, NP_CHUNK_SIZE);
+	struct np_chunk *d = np_os_map_accounted(size, NP_CHUNK_SIZE);
 	if (!d)
 		return NULL;
 	/* Off the granule map before the move: once the old range is gone, another thread may
@@ -280,6 +290,8 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	}
 	d->size = size;
 	mark(d, size, NP_GRANULE_START);
+	/* The block's old address is a freed one now (a free of it is a double free). */
+	remember_gone((uintptr_t)c + d->data_offset);
 	return d;
 }
 

@@ -197,6 +197,15 @@ int main(int argc, char **argv)
 		char *r = live_block(48);
 		(void)r;
 		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_after_realloc_moved")) {
+		/* The old address of a huge block that realloc moved: freed by the move. */
+		char *p = live_block(20 << 20);
+		char *q = M_REALLOC(p, 40 << 20);
+		if (!q || q == p) {
+			fprintf(stderr, "setup: the block did not move\n");
+			exit(3);
+		}
+		M_FREE(launder(p));
 	} else if (!strcmp(c, "double_free_run")) {
 		char *p = live_block(40000); /* a run of the page cache's sizes */
 		M_FREE(p);
