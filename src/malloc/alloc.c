@@ -163,6 +163,7 @@ int numa_page_trim(void)
 	struct np_thread *th = np_tls.self;
 	size_t released = 0;
 	if (th) {
+		np_cache_flush(); /* the cached blocks home first: their slabs may empty */
 		np_ring_count(th, true);
 		np_thread_fold_bytes(th);
 		released += np_ring_sweep(th);

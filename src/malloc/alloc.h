@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "malloc/cache.h"
 #include "malloc/sizeclass.h"
 #include "malloc/slab.h"
 #include "malloc/thread.h"
@@ -89,10 +90,15 @@ NP_INLINE void *np_malloc_fast(size_t size)
 	unsigned c;
 	if (NP_LIKELY(size <= NP_TABLE_MAX))
 		c = np_size_class(size); /* the table: the compiler knows the range */
-	else if (size <= NP_SMALL_MAX)
+	else if (size <= NP_SMALL_MAX) {
+		/* Above 2 KiB: the thread's cache first, the block it freed last (cache.h). */
 		c = np_size_class(size);
-	else
+		uintptr_t b = np_tls.cache[c - NP_CACHE_FIRST];
+		if (b)
+			return np_cache_pop(c, b, size);
+	} else {
 		return np_malloc_slow(size);
+	}
 	{
 		struct np_slab *s = np_tls.cur[c];
 		uintptr_t b = s->free;
@@ -134,6 +140,10 @@ NP_INLINE void np_free_fast(void *p)
 		uint64_t i = np_slab_index(s, a);
 		if (NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->end) &&
 		    NP_LIKELY(!np_slab_looks_free(s, a))) {
+			if (NP_UNLIKELY(s->cls >= NP_CACHE_FIRST)) {
+				np_cache_put(s, a, i);
+				return;
+			}
 			if (np_config_debug >= 1) /* junk: use after free shows */
 				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
 			np_slab_free_own(s, a, i);

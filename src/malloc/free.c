@@ -99,7 +99,10 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 		/* Looks free: confirm before reporting. */
 		if (np_slab_looks_free(s, a) && np_slab_confirm_free(s, a, th))
 			invalid("double free of", a);
-		np_slab_free_own(s, a, i);
+		if (s->cls >= NP_CACHE_FIRST) /* a block past a large slab's first 64 KiB */
+			np_cache_put(s, a, i);
+		else
+			np_slab_free_own(s, a, i);
 		return;
 	}
 	/* Another thread's slab (or nobody's): a block that looks free, or keeps the mark of a
@@ -107,6 +110,10 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 	 * The owner may be changing them, so the walk is the careful racy one (no link followed
 	 * unchecked); found means free. */
 	if ((np_slab_looks_free(s, a) || np_slab_has_mark(s, a)) && np_slab_confirm_free(s, a, th))
+		invalid("double free of", a);
+	/* On its owner's cache (the tag is keyed by a secret and a's address: only a free
+	 * writes it, and malloc wipes it). */
+	if (np_cache_looks_cached(a))
 		invalid("double free of", a);
 	if (th) {
 		*in_use_counter(th, s) -= s->block;
@@ -158,7 +165,7 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)
 	 * was 80% of this function's samples in larson/2). */
 	NP_PREFETCH_WRITE(&s->thread_free);
 	if (NP_UNLIKELY(!th || owner == th || i >= s->end || s->node != np_tls.count_node ||
-			np_slab_looks_free(s, a) || np_slab_has_mark(s, a))) {
+			np_slab_looks_free(s, a) || np_slab_has_mark(s, a) || np_cache_looks_cached(a))) {
 		free_slab_rare(s, a);
 		return;
 	}

@@ -3,13 +3,17 @@
  */
 #include "malloc/home.h"
 
+#include "malloc/cache.h"
 #include "malloc/ring.h"
 #include "node/node.h"
 #include "pcp/pcp.h"
 
 void np_home_move(struct np_thread *th, int node)
 {
-	/* The remote frees' byte counter is for blocks of count_node: fold it before it changes. */
+	/* The cache holds blocks of count_node, and the remote frees' byte counter counts them:
+	 * empty the one and fold the other before it changes. */
+	if (th == np_tls.self)
+		np_cache_flush();
 	np_thread_fold_bytes(th);
 	np_pcp_set_home(&th->pcp, node);
 	if (th == np_tls.self)

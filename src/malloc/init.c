@@ -11,6 +11,7 @@
 #include "lock.h"
 #include "log.h"
 #include "malloc/bootstrap.h"
+#include "malloc/cache.h"
 #include "malloc/place.h"
 #include "malloc/ring.h"
 #include "malloc/slab.h"
@@ -86,6 +87,7 @@ void np_init(void)
 		return;
 	in_init = true;
 	np_slab_init_secret();
+	np_cache_init();
 	np_options_init();
 	np_topo_load(&np_topo_table, np_opt.topology, NULL);
 	np_place_init();

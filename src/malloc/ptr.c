@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "malloc/bootstrap.h"
+#include "malloc/cache.h"
 #include "malloc/thread.h"
 
 static void bad(struct np_ptr *d, const char *why, bool freed)
@@ -146,9 +147,9 @@ void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p)
 	uintptr_t a = (uintptr_t)p;
 	/* A block on the lists has a link for its first word, or another thread's mark in its
 	 * second: only then is the walk made. */
-	if (NP_LIKELY(!np_slab_looks_free(s, a) && !np_slab_has_mark(s, a)))
+	if (NP_LIKELY(!np_slab_looks_free(s, a) && !np_slab_has_mark(s, a) && !np_cache_looks_cached(a)))
 		return;
-	if (np_slab_confirm_free(s, a, np_tls.self)) {
+	if (np_cache_looks_cached(a) || np_slab_confirm_free(s, a, np_tls.self)) {
 		bad(d, "invalid pointer (freed)", true);
 		np_ptr_invalid(call, false, d, p);
 	}

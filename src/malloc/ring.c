@@ -6,6 +6,7 @@
 #include "malloc/ring.h"
 
 #include "log.h"
+#include "malloc/cache.h"
 #include "malloc/sizeclass.h"
 #include "pcp/pcp.h"
 
@@ -181,6 +182,8 @@ static void count_for_orphans(unsigned calls)
 void np_ring_periodic(struct np_thread *th)
 {
 	th->slow_calls = 0;
+	if (th == np_tls.self)
+		np_cache_age();
 	np_ring_count(th, false);
 	np_thread_fold_bytes(th);
 	if (__atomic_load_n(&th->remote_pending, __ATOMIC_RELAXED)) {
@@ -383,6 +386,8 @@ void np_ring_abandon(struct np_thread *th)
 
 void np_ring_leave(struct np_thread *th)
 {
+	if (th == np_tls.self)
+		np_cache_flush(); /* into the slabs, which are handed over next */
 	np_thread_fold_bytes(th);
 	np_thread_forget_tls();
 	np_ring_abandon(th); /* counts each slab as it leaves */

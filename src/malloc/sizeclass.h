@@ -26,6 +26,9 @@
 #define NP_SMALL_MAX 65536
 
 #define NP_TABLE_MAX 2048
+/* The first class above NP_TABLE_MAX (2,560 bytes): from it on, a thread caches the blocks it
+ * frees (cache.h). */
+#define NP_CACHE_FIRST 24
 
 extern const uint32_t np_class_size[NP_NCLASSES];
 /* np_class_of16[(size + 15) >> 4]: the class of size, for size <= NP_TABLE_MAX. */

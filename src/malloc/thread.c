@@ -92,6 +92,7 @@ struct np_thread *np_thread_get(void)
 	else
 		np_pcp_count_thread(&th->pcp);
 	np_lock(&threads_lock);
+	th->tls = &np_tls;
 	th->prev = NULL;
 	th->next = live;
 	if (live)
@@ -100,6 +101,7 @@ struct np_thread *np_thread_get(void)
 	__atomic_store_n(&np_threads_live, np_threads_live + 1, __ATOMIC_RELAXED);
 	np_unlock(&threads_lock);
 	np_tls.in_use = 0;
+	np_tls.requested = 0;
 	np_tls.count_node = (uint8_t)np_node_primary(th->pcp.target);
 	np_tls.self = th;
 	np_tls.exited = false;
@@ -114,7 +116,9 @@ void np_thread_fold_bytes(struct np_thread *th)
 {
 	if (th == np_tls.self) {
 		th->in_use[np_tls.count_node] += np_tls.in_use;
+		th->requested[np_tls.count_node] += np_tls.requested;
 		np_tls.in_use = 0;
+		np_tls.requested = 0;
 	}
 	for (int n = 0; n < np_topo_table.nnodes; n++) {
 		if (th->in_use[n]) {
@@ -150,6 +154,8 @@ void np_thread_forget_tls(void)
 {
 	for (int c = 0; c < NP_NCLASSES; c++)
 		np_tls.cur[c] = &np_slab_empty;
+	for (int k = 0; k < NP_NCLASSES - NP_CACHE_FIRST; k++)
+		np_assert(!np_tls.cache[k]); /* flushed by np_ring_leave */
 	np_tls.self = NULL;
 	np_tls.exited = true;
 }
@@ -160,6 +166,11 @@ void np_thread_atfork_count_others(void)
 	for (struct np_thread *th = live; th; th = th->next)
 		if (th != np_tls.self) {
 			np_ring_count_frozen(th);
+			/* Its thread-local counts, as its thread left them (its TLS block is memory
+			 * of the child too): the blocks it freed into its cache, and its frees of
+			 * other threads' blocks, are free in the child as well. */
+			th->in_use[th->tls->count_node] += th->tls->in_use;
+			th->requested[th->tls->count_node] += th->tls->requested;
 			np_thread_fold_bytes(th);
 		}
 }

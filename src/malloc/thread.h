@@ -24,6 +24,10 @@
 
 struct np_tls {
 	struct np_slab *cur[NP_NCLASSES]; /* current slab per class (== self->ring[c]) */
+	/* The thread's cache of its own freed blocks of the classes from NP_CACHE_FIRST on
+	 * (cache.h): per class the head of a stack, last freed first, and its length. */
+	uintptr_t cache[NP_NCLASSES - NP_CACHE_FIRST];
+	uint8_t cache_n[NP_NCLASSES - NP_CACHE_FIRST];
 	struct np_thread *self;           /* NULL until the thread's first slow path */
 	/* Bytes of blocks of node count_node (the thread's first-choice memory node) that this
 	 * thread freed for other threads' slabs, next to self: the remote free touches no other
@@ -32,6 +36,11 @@ struct np_tls {
 	 * self->in_use. Folded into that by np_thread_fold_bytes. The owner's own mallocs and
 	 * frees count in the slab (`used`, `requested`: np_ring_count). */
 	int64_t in_use;
+	/* Bytes asked for by mallocs served from the cache (blocks of count_node), folded with
+	 * in_use into the thread's requested[count_node]. */
+	uint64_t requested;
+	uint32_t cache_popped;            /* bit k: malloc took from class NP_CACHE_FIRST + k since the
+					   * last periodic point (np_cache_age) */
 	uint8_t count_node;
 	bool exited;                      /* the thread-exit destructor ran */
 	uint16_t frees_without_state;     /* np_thread_for_free: frees before a state is made */
@@ -53,6 +62,7 @@ struct np_thread {
 	struct np_slab *ring[NP_NCLASSES];   /* owned slabs of each class, a ring; NULL = none */
 	struct np_thread *next, *prev;        /* live list */
 	int tid;
+	struct np_tls *tls;                   /* its thread's np_tls (read by a fork's child) */
 	unsigned slow_calls;                  /* slow paths since the last np_ring_periodic */
 	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
 	/* Full slabs this thread let float, and how many of those other threads' frees claimed

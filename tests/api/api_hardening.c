@@ -114,6 +114,69 @@ static void forged_link_is_never_followed(void **state)
 	assert_true(survive(forge_link, target) >= 1);
 }
 
+/* ---- the thread cache of blocks above 2 KiB ------------------------------------------------ */
+
+static char big_target[4096] __attribute__((aligned(64)));
+
+/* Blocks of 3,000 bytes freed onto the thread's cache (src/malloc/cache.h), then written over
+ * as an attacker would (both words: a forged link to big_target, a tag it cannot know, or
+ * only the link word): the mallocs that follow never return big_target or a block still
+ * live, and the corruption is counted. */
+static uint64_t survive_cached(int how)
+{
+	enum { LIVE_BIG = 12, AFTER_BIG = 200 };
+	static char *b[LIVE_BIG], *after[AFTER_BIG];
+	for (int i = 0; i < LIVE_BIG; i++) {
+		b[i] = numa_page_malloc(3000);
+		assert_non_null(b[i]);
+		memset(b[i], 0x11, 3000);
+	}
+	uint64_t before = corrupt_count();
+	numa_page_free(b[5]);
+	numa_page_free(b[6]);
+	void **w = np_t_launder(b[6]);
+	if (how == 0) {
+		w[0] = big_target;
+		w[1] = big_target;
+	} else {
+		w[1] = (void *)((uintptr_t)w[1] ^ ((uintptr_t)big_target ^ (uintptr_t)b[5]));
+	}
+	for (int i = 0; i < AFTER_BIG; i++) {
+		char *p = numa_page_malloc(3000);
+		assert_non_null(p);
+		assert_ptr_not_equal(p, big_target);
+		assert_true(numa_page_node_of(p) >= 0);
+		for (int k = 0; k < LIVE_BIG; k++)
+			if (k != 5 && k != 6)
+				assert_false(p < b[k] + 3000 && b[k] < p + 3000);
+		for (int k = 0; k < i; k++)
+			assert_false(p < after[k] + 3000 && after[k] < p + 3000);
+		memset(p, 0x22, 3000);
+		after[i] = p;
+	}
+	uint64_t counted = corrupt_count() - before;
+	for (int i = 0; i < AFTER_BIG; i++)
+		numa_page_free(after[i]);
+	for (int i = 0; i < LIVE_BIG; i++)
+		if (i != 5 && i != 6)
+			numa_page_free(b[i]);
+	return counted;
+}
+
+static void cached_block_written_over_is_caught(void **state)
+{
+	(void)state;
+	assert_true(survive_cached(0) >= 1);
+}
+
+/* Only the link word changed, by the xor that would turn it into big_target had it been stored
+ * plain: the decoded link is no block of ours, or no tagged one. */
+static void cached_link_forged_is_never_followed(void **state)
+{
+	(void)state;
+	assert_true(survive_cached(1) >= 1);
+}
+
 /* ---- no false double free from another thread ------------------------------------------- */
 
 enum { NODES = 20000 };
@@ -161,6 +224,8 @@ int main(void)
 		cmocka_unit_test(use_after_free_write_is_caught),
 		cmocka_unit_test(overflow_into_free_block_is_caught),
 		cmocka_unit_test(forged_link_is_never_followed),
+		cmocka_unit_test(cached_block_written_over_is_caught),
+		cmocka_unit_test(cached_link_forged_is_never_followed),
 		cmocka_unit_test(remote_free_of_linked_nodes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -826,6 +826,148 @@ static void stats_count_requests(void **state)
 	F_FREE(q);
 }
 
+/* Above 2 KiB a thread's freed blocks come back to its next mallocs of the class last freed
+ * first (the thread cache, src/malloc/cache.h), whichever of its slabs they lie in: a block of
+ * an older slab, freed while a newer one is current, is the next malloc's block, and its
+ * first line is still in the CPU's cache. Before the cache, malloc handed out the current
+ * slab's next block and reached the older slab's only when the current one ran out.
+ * The cache holds blocks of the thread's first-choice node: a thread of a memoryless node
+ * (the 2990wx guest's main thread) takes its slabs from its equidistant nodes in turn, so the
+ * thread is homed on a memory node for the test (home_on_a_memory_node). */
+static int home_on_a_memory_node(void)
+{
+	void *p = F_MALLOC(np_t_opaque(100));
+	int node = numa_page_node_of(p);
+	F_FREE(p);
+	assert_true(node >= 0);
+	assert_int_equal(numa_page_set_home_node(node), 0);
+	return node;
+}
+
+static void freed_blocks_above_2k_come_back_last_first(void **state)
+{
+	(void)state;
+	enum { N = 64 }; /* 3,072-byte blocks, 21 to a slab: three slabs and more */
+	void *b[N];
+	home_on_a_memory_node();
+	for (int i = 0; i < N; i++) {
+		b[i] = F_MALLOC(np_t_opaque(3000));
+		assert_ours(b[i], 3000);
+	}
+	F_FREE(b[0]);
+	void *p = F_MALLOC(np_t_opaque(3000));
+	assert_ptr_equal(p, b[0]);
+	F_FREE(b[5]);
+	F_FREE(b[30]);
+	F_FREE(p);
+	assert_ptr_equal(F_MALLOC(np_t_opaque(2900)), b[0]);
+	assert_ptr_equal(F_MALLOC(np_t_opaque(3072)), b[30]);
+	assert_ptr_equal(F_MALLOC(np_t_opaque(2600)), b[5]);
+	for (int i = 0; i < N; i++)
+		F_FREE(b[i]);
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+}
+
+/* The cache's blocks count free in the statistics, and in use again once malloc hands them
+ * out, whose requests count then: exact at the thread's own read through pushes, pops and
+ * the overflows that send the older half home. */
+static void stats_exact_for_cached_blocks(void **state)
+{
+	(void)state;
+	enum { N = 300 };
+	static void *b[N];
+	struct numa_page_node_stats before = np_t_stats();
+	for (int i = 0; i < N; i++)
+		b[i] = F_MALLOC(np_t_opaque(5000 + (size_t)(i % 3) * 1000)); /* three classes */
+	uint64_t bytes = 0;
+	for (int i = 0; i < N; i++)
+		bytes += F_USABLE(b[i]);
+	struct numa_page_node_stats s = np_t_stats();
+	assert_int_equal(s.malloc_in_use - before.malloc_in_use, bytes);
+	for (int i = 0; i < N; i++)
+		F_FREE(b[i]);
+	s = np_t_stats();
+	assert_int_equal(s.malloc_in_use, before.malloc_in_use);
+	uint64_t requested = s.malloc_requested;
+	for (int i = 0; i < 20; i++)
+		b[i] = F_MALLOC(np_t_opaque(4700)); /* the 5,120-byte class: its cached blocks first */
+	s = np_t_stats();
+	assert_int_equal(s.malloc_in_use - before.malloc_in_use, 20 * F_USABLE(b[0]));
+	assert_int_equal(s.malloc_requested - requested, 20 * 4700);
+	for (int i = 0; i < 20; i++)
+		F_FREE(b[i]);
+	s = np_t_stats();
+	assert_int_equal(s.malloc_in_use, before.malloc_in_use);
+}
+
+/* trim sends the cached blocks home first, so that the slabs they kept from emptying are
+ * given back. The blocks come from the class's current slab and three new ones, the last of
+ * which is current at the end; freed last to first, the cache holds blocks of the first slab,
+ * which without the flush stayed in use after trim (16 pages more than before). */
+static void trim_gives_back_the_slabs_of_cached_blocks(void **state)
+{
+	(void)state;
+	enum { N = 64 };
+	void *b[N];
+	home_on_a_memory_node();
+	F_FREE(F_MALLOC(np_t_opaque(3000))); /* the class has a current slab */
+	F_TRIM();
+	struct numa_page_node_stats before = np_t_stats();
+	for (int i = 0; i < N; i++) {
+		b[i] = F_MALLOC(np_t_opaque(3000));
+		assert_ours(b[i], 3000);
+		memset(b[i], 1, 3000);
+	}
+	for (int i = N - 1; i >= 0; i--)
+		F_FREE(b[i]);
+	F_TRIM();
+	struct numa_page_node_stats after = np_t_stats();
+	print_message("pages_in_use %llu -> %llu\n", (unsigned long long)before.pages_in_use,
+		      (unsigned long long)after.pages_in_use);
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+	assert_true(after.pages_in_use <= before.pages_in_use);
+}
+
+/* A fork child's statistics count the blocks another thread had freed into its cache as
+ * free: their bytes were taken off in that thread's thread-local counter, which the child
+ * folds for each thread that did not come along. */
+static sem_t cx_ready, cx_done;
+static void *cx_block[64];
+static void *cache_blocks(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 64; i++)
+		cx_block[i] = F_MALLOC(np_t_opaque(3000));
+	for (int i = 0; i < 64; i++)
+		F_FREE(cx_block[i]);
+	sem_post(&cx_ready);
+	sem_wait(&cx_done);
+	return NULL;
+}
+
+static void stats_exact_in_fork_child_with_cached_blocks(void **state)
+{
+	(void)state;
+	sem_init(&cx_ready, 0, 0);
+	sem_init(&cx_done, 0, 0);
+	struct numa_page_node_stats before = np_t_stats();
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, cache_blocks, NULL), 0);
+	sem_wait(&cx_ready);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct numa_page_node_stats s = np_t_stats();
+		_exit(s.malloc_in_use != before.malloc_in_use);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	sem_post(&cx_done);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* A thread's own small blocks are counted exactly at its own read: blocks of many slabs,
  * freed out of order into slabs that are no longer current, and blocks another thread freed. */
 #define SX_N 6000
@@ -1538,6 +1680,10 @@ int main(void)
 		cmocka_unit_test(stats_count_requests),
 		cmocka_unit_test(stats_exact_for_small_blocks),
 		cmocka_unit_test(stats_exact_in_fork_child),
+		cmocka_unit_test(freed_blocks_above_2k_come_back_last_first),
+		cmocka_unit_test(stats_exact_for_cached_blocks),
+		cmocka_unit_test(trim_gives_back_the_slabs_of_cached_blocks),
+		cmocka_unit_test(stats_exact_in_fork_child_with_cached_blocks),
 		cmocka_unit_test(fork_child_counts_one_thread),
 		cmocka_unit_test(stats_exact_while_others_hold_and_free),
 		cmocka_unit_test(thread_exit_destructors_leave_no_state),

@@ -197,6 +197,34 @@ int main(int argc, char **argv)
 		char *r = live_block(48);
 		(void)r;
 		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_cached")) {
+		/* Above 2 KiB the first free puts the block on the thread's cache. */
+		char *p = live_block(3000);
+		M_FREE(p);
+		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_cached_past_64k")) {
+		/* A block past the first 64 KiB of its 128 KiB slab (the 14,336-byte class): the
+		 * fast path hands its frees to the slow one, which caches it too. */
+		char *b[9];
+		for (int i = 0; i < 9; i++)
+			b[i] = live_block(14000);
+		M_FREE(b[7]);
+		M_FREE(launder(b[7]));
+	} else if (!strcmp(c, "double_free_cached_then_other")) {
+		/* Cached by its owner's free, then freed by another thread. */
+		char *p = live_block(3000);
+		M_FREE(p);
+		free_in_thread(p);
+		for (int i = 0; i < 1000; i++)
+			live_block(3000);
+	} else if (!strcmp(c, "realloc_freed_cached")) {
+		char *p = live_block(3000);
+		M_FREE(p);
+		printf("%p\n", M_REALLOC(launder(p), 100));
+	} else if (!strcmp(c, "usable_size_freed_cached")) {
+		char *p = live_block(3000);
+		M_FREE(p);
+		printf("%zu\n", M_USABLE(launder(p)));
 	} else if (!strcmp(c, "double_free_after_realloc_moved")) {
 		/* The old address of a huge block that realloc moved: freed by the move. */
 		char *p = live_block(20 << 20);
