@@ -91,8 +91,10 @@ NP_INLINE void *np_malloc_fast(size_t size)
 	if (NP_LIKELY(size <= NP_TABLE_MAX))
 		c = np_size_class(size); /* the table: the compiler knows the range */
 	else if (size <= NP_SMALL_MAX) {
-		/* Above 2 KiB: the thread's cache first, the block it freed last (cache.h). */
+		/* Above 2 KiB: the thread's cache first, the block it freed last (cache.h); the
+		 * run of frees without such a malloc ends. */
 		c = np_size_class(size);
+		np_tls.cache_streak = 0;
 		uintptr_t b = np_tls.cache[c - NP_CACHE_FIRST];
 		if (b)
 			return np_cache_pop(c, b, size);

@@ -60,14 +60,24 @@ static uintptr_t next_of(uintptr_t b)
 	return ((uintptr_t *)b)[1] ^ ((b << 29) | (b >> 35)) ^ np_cache_link_key;
 }
 
+/* b: the stack's entry that failed its check: an address in our memory without a tag (a freed
+ * block written after its free, or a link written to point there), or a link out of our
+ * memory (a write into the block above it, whose address the pop did not keep). */
 static void report_corrupt(unsigned k, uintptr_t b)
 {
 	static int reported;
 	np_vmstat_add(NULL, np_tls.count_node, NUMA_PAGE_STAT_freelist_corrupt, 1);
-	if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
-		np_warn("malloc: the thread cache of %u-byte blocks is corrupt at %p (a write to freed "
-			"memory?): its blocks from there on abandoned (reported once)",
+	if (__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
+		return;
+	if (np_granule_is_start(b))
+		np_warn("malloc: the thread cache of %u-byte blocks is corrupt: %p has no tag (a freed "
+			"block written after its free, or a link written to point there); its blocks from "
+			"there on abandoned (reported once)",
 			np_class_size[NP_CACHE_FIRST + k], (void *)b);
+	else
+		np_warn("malloc: the thread cache of %u-byte blocks is corrupt: a link to %p, not a "
+			"block of ours (a write to a freed block?); its blocks from there on abandoned "
+			"(reported once)", np_class_size[NP_CACHE_FIRST + k], (void *)b);
 }
 
 /* The blocks of stack k from b on go home (b included); a corrupt one ends the walk (it and
@@ -108,6 +118,16 @@ void np_cache_put_slow(struct np_slab *s, uintptr_t a, uint64_t i)
 		 * wipes it): a is freed already, on a thread's stack. */
 		np_fatal("free: double free of %p", (void *)a);
 	unsigned k = s->cls - NP_CACHE_FIRST;
+	if (np_tls.cache_streak >= NP_CACHE_STREAK) {
+		/* Frees without a malloc of these classes: the cache goes home once (one past the
+		 * limit marks it done), and frees go to the slabs until the next such malloc. */
+		if (np_tls.cache_streak == NP_CACHE_STREAK) {
+			np_cache_flush();
+			np_tls.cache_streak = NP_CACHE_STREAK + 1;
+		}
+		np_slab_free_own(s, a, i);
+		return;
+	}
 	/* Another node's block, or no cache yet (np_cache_init not run: a unit test's piecemeal
 	 * start-up): the slab's list. */
 	if (s->node != np_tls.count_node || !np_cache_cap[k]) {

@@ -18,7 +18,12 @@
  * NP_CACHE_CLASS_BYTES of blocks a class (1 to NP_CACHE_MAX_BLOCKS); a push beyond it sends
  * the older half home first. Emptied into the slabs at thread exit, by trim, when the thread
  * moves to another node, and for a class that no malloc took from between two periodic points
- * of the ring (cache.c).
+ * of the ring (cache.c). And a run of NP_CACHE_STREAK pushes without a malloc of these classes (the
+ * thread frees what it made, maybe to go idle) sends every class home and stops caching until
+ * the next such malloc: a cached block keeps its whole slab in use, so blocks cached from slabs the thread
+ * emptied otherwise kept each of them (a review: 16 MiB held by an idle thread that had freed
+ * 64 slabs' worth of twelve classes, against 1.1 MiB before the cache; nothing but that thread
+ * could send them home).
  */
 #ifndef NP_CACHE_H
 #define NP_CACHE_H
@@ -35,6 +40,7 @@
 #define NP_CACHE_CLASSES (NP_NCLASSES - NP_CACHE_FIRST)
 #define NP_CACHE_CLASS_BYTES (128 * 1024)
 #define NP_CACHE_MAX_BLOCKS 64
+#define NP_CACHE_STREAK 128
 
 /* Blocks a class's stack may hold (np_cache_init). */
 extern NP_HIDDEN uint8_t np_cache_cap[NP_CACHE_CLASSES];
@@ -56,16 +62,18 @@ NP_INLINE uintptr_t np_cache_code(uintptr_t b, uintptr_t next)
 	return next ^ ((b << 29) | (b >> 35)) ^ np_cache_link_key;
 }
 
-/* True when b's first word is a cached block's tag: b is in a thread's cache (confirm with
- * np_cache_holds for the calling thread's own). */
+/* True when b's first word is a cached block's tag: b is on a thread's cache. Only a free writes
+ * the tag (keyed by a secret and b's address) and malloc wipes it, so it needs no confirming
+ * walk: a live block holds it only if the program wrote that very value. */
 NP_INLINE bool np_cache_looks_cached(uintptr_t b)
 {
 	return __atomic_load_n((const uintptr_t *)b, __ATOMIC_RELAXED) == np_cache_tag(b);
 }
 
-/* The stack of class k is not what pushes left there (a write to a freed block): reported
- * once, counted, the stack dropped (its blocks stay counted in their slabs: lost, never
- * handed out). Then malloc's slow path serves size. */
+/* The head of class k's stack is not what a push left there: not a block of ours, or one
+ * without its tag (a write to a freed block changed it, or the link in the block above it).
+ * Reported once, counted, the stack dropped (its blocks stay counted in their slabs: lost,
+ * never handed out). Then malloc's slow path serves size. */
 NP_NOINLINE NP_COLD void *np_cache_corrupt(unsigned k, size_t size);
 
 /* malloc's pop of block b, the head of class c's stack, for a request of size bytes. */
@@ -90,7 +98,8 @@ NP_INLINE void *np_cache_pop(unsigned c, uintptr_t b, size_t size)
 }
 
 /* A push the inline one does not make: the stack full (its older half goes home first), a
- * block of another node, or one that already carries a tag (a double free, confirmed first). */
+ * block of another node, the streak of pushes long (the cache home, the block to its slab),
+ * or one that already carries a tag (a double free: aborts). */
 NP_NOINLINE void np_cache_put_slow(struct np_slab *s, uintptr_t a, uint64_t i);
 
 /* The owner's free of block a (index i) of s, a slab of a cached class, its checks done. */
@@ -99,7 +108,7 @@ NP_INLINE void np_cache_put(struct np_slab *s, uintptr_t a, uint64_t i)
 	unsigned k = s->cls - NP_CACHE_FIRST;
 	uintptr_t *w = (uintptr_t *)a;
 	if (NP_UNLIKELY(np_tls.cache_n[k] >= np_cache_cap[k] || s->node != np_tls.count_node ||
-			w[0] == np_cache_tag(a))) {
+			np_tls.cache_streak >= NP_CACHE_STREAK || w[0] == np_cache_tag(a))) {
 		np_cache_put_slow(s, a, i);
 		return;
 	}
@@ -109,11 +118,9 @@ NP_INLINE void np_cache_put(struct np_slab *s, uintptr_t a, uint64_t i)
 	w[1] = np_cache_code(a, np_tls.cache[k]);
 	np_tls.cache[k] = a;
 	np_tls.cache_n[k]++;
+	np_tls.cache_streak++;
 	np_tls.in_use -= s->block;
 }
-
-/* True when a is on the calling thread's stack of class c (the walk checks every tag). */
-bool np_cache_holds(unsigned c, uintptr_t a);
 
 /* The calling thread's cached blocks go home to their slabs: every class's (np_cache_flush),
  * or those of the classes no malloc took from since the last np_cache_age (the ring's periodic

@@ -41,6 +41,7 @@ struct np_tls {
 	uint64_t requested;
 	uint32_t cache_popped;            /* bit k: malloc took from class NP_CACHE_FIRST + k since the
 					   * last periodic point (np_cache_age) */
+	uint16_t cache_streak;            /* pushes since the last malloc of a cached class (cache.h) */
 	uint8_t count_node;
 	bool exited;                      /* the thread-exit destructor ran */
 	uint16_t frees_without_state;     /* np_thread_for_free: frees before a state is made */
