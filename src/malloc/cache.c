@@ -55,9 +55,7 @@ static void go_home(unsigned c, uintptr_t b)
  * not what a push left (a write to freed memory). */
 static uintptr_t next_of(uintptr_t b)
 {
-	if (!np_granule_is_start(b) || ((uintptr_t *)b)[0] != np_cache_tag(b))
-		return 1;
-	return ((uintptr_t *)b)[1] ^ ((b << 29) | (b >> 35)) ^ np_cache_link_key;
+	return np_cache_sound(b) ? np_cache_code(b, ((const uintptr_t *)b)[1]) : 1;
 }
 
 /* b: the stack's entry that failed its check: an address in our memory without a tag (a freed
@@ -134,29 +132,22 @@ void np_cache_put_slow(struct np_slab *s, uintptr_t a, uint64_t i)
 		np_slab_free_own(s, a, i);
 		return;
 	}
-	/* Full: the newer half stays (it is what the next mallocs want), the older goes home. */
+	/* Full: the newer half stays (it is what the next mallocs want), the older goes home. The
+	 * walk to the cut checks every block it passes (next_of of a bad entry, 1 or 0, is 1); a
+	 * bad one sends the whole stack home, which reports it. */
 	unsigned keep = np_tls.cache_n[k] / 2;
-	if (keep == 0) {
+	uintptr_t last = np_tls.cache[k], older = 1;
+	if (keep) {
+		for (unsigned n = 1; n < keep; n++)
+			last = next_of(last);
+		older = next_of(last);
+	}
+	if (older == 1) {
 		flush_class(k);
 	} else {
-		uintptr_t last = np_tls.cache[k];
-		for (unsigned n = 1; n < keep; n++) {
-			last = next_of(last);
-			if (last <= 1) /* corrupt: drop the stack (the walk home reports it) */
-				break;
-		}
-		if (last <= 1) {
-			flush_class(k);
-		} else {
-			uintptr_t older = next_of(last);
-			if (older == 1) {
-				flush_class(k);
-			} else {
-				((uintptr_t *)last)[1] = np_cache_code(last, 0);
-				np_tls.cache_n[k] = (uint8_t)keep;
-				send_home_from(k, older);
-			}
-		}
+		((uintptr_t *)last)[1] = np_cache_code(last, 0);
+		np_tls.cache_n[k] = (uint8_t)keep;
+		send_home_from(k, older);
 	}
 	np_cache_put(s, a, i);
 }

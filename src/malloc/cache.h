@@ -56,10 +56,18 @@ NP_INLINE uintptr_t np_cache_tag(uintptr_t b)
 	return ((x << 23) | (x >> 41)) + np_slab_secret;
 }
 
-/* The second word of cached block b, whose successor on its stack is next (0: none). */
+/* The second word of cached block b, whose successor on its stack is next (0: none); and,
+ * being an xor, the successor of b whose second word is next. */
 NP_INLINE uintptr_t np_cache_code(uintptr_t b, uintptr_t next)
 {
 	return next ^ ((b << 29) | (b >> 35)) ^ np_cache_link_key;
+}
+
+/* True when b is what a push left on a stack: a block of ours (the granule map) with its tag.
+ * Checked before b's link is read. */
+NP_INLINE bool np_cache_sound(uintptr_t b)
+{
+	return np_granule_is_start(b) && ((const uintptr_t *)b)[0] == np_cache_tag(b);
 }
 
 /* True when b's first word is a cached block's tag: b is on a thread's cache. Only a free writes
@@ -81,9 +89,9 @@ NP_INLINE void *np_cache_pop(unsigned c, uintptr_t b, size_t size)
 {
 	unsigned k = c - NP_CACHE_FIRST;
 	uintptr_t *w = (uintptr_t *)b;
-	if (NP_UNLIKELY(!np_granule_is_start(b) || w[0] != np_cache_tag(b)))
+	if (NP_UNLIKELY(!np_cache_sound(b)))
 		return np_cache_corrupt(k, size);
-	uintptr_t next = w[1] ^ ((b << 29) | (b >> 35)) ^ np_cache_link_key;
+	uintptr_t next = np_cache_code(b, w[1]);
 	np_tls.cache[k] = next;
 	/* As the slab pop: the next malloc of the class reads that block's first line. */
 	__builtin_prefetch((const void *)next, 1);
