@@ -56,6 +56,21 @@ NP_INLINE void np_slab_free_own(struct np_slab *s, uintptr_t a, uint64_t i)
 		np_ring_emptied(s);
 }
 
+/* The owner's free of block a (index i) of s, its checks done: a block above 2 KiB onto the
+ * thread's cache (cache.h), any other onto the slab's list, junk-filled first in a debug
+ * build so that a use after free shows. The fast path's, and the rare path's for the blocks
+ * the fast path refused. */
+NP_INLINE void np_free_by_owner(struct np_slab *s, uintptr_t a, uint64_t i)
+{
+	if (NP_UNLIKELY(s->cls >= NP_CACHE_FIRST)) {
+		np_cache_put(s, a, i);
+		return;
+	}
+	if (np_config_debug >= 1)
+		memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
+	np_slab_free_own(s, a, i);
+}
+
 /* errno = ENOMEM, and NULL. */
 NP_INLINE void *np_enomem(void)
 {
@@ -142,13 +157,7 @@ NP_INLINE void np_free_fast(void *p)
 		uint64_t i = np_slab_index(s, a);
 		if (NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->end) &&
 		    NP_LIKELY(!np_slab_looks_free(s, a))) {
-			if (NP_UNLIKELY(s->cls >= NP_CACHE_FIRST)) {
-				np_cache_put(s, a, i);
-				return;
-			}
-			if (np_config_debug >= 1) /* junk: use after free shows */
-				memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
-			np_slab_free_own(s, a, i);
+			np_free_by_owner(s, a, i);
 			return;
 		}
 		/* Any owner (a thread, or none for an orphan) makes the slot a live slab's

@@ -99,10 +99,7 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 		/* Looks free: confirm before reporting. */
 		if (np_slab_looks_free(s, a) && np_slab_confirm_free(s, a, th))
 			invalid("double free of", a);
-		if (s->cls >= NP_CACHE_FIRST) /* a block past a large slab's first 64 KiB */
-			np_cache_put(s, a, i);
-		else
-			np_slab_free_own(s, a, i);
+		np_free_by_owner(s, a, i); /* e.g. a block past a large slab's first 64 KiB */
 		return;
 	}
 	/* Another thread's slab (or nobody's): a block that looks free, or keeps the mark of a
