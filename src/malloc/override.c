@@ -4,6 +4,7 @@
  * defines libc names; left out of sanitizer builds, where the sanitizer owns malloc.
  */
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,17 +143,40 @@ NP_EXPORT void malloc_stats(void)
 	numa_page_stats_print(stderr, NUMA_PAGE_STATS_TABLE);
 }
 
+/* glibc's fields, in libnumapage's terms (the invariant arena = uordblks + fordblks holds, as
+ * glibc's): arena, the data bytes of the pools' chunks; fordblks, their free pages; uordblks,
+ * the rest (slabs, page runs and the threads' page caches: what holds blocks); hblks and
+ * hblkhd, the chunks of their own of blocks too large for a pool (live, or kept for reuse) and
+ * their bytes. Read without locks: a snapshot that other threads may be changing. */
 NP_EXPORT struct mallinfo2 mallinfo2(void)
 {
 	struct mallinfo2 mi = {0};
 	if (!np_is_ready())
 		return mi;
-	size_t mapped, free_pages;
+	size_t mapped, free_pages, chunks, bytes;
 	np_pool_totals(&mapped, &free_pages);
+	np_chunk_huge_totals(&chunks, &bytes);
 	mi.arena = mapped << NP_PAGE_SHIFT;
-	mi.fordblks = free_pages << NP_PAGE_SHIFT;
-	for (int n = 0; n < np_topo_table.nnodes; n++)
-		mi.uordblks += (size_t)np_vmstat_read(n, NUMA_PAGE_STAT_malloc_in_use);
-	mi.keepcost = 0;
+	mi.fordblks = NP_MIN(free_pages, mapped) << NP_PAGE_SHIFT;
+	mi.uordblks = mi.arena - mi.fordblks;
+	mi.hblks = chunks;
+	mi.hblkhd = bytes;
+	return mi;
+}
+
+/* The older interface (ints): mallinfo2's figures, each capped at INT_MAX. */
+NP_EXPORT struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m = mallinfo2();
+#define NP_MI_INT_(v) ((v) > INT_MAX ? INT_MAX : (int)(v))
+	struct mallinfo mi = {
+		.arena = NP_MI_INT_(m.arena),
+		.ordblks = NP_MI_INT_(m.ordblks),
+		.hblks = NP_MI_INT_(m.hblks),
+		.hblkhd = NP_MI_INT_(m.hblkhd),
+		.uordblks = NP_MI_INT_(m.uordblks),
+		.fordblks = NP_MI_INT_(m.fordblks),
+	};
+#undef NP_MI_INT_
 	return mi;
 }

@@ -143,6 +143,13 @@ bool np_chunk_tight;
 
 long np_chunk_merge_above = 8192;
 static long huge_mapped; /* huge and interleaved chunks mapped now */
+static size_t huge_bytes; /* their mappings' bytes */
+
+void np_chunk_huge_totals(size_t *chunks, size_t *bytes)
+{
+	*chunks = (size_t)NP_MAX(__atomic_load_n(&huge_mapped, __ATOMIC_RELAXED), 0L);
+	*bytes = __atomic_load_n(&huge_bytes, __ATOMIC_RELAXED);
+}
 
 /* Past np_chunk_merge_above chunks of their own: whole chunks, which merge (chunk.h). */
 static bool merge_sizes(void)
@@ -233,6 +240,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	mark(c, size, NP_GRANULE_START);
 	np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_chunks_mapped, 1);
 	__atomic_add_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&huge_bytes, size, __ATOMIC_RELAXED);
 	return c;
 }
 
@@ -252,6 +260,7 @@ static void remember_gone(uintptr_t data)
 void np_chunk_unmap_huge(struct np_chunk *c)
 {
 	remember_gone((uintptr_t)c + c->data_offset);
+	__atomic_sub_fetch(&huge_bytes, c->size, __ATOMIC_RELAXED);
 	np_chunk_unmap(c);
 	__atomic_sub_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 }
@@ -273,6 +282,7 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	if (size <= old)
 		return c;
 	if (np_os_remap(c, old, size, c) == 0) { /* the address space behind it was free */
+		__atomic_add_fetch(&huge_bytes, size - old, __ATOMIC_RELAXED);
 		c->size = size;
 		mark(c, size, NP_GRANULE_START);
 		return c;
@@ -289,6 +299,7 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 		return NULL;
 	}
 	d->size = size;
+	__atomic_add_fetch(&huge_bytes, size - old, __ATOMIC_RELAXED);
 	mark(d, size, NP_GRANULE_START);
 	/* The block's old address is a freed one now (a free of it is a double free). */
 	remember_gone((uintptr_t)c + d->data_offset);
@@ -303,6 +314,7 @@ void np_chunk_trim_huge(struct np_chunk *c, size_t size)
 	uintptr_t last = ((uintptr_t)c + size - 1) >> NP_CHUNK_SHIFT;
 	uintptr_t old_last = ((uintptr_t)c + old - 1) >> NP_CHUNK_SHIFT;
 	c->size = size;
+	__atomic_sub_fetch(&huge_bytes, old - size, __ATOMIC_RELAXED);
 	for (uintptr_t g = last + 1; g <= old_last; g++)
 		__atomic_store_n(&np_granule_map[g], NP_GRANULE_NONE, __ATOMIC_RELEASE);
 	np_os_unmap((char *)c + size, old - size);

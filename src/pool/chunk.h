@@ -263,6 +263,9 @@ bool np_chunk_was_unmapped(const void *p);
  * chunk (moved or not), or NULL when neither worked (c is unchanged; the caller copies). Only
  * for chunks whose data starts within their first granule. */
 struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes);
+/* Chunks of their own (huge and interleaved blocks, live or kept for reuse) mapped now, and
+ * their mappings' bytes (racy reads: mallinfo2's hblks and hblkhd). */
+void np_chunk_huge_totals(size_t *chunks, size_t *bytes);
 /* Unmaps the tail of a huge chunk past its first `size` bytes (a multiple of the page size
  * that still covers the header) and clears the granules no longer covered. */
 void np_chunk_trim_huge(struct np_chunk *c, size_t size);

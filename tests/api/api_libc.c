@@ -141,6 +141,41 @@ static void mallinfo2_reports_our_memory(void **state)
 	free(big);
 }
 
+/* mallinfo2's fields add up as glibc's do (arena = uordblks + fordblks), blocks too large for
+ * a pool show in hblks and hblkhd, and live small blocks show in uordblks. A review found
+ * uordblks 104 MB against an arena of 16.5 MB with ten 10 MB blocks live (their chunks were in
+ * no field), uordblks 0 with 112,000 bytes of small blocks live (a lagging counter), and the
+ * legacy mallinfo left to glibc (arena 0). */
+static void mallinfo2_adds_up_and_counts_huge_blocks(void **state)
+{
+	(void)state;
+	struct mallinfo2 before = mallinfo2();
+	enum { SMALL = 1000, HUGE = 10 };
+	void *small[SMALL], *huge[HUGE];
+	for (int i = 0; i < SMALL; i++)
+		assert_non_null(small[i] = malloc(100));
+	for (int i = 0; i < HUGE; i++)
+		assert_non_null(huge[i] = malloc(10000000));
+	struct mallinfo2 m = mallinfo2();
+	assert_int_equal(m.arena, m.uordblks + m.fordblks);
+	assert_true(m.uordblks >= (size_t)SMALL * 100);
+	assert_true(m.hblks >= before.hblks + HUGE);
+	assert_true(m.hblkhd >= before.hblkhd + (size_t)HUGE * 10000000);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	struct mallinfo old = mallinfo();
+#pragma GCC diagnostic pop
+	assert_true(old.arena > 0);
+	assert_true(old.hblks >= HUGE);
+	assert_true((size_t)old.hblkhd >= (size_t)HUGE * 10000000);
+	for (int i = 0; i < HUGE; i++)
+		free(huge[i]);
+	for (int i = 0; i < SMALL; i++)
+		free(small[i]);
+	m = mallinfo2();
+	assert_int_equal(m.arena, m.uordblks + m.fordblks);
+}
+
 /* malloc_stats prints our per-node table on stderr. */
 static void malloc_stats_prints_our_table(void **state)
 {
@@ -303,6 +338,7 @@ int main(void)
 		cmocka_unit_test(pvalloc_rounds_to_pages),
 		cmocka_unit_test(libc_internal_allocations_are_ours),
 		cmocka_unit_test(mallinfo2_reports_our_memory),
+		cmocka_unit_test(mallinfo2_adds_up_and_counts_huge_blocks),
 		cmocka_unit_test(malloc_stats_prints_our_table),
 		cmocka_unit_test(malloc_trim_with_pad),
 		cmocka_unit_test(libc_internal_names_are_ours),
