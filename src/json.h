@@ -7,7 +7,8 @@
 
 #include <stdio.h>
 
-/* Writes s as a JSON string literal: quotes, backslashes and control characters escaped. */
+/* Writes s as a JSON string literal: quotes, backslashes and control characters escaped, and
+ * each byte that is not part of well-formed UTF-8 written as U+FFFD (JSON text is UTF-8). */
 void np_json_string(FILE *out, const char *s);
 
 #endif

@@ -21,7 +21,14 @@ const char *np_topo_errtext(int err)
 
 void np_topo_set_desc(struct np_topo *t, const char *prefix, const char *what)
 {
-	np_format(t->desc, sizeof t->desc, "%s%s", prefix, what);
+	size_t n = np_format(t->desc, sizeof t->desc, "%s%s", prefix, what);
+	if (strlen(prefix) + strlen(what) > n && n >= 3) {
+		/* Cut: say so, and not in the middle of a character (the JSON output is UTF-8). */
+		n -= 3;
+		while (n && ((unsigned char)t->desc[n] & 0xc0) == 0x80)
+			n--;
+		memcpy(t->desc + n, "...", 4);
+	}
 }
 
 /* The parts of a table that its counts say are in use: the header up to cpu_to_node (the

@@ -344,7 +344,7 @@ int np_topo_hwloc_run(void *arg)
 	enum np_topo_source src = job->src;
 	char *why = job->why;
 	size_t why_size = sizeof job->why;
-	char what[sizeof t->desc]; /* what was loaded, for the table's desc and the warning */
+	char what[4096 + 64]; /* what was loaded, for the warning whole and the table's desc (cut there) */
 	np_format(what, sizeof what, "%s", src == NP_TOPO_SYSTEM ? "this machine" : spec);
 
 	hwloc_env_enter(job->secure);

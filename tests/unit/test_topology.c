@@ -19,6 +19,7 @@
 
 #include "fake_os.h"
 #include "topology/topology.h"
+#include "topology/topology_hwloc.h"
 
 #define FIXTURE(name) NP_TOPOLOGIES "/" name
 
@@ -647,6 +648,27 @@ static void print_shows_the_table(void **state)
 	free(buf);
 }
 
+/* A description too long for the table's desc is cut where a character ends, and says it
+ * was cut ("..."): a path of two-byte characters cut at 255 bytes left half a character, which
+ * made `numapage topology --json` invalid UTF-8, and nothing said the path was not whole. */
+static void long_desc_is_cut_between_characters(void **state)
+{
+	(void)state;
+	static struct np_topo desc_table;
+	struct np_topo *tt = &desc_table;
+	char what[600] = "/tmp/";
+	for (int k = 0; k < 200; k++)
+		strcat(what, "\xc3\xa9"); /* U+00E9 */
+	np_topo_set_desc(tt, "", what);
+	size_t n = strlen(tt->desc);
+	assert_true(n >= sizeof tt->desc - 4 && n < sizeof tt->desc);
+	assert_string_equal(tt->desc + n - 3, "...");
+	assert_int_equal((n - 3 - 5) % 2, 0); /* whole characters before the dots */
+	assert_int_equal(memcmp(tt->desc, what, n - 3), 0);
+	np_topo_set_desc(tt, "fallback: ", "short");
+	assert_string_equal(tt->desc, "fallback: short");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -668,6 +690,7 @@ int main(void)
 		cmocka_unit_test(fallback_table_is_sound),
 		cmocka_unit_test(check_catches_damage),
 		cmocka_unit_test(print_shows_the_table),
+		cmocka_unit_test(long_desc_is_cut_between_characters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

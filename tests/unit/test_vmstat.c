@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "fake_os.h"
+#include "json.h"
 #include "options.h"
 #include "os.h"
 #include "topology/topology.h"
@@ -609,6 +610,34 @@ static void count_some(void)
 	np_vmstat_add(NULL, 2, REQ, 123456789012L);
 }
 
+/* JSON text is UTF-8: a string with bytes that are not (a path cut in the middle of a
+ * character, a file name in Latin-1) is written with U+FFFD in their place, valid ones as they
+ * are. A review found `numapage topology --json` with a path cut at 255 bytes mid-character
+ * give a document python's json module refused. */
+static void json_strings_are_utf8(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain \"q\" \\ \n", "\"plain \\\"q\\\" \\\\ \\u000a\""},
+		{"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+		{"cut \xc3", "\"cut \\ufffd\""},                     /* a character cut at the end */
+		{"\xe2\x82x", "\"\\ufffd\\ufffdx\""},                  /* cut inside, then ASCII */
+		{"latin1 \xe9t\xe9", "\"latin1 \\ufffdt\\ufffd\""},
+		{"\xc0\xaf \xed\xa0\x80 \xf5\x80\x80\x80", /* overlong, a surrogate, past U+10FFFF */
+		 "\"\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd\\ufffd\""},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char buf[256] = "";
+		FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+		assert_non_null(f);
+		np_json_string(f, cases[k].in);
+		fclose(f);
+		assert_string_equal(buf, cases[k].out);
+	}
+}
+
 static void json_is_well_formed(void **state)
 {
 	(void)state;
@@ -930,6 +959,7 @@ int main(void)
 		cmocka_unit_test_setup(live_file_lifecycle, setup),
 		cmocka_unit_test_setup(sweep_removes_only_own_files, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
+		cmocka_unit_test(json_strings_are_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
