@@ -216,7 +216,8 @@ NUMA_PAGE_API int numa_page_stats_reset(void);
  * the same moment). What changes at run time: verbose; stats (the report written at exit);
  * bind (for memory mapped from the system afterwards); pcp_high and pcp_batch (for threads
  * that start afterwards); interleave_above (for later mallocs of the main thread, while it is
- * still the only thread that has allocated); decay_ms (from the decay period under way on).
+ * still the only thread that has allocated); decay_ms (from the decay period under way on);
+ * thp (for chunks mapped afterwards).
  */
 NUMA_PAGE_API int numa_page_option_get(const char *name, char *buf, size_t size);
 NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -145,6 +146,8 @@ static int parse_long(const char *s, long *out)
 	case 'm': case 'M': shift = 20; end++; break;
 	case 'g': case 'G': shift = 30; end++; break;
 	}
+	while (*end == ' ' || *end == '\t') /* as strtol skips them in front */
+		end++;
 	if (*end != '\0')
 		return -1;
 	if (shift && (v > (long)(~0UL >> 1) >> shift || v < -((long)(~0UL >> 1) >> shift)))
@@ -169,7 +172,7 @@ static int parse(const struct row *r, const char *text, union value *v)
 		return v->s && r->valid && !r->valid(v->s) ? -1 : 0;
 	case K_ENUM:
 		for (int i = 0; r->names[i]; i++)
-			if (strcmp(r->names[i], text) == 0) {
+			if (strcasecmp(r->names[i], text) == 0) { /* "Strict" too: names are case-blind as well */
 				v->i = i;
 				return 0;
 			}
@@ -344,6 +347,17 @@ static void unknown(const char *name, size_t len, const char *where)
 
 /* ---- NUMAPAGE_CONF -------------------------------------------------------------------------- */
 
+/* s without its leading spaces and tabs, its trailing ones cut off in place. */
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = '\0';
+	return s;
+}
+
 /* A private copy of the string, cut into NUL-terminated values in place, so string options can
  * point into it and nothing is allocated. */
 static char conf_buf[4096] NP_LARGE_BSS;
@@ -360,7 +374,17 @@ static void load_conf(const char *conf)
 		char *comma = strchr(item, ',');
 		if (comma)
 			*comma = '\0';
+		item = trim(item); /* "bind=strict, stats=1": spaces around items, names, values */
 		char *eq = strchr(item, '=');
+		if (eq) {
+			*eq = '\0';
+			trim(item);
+			size_t klen = strlen(item);
+			char *val = trim(eq + 1);
+			memmove(item + klen + 1, val, strlen(val) + 1); /* name=value again, without the spaces */
+			item[klen] = '=';
+			eq = item + klen;
+		}
 		if (!*item) {
 			/* an empty item (",,", a leading or trailing comma): nothing to say */
 		} else if (!eq || eq == item) {
@@ -490,10 +514,7 @@ size_t np_options_value(int i, char *buf, size_t size)
 		break;
 	}
 	case K_STR:
-		s = __atomic_load_n((const char *const *)field, __ATOMIC_ACQUIRE);
-		if (!s)
-			s = "";
-		break;
+		return np_opt_copy_string((const char *const *)field, buf, size);
 	}
 	size_t len = strlen(s);
 	if (size) {
@@ -538,10 +559,38 @@ NUMA_PAGE_API int numa_page_option_get(const char *name, char *buf, size_t size)
 	return (int)NP_MIN(len, (size_t)0x7fffffff);
 }
 
-/* Strings set at run time live here (two, alternating, so the value in force is never the one
- * being overwritten by the next call); `setting` keeps two calls from writing at once. */
+/* Strings set at run time live here: two, alternating, so the value in force is never the one
+ * the next call writes; `setting` keeps two calls from writing at once. A reader may still be
+ * copying the value before last when a set overwrites it, so every set is bracketed by
+ * set_seq (odd while it writes), and a copy that saw set_seq move is made again. */
 static char set_buf[2][4096] NP_LARGE_BSS;
 static int set_turn, setting;
+static unsigned set_seq;
+
+size_t np_opt_copy_string(const char *const *field, char *buf, size_t size)
+{
+	for (;;) {
+		unsigned seq = __atomic_load_n(&set_seq, __ATOMIC_ACQUIRE);
+		if (seq & 1) {
+			np_os_yield(); /* a set is writing: a few microseconds */
+			continue;
+		}
+		const char *s = __atomic_load_n(field, __ATOMIC_ACQUIRE);
+		if (!s)
+			s = "";
+		/* A set_buf always ends in a NUL (values are shorter than it), so strlen ends even
+		 * over bytes a set is writing; such a copy is thrown away below. */
+		size_t len = strlen(s);
+		if (size) {
+			size_t n = NP_MIN(len, size - 1);
+			memcpy(buf, s, n);
+			buf[n] = '\0';
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&set_seq, __ATOMIC_RELAXED) == seq)
+			return len;
+	}
+}
 
 NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)
 {
@@ -578,9 +627,12 @@ NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)
 		}
 		char *dst = set_buf[set_turn];
 		set_turn ^= 1;
+		__atomic_store_n(&set_seq, set_seq + 1, __ATOMIC_RELAXED); /* odd: readers wait */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
 		memcpy(dst, v.s, len + 1);
 		v.s = dst;
 		store(r, &v);
+		__atomic_store_n(&set_seq, set_seq + 1, __ATOMIC_RELEASE);
 		source[i] = NP_OPTION_SET;
 		__atomic_store_n(&setting, 0, __ATOMIC_RELEASE);
 	} else {

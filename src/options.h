@@ -47,6 +47,12 @@ extern struct np_options np_opt;
  * on x86-64, so the race is defined and quiet under TSan. */
 #define np_opt_load(field) __atomic_load_n(&np_opt.field, __ATOMIC_RELAXED)
 
+/* A string option (np_opt.topology or np_opt.stats, passed as &np_opt.<field>) copied into
+ * buf, always NUL-terminated when size > 0: the value in force at one instant, never part of
+ * the one a concurrent numa_page_option_set is writing (a sequence count, the copy made again
+ * when a set ran meanwhile). Returns the whole value's length ("" when unset). */
+size_t np_opt_copy_string(const char *const *field, char *buf, size_t size);
+
 /* Where an option's value in force came from. */
 enum np_option_source {
 	NP_OPTION_DEFAULT = 0,

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -104,6 +105,11 @@ int np_os_affinity(uint64_t mask[NP_OS_CPU_IDS / 64]);
  * sizes it to size bytes (zero-filled) and maps it shared read-write into *out; the descriptor
  * is closed. 0 or -errno (-EEXIST: the name is taken); on failure no file is left behind. */
 int np_os_shm_create(const char *path, size_t size, void **out);
+/* Opens path for writing a report (created, or emptied when it is a regular file), as
+ * fopen(path, "w") does but without following a symbolic link at its end (O_NOFOLLOW): a link
+ * planted in a shared directory cannot send the report over another file. NULL, errno set
+ * (ELOOP: a link), on failure. */
+FILE *np_os_create_report(const char *path);
 /* Removes a file name. 0 or -errno. */
 int np_os_unlink(const char *path);
 /* Unlinks path only when it is, itself (a symlink is not followed), a regular file owned by

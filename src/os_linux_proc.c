@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -22,6 +23,20 @@
 #include <unistd.h>
 
 #include "os_errno.h"
+
+FILE *np_os_create_report(const char *path)
+{
+	int fd = np_nc_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		int e = errno;
+		np_nc_close(fd);
+		errno = e;
+	}
+	return f;
+}
 
 int np_os_shm_create(const char *path, size_t size, void **out)
 {

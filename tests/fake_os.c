@@ -408,6 +408,12 @@ void np_fake_os_fail_shm(int neg_errno)
 	__atomic_store_n(&shm_fail, neg_errno, __ATOMIC_SEQ_CST);
 }
 
+FILE *np_os_create_report(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	return fd < 0 ? NULL : fdopen(fd, "w");
+}
+
 int np_os_shm_create(const char *path, size_t size, void **out)
 {
 	int e = __atomic_load_n(&shm_fail, __ATOMIC_SEQ_CST);

@@ -9,6 +9,7 @@
 #include "vmstat.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -272,23 +273,35 @@ void np_vmstat_output_atfork_child(void)
 
 /* NUMAPAGE_STATS=json:<path>: "%p" becomes the pid, so every process of a job started with one
  * setting (numapage run --stats) writes its own file; a forked child of a path without "%p"
- * writes <path>.<pid> rather than over its parent's report. */
-static void report_path(const char *spec, char *path, size_t size)
+ * writes <path>.<pid> rather than over its parent's report. False when the whole path does not
+ * fit in size (nothing is written then: a cut path would name some other file). */
+static bool report_path(const char *spec, char *path, size_t size)
 {
 	size_t n = 0;
 	bool had_pid = false;
-	for (const char *c = spec; *c && n + 24 < size; c++) {
+	for (const char *c = spec; *c; c++) {
+		char piece[16];
+		size_t len = 1;
+		piece[0] = *c;
 		if (c[0] == '%' && c[1] == 'p') {
-			n += np_format(path + n, size - n, "%d", np_os_pid());
+			len = np_format(piece, sizeof piece, "%d", np_os_pid());
 			had_pid = true;
 			c++;
-		} else {
-			path[n++] = *c;
 		}
+		if (n + len >= size)
+			return false;
+		memcpy(path + n, piece, len);
+		n += len;
 	}
 	path[n] = '\0';
-	if (!had_pid && parent_pid)
-		np_format(path + n, size - n, ".%d", np_os_pid());
+	if (!had_pid && parent_pid) {
+		char tail[16];
+		size_t len = np_format(tail, sizeof tail, ".%d", np_os_pid());
+		if (n + len >= size)
+			return false;
+		memcpy(path + n, tail, len + 1);
+	}
+	return true;
 }
 
 static int write_json_report(FILE *f)
@@ -321,7 +334,8 @@ void np_vmstat_exit_report(void)
 	 * the reporter); never a process that merely inherited the handler some other way. */
 	if (report_pid && report_pid != np_os_pid())
 		return;
-	const char *s = __atomic_load_n(&np_opt.stats, __ATOMIC_ACQUIRE);
+	char s[4096]; /* the value in force, whole (np_opt_copy_string) */
+	np_opt_copy_string(&np_opt.stats, s, sizeof s);
 	switch (report_kind(s)) {
 	case NP_STATS_TABLE:
 		fprintf(stderr, "numapage: per-node statistics of process %d (pages; malloc_* in bytes)\n",
@@ -330,10 +344,17 @@ void np_vmstat_exit_report(void)
 		break;
 	case NP_STATS_JSON: {
 		char path[4096];
-		report_path(s + 5, path, sizeof path);
-		FILE *f = fopen(path, "w");
+		if (!report_path(s + 5, path, sizeof path)) {
+			np_warn("NUMAPAGE_STATS: the report's path is longer than %zu bytes; no report written",
+				sizeof path - 1);
+			break;
+		}
+		FILE *f = np_os_create_report(path);
 		if (!f) {
-			np_warn("NUMAPAGE_STATS: cannot write %s (errno %d)", path, errno);
+			if (errno == ELOOP)
+				np_warn("NUMAPAGE_STATS: %s is a symbolic link; not followed, no report written", path);
+			else
+				np_warn("NUMAPAGE_STATS: cannot write %s (errno %d)", path, errno);
 			break;
 		}
 		int rc = write_json_report(f);

@@ -6,6 +6,8 @@
  *   option_api show     prints bind, verbose and stats in force (the secure-execution test of
  *                       test_run_cmd.py runs a set-user-ID copy of the static build)
  *   option_api report PATH   sets stats=json:PATH at run time and exits: the report must appear
+ *   option_api wait     prints "ready" and runs until its standard input ends (a process for
+ *                       `numapage options PID` to look at)
  * Allocations go through numa_page_malloc, so the checks hold in sanitizer builds too, where
  * malloc is the sanitizer's.
  */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "numapage.h"
 
@@ -179,6 +182,52 @@ static void check_no_cancellation_point(void)
 	CHECK(numa_page_option_set("verbose", was) == 0, "verbose back to %s", was);
 }
 
+/* A string option read while other threads set it is the old value or the new one, never a
+ * mix: two setters alternate two long values while this thread reads (a review saw 5 torn
+ * reads in 1.8 million with two setters: the two buffers the values live in alternate, and a
+ * reader still copying the value before last met the next set's bytes). */
+#define LONG_VALUE 3000
+static char value_a[LONG_VALUE], value_b[LONG_VALUE];
+static int setters_stop;
+static void *set_alternately(void *arg)
+{
+	(void)arg;
+	for (unsigned long i = 0; !__atomic_load_n(&setters_stop, __ATOMIC_RELAXED); i++)
+		numa_page_option_set("stats", i & 1 ? value_a : value_b); /* EBUSY when the other one is setting */
+	return NULL;
+}
+
+static void check_string_reads_whole(void)
+{
+	char was[4096];
+	numa_page_option_get("stats", was, sizeof was);
+	memset(value_a, 'a', sizeof value_a - 1);
+	memset(value_b, 'b', sizeof value_b - 1);
+	memcpy(value_a, "json:/", 6);
+	memcpy(value_b, "json:/", 6);
+	pthread_t t[2];
+	for (int k = 0; k < 2; k++)
+		CHECK(pthread_create(&t[k], NULL, set_alternately, NULL) == 0, "pthread_create");
+	static char buf[LONG_VALUE + 16];
+	long torn = 0, reads = 0;
+	/* Up to 2 million reads, or 3 seconds: a read retries while a set writes, and on a busy
+	 * machine the setters may hold it back (only the count of reads is bounded by time). */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (; reads < 2000000; reads++) {
+		if ((reads & 1023) == 0 && (clock_gettime(CLOCK_MONOTONIC, &now), now.tv_sec - t0.tv_sec >= 3))
+			break;
+		numa_page_option_get("stats", buf, sizeof buf);
+		if (strcmp(buf, value_a) != 0 && strcmp(buf, value_b) != 0 && strcmp(buf, was) != 0)
+			torn++;
+	}
+	__atomic_store_n(&setters_stop, 1, __ATOMIC_RELAXED);
+	for (int k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	CHECK(torn == 0, "%ld of %ld reads of stats were neither value set (a mix of both)", torn, reads);
+	CHECK(numa_page_option_set("stats", was) == 0, "stats back to %s", was);
+}
+
 int main(int argc, char **argv)
 {
 	/* A plain malloc links the library's malloc, and with it its constructor, into the static
@@ -190,6 +239,13 @@ int main(int argc, char **argv)
 		printf("bind=%s verbose=%s stats=%s\n", get("bind"), get("verbose"), get("stats"));
 		return 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "wait") == 0) { /* for `numapage options PID`: runs until stdin ends */
+		puts("ready");
+		fflush(stdout);
+		while (getchar() != EOF)
+			;
+		return 0;
+	}
 	if (argc > 2 && strcmp(argv[1], "report") == 0) {
 		char spec[4096];
 		snprintf(spec, sizeof spec, "json:%s", argv[2]);
@@ -198,11 +254,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		numa_page_free(numa_page_malloc(1000));
-		return strcmp(get("stats"), spec) == 0 ? 0 : 1;
+		char now[4096];
+		numa_page_option_get("stats", now, sizeof now);
+		return strcmp(now, spec) == 0 ? 0 : 1;
 	}
 	check_options();
 	check_reset();
 	check_no_cancellation_point();
+	check_string_reads_whole();
 	if (failures)
 		return 1;
 	puts("ok");

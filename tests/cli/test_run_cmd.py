@@ -323,6 +323,25 @@ os.waitpid(pid, 0)
     rep = os.path.join(tmp, 'late.json')
     subprocess.run([OPTION_API, 'report', rep], check=True, env=BASE)
     assert 'nodes' in json.load(open(rep)), rep
+    # A symbolic link at the report's path is not followed (one planted in a shared directory
+    # would send the report over another file): nothing is written, and a warning says why.
+    victim = os.path.join(tmp, 'victim.txt')
+    with open(victim, 'w') as f:
+        f.write('keep\n')
+    link = os.path.join(tmp, 'link.json')
+    os.symlink(victim, link)
+    p = subprocess.run([OPTION_API, 'report', link], capture_output=True, text=True, env=BASE)
+    assert open(victim).read() == 'keep\n' and 'is a symbolic link; not followed' in p.stderr, p
+    # A path of 4,080 bytes is written under its own name (paths past 4,071 were cut to a
+    # shorter one, silently); one too long for the report's 4,096 is refused with a warning.
+    deep = tmp
+    while len(deep) < 3840:
+        deep = os.path.join(deep, 'd' * 200)
+        os.mkdir(deep)
+    longrep = os.path.join(deep, 'r' * (4080 - len(deep) - 1))
+    subprocess.run([OPTION_API, 'report', longrep], check=True, env=BASE)
+    assert len(longrep) == 4080 and 'nodes' in json.load(open(longrep)), len(longrep)
+    assert os.listdir(deep) == [os.path.basename(longrep)], os.listdir(deep)
 
     # Secure execution (set-user-ID): every NUMAPAGE_* variable is ignored, silently.
     if os.geteuid() == 0 and shutil.which('setpriv'):
@@ -341,6 +360,21 @@ os.waitpid(pid, 0)
             sec = subprocess.run(nobody + [prog, 'show'], capture_output=True, text=True, env=senv)
             assert sec.returncode == 0 and sec.stdout.strip() == 'bind=preferred verbose=0 stats=' and \
                 sec.stderr == '', sec
+            # `numapage options PID` shows what such a process runs with: the defaults, and why
+            # (it showed NUMAPAGE_BIND=none from the environment the process ignores).
+            w = subprocess.Popen(nobody + [prog, 'wait'], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True, env=senv)
+            try:
+                assert w.stdout.readline().strip() == 'ready'
+                p = run('options', str(w.pid))
+                assert 'NUMAPAGE_BIND=preferred  (default preferred;' in p.stdout and \
+                    'runs in secure-execution mode' in p.stderr, (p.stdout, p.stderr)
+                j = json.loads(run('options', '--json', str(w.pid)).stdout)
+                assert j['secure'] is True and {x['name']: x for x in j['options']}['NUMAPAGE_BIND']['value'] == \
+                    'preferred', j
+            finally:
+                w.stdin.close()
+                w.wait()
         else:
             print('SKIP secure-execution check: uid 65534 cannot run', prog, plain.stderr)
         shutil.rmtree(sdir)

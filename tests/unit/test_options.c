@@ -133,6 +133,23 @@ static void conf_string_empty_items_are_skipped(void **state)
 	assert_int_equal(np_opt.place, NP_PLACE_SPREAD);
 }
 
+/* Spaces around names and values are no mistake ("bind=strict, stats=1", as people write
+ * lists), nor a number's trailing space (a leading one always passed) or an enum value's case
+ * (names are case-blind too): a review found ' stats' rejected as an unknown name, so stats
+ * stayed off, and "5 " refused where " 5" was taken. */
+static void spaces_and_value_case_are_forgiven(void **state)
+{
+	(void)state;
+	char *env[] = {"NUMAPAGE_CONF=bind = Strict, stats=1 ,\tpcp_batch= 16 ", "NUMAPAGE_PURGE_MB=32 ", NULL};
+	char err[2048];
+	load_capturing(env, false, err, sizeof err);
+	assert_string_equal(err, "");
+	assert_int_equal(np_opt.bind, NP_BIND_STRICT);
+	assert_string_equal(np_opt.stats, "1");
+	assert_int_equal(np_opt.pcp_batch, 16);
+	assert_int_equal(np_opt.purge_mb, 32);
+}
+
 static void unknown_names_warn_once_with_a_suggestion(void **state)
 {
 	(void)state;
@@ -250,6 +267,7 @@ int main(void)
 		cmocka_unit_test_setup(table_is_documented, reset),
 		cmocka_unit_test_setup(conf_string_and_precedence, reset),
 		cmocka_unit_test_setup(conf_string_empty_items_are_skipped, reset),
+		cmocka_unit_test_setup(spaces_and_value_case_are_forgiven, reset),
 		cmocka_unit_test_setup(unknown_names_warn_once_with_a_suggestion, reset),
 		cmocka_unit_test_setup(unknown_conf_name_with_prefix_gets_a_suggestion, reset),
 		cmocka_unit_test_setup(secure_execution_reads_nothing, reset),

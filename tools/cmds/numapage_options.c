@@ -4,6 +4,8 @@
  * Without PID, for a program started from here (this environment, through the library's own
  * table and parser); with PID, for that running process, from its environment as it was
  * started (/proc/PID/environ): values it changed later with numa_page_option_set are not seen.
+ * A process in secure-execution mode (set-user-ID: /proc/PID/auxv's AT_SECURE) reads no
+ * NUMAPAGE_* variable: its options are the defaults, and a note says why.
  * Warnings about bad values and unknown NUMAPAGE_* names are the library's own.
  */
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "../cmds.h"
 #include "json.h"
@@ -56,6 +59,27 @@ static char **environ_of(long pid)
 	return vars;
 }
 
+/* Whether process pid runs in secure-execution mode (set-user-ID, set-group-ID or file
+ * capabilities: AT_SECURE in /proc/PID/auxv), where the library reads no NUMAPAGE_* variable:
+ * 1 or 0, -1 when its auxv cannot be read (errno set). */
+static int secure_of(long pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/auxv", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	unsigned long kv[2];
+	int secure = -1;
+	while (fread(kv, sizeof kv, 1, f) == 1 && kv[0] != AT_NULL)
+		if (kv[0] == AT_SECURE)
+			secure = kv[1] != 0;
+	fclose(f);
+	if (secure < 0)
+		errno = ENOENT;
+	return secure;
+}
+
 static void source_text(int i, const char *name, char *buf, size_t size)
 {
 	int src = np_options_source(i);
@@ -91,6 +115,7 @@ int np_cmd_options(int argc, char **argv)
 		return usage_error("one process id at most, not '%s' too", argv[optind + 1]);
 	extern char **environ;
 	char **env = environ;
+	int secure = 0;
 	if (optind < argc) {
 		char *end;
 		long pid = strtol(argv[optind], &end, 10);
@@ -102,12 +127,22 @@ int np_cmd_options(int argc, char **argv)
 				strerror(errno));
 			return 1;
 		}
+		/* A set-user-ID program reads none of it: what it runs with are the defaults. */
+		secure = secure_of(pid);
+		if (secure > 0)
+			fprintf(stderr, "numapage options: process %ld runs in secure-execution mode (set-user-ID, "
+				"set-group-ID or capabilities): it ignores every NUMAPAGE_* variable, so every "
+				"option has its default\n", pid);
+		else if (secure < 0)
+			fprintf(stderr, "numapage options: cannot tell whether process %ld runs in "
+				"secure-execution mode (%s): the values below are those of its environment, "
+				"which it ignores if it does\n", pid, strerror(errno));
 	}
 	/* The library's own loader and table: what is printed is what the library would do. */
-	np_options_load(env, false);
+	np_options_load(env, secure > 0);
 	const struct np_option_doc *t = np_options_table();
 	if (json)
-		fputs("{\"options\":[", stdout);
+		printf("{\"secure\":%s,\"options\":[", secure < 0 ? "null" : secure ? "true" : "false");
 	for (int i = 0; t[i].name; i++) {
 		char value[4096], src[64];
 		np_options_value(i, value, sizeof value);
