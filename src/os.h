@@ -110,6 +110,9 @@ int np_os_shm_create(const char *path, size_t size, void **out);
  * planted in a shared directory cannot send the report over another file. NULL, errno set
  * (ELOOP: a link), on failure. */
 FILE *np_os_create_report(const char *path);
+/* Reads up to size bytes from the start of path, when path is itself (a symlink is not
+ * followed) a regular file owned by uid: the bytes read, -EPERM when it is not, or -errno. */
+long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size);
 /* Removes a file name. 0 or -errno. */
 int np_os_unlink(const char *path);
 /* Unlinks path only when it is, itself (a symlink is not followed), a regular file owned by
@@ -155,6 +158,9 @@ uint64_t np_os_memory_bytes(void);
 
 /* The calling process's id and effective user id. */
 int np_os_pid(void);
+/* The identity of the process's pid namespace (the inode of /proc/self/ns/pid): pids mean
+ * something only among processes that share it. 0 when it cannot be read (no /proc). */
+uint64_t np_os_pid_ns(void);
 unsigned np_os_euid(void);
 /* Calls fn(name, ctx) for every entry of the directory path ("." and ".." included), read
  * with getdents64 into a buffer on the stack: no allocation (opendir would call malloc).

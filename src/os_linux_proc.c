@@ -81,6 +81,36 @@ int np_os_unlink_own(const char *path, unsigned uid)
 	return np_os_unlink(path);
 }
 
+long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size)
+{
+	SAVE_ERRNO;
+	int fd = np_nc_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+	if (fd < 0)
+		RETURN_ERRNO(-1);
+	struct stat st;
+	long rc;
+	if (fstat(fd, &st) != 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid)
+		rc = -EPERM;
+	else {
+		ssize_t n = np_nc_read(fd, buf, size); /* a regular file: all of it that is there */
+		rc = n < 0 ? -errno : (long)n;
+	}
+	np_nc_close(fd);
+	errno = saved_errno_;
+	return rc;
+}
+
+uint64_t np_os_pid_ns(void)
+{
+	SAVE_ERRNO;
+	struct stat st;
+	uint64_t ino = stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+	errno = saved_errno_;
+	return ino;
+}
+
 int np_os_pid(void)
 {
 	return (int)getpid();

@@ -68,8 +68,11 @@ long np_fake_os_maps(void) { return __atomic_load_n(&n_maps, __ATOMIC_SEQ_CST); 
 long np_fake_os_unmaps(void) { return __atomic_load_n(&n_unmaps, __ATOMIC_SEQ_CST); }
 long np_fake_os_purged_bytes(void) { return __atomic_load_n(&n_purged, __ATOMIC_SEQ_CST); }
 
+static uint64_t fake_pid_ns = 4026531836u; /* the initial namespace's */
+
 void np_fake_os_reset(void)
 {
+	__atomic_store_n(&fake_pid_ns, 4026531836u, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&lock);
 	nbinds = 0;
 	fail_node = -1;
@@ -461,6 +464,24 @@ int np_os_unlink_own(const char *path, unsigned uid)
 }
 
 int np_os_pid(void) { return (int)getpid(); }
+
+void np_fake_os_set_pid_ns(uint64_t ino) { __atomic_store_n(&fake_pid_ns, ino, __ATOMIC_SEQ_CST); }
+uint64_t np_os_pid_ns(void) { return __atomic_load_n(&fake_pid_ns, __ATOMIC_SEQ_CST); }
+
+long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	long rc = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid ? -EPERM : 0;
+	if (rc == 0) {
+		ssize_t n = read(fd, buf, size);
+		rc = n < 0 ? -errno : (long)n;
+	}
+	close(fd);
+	return rc;
+}
 
 unsigned np_os_euid(void) { return (unsigned)geteuid(); }
 

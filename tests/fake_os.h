@@ -47,6 +47,8 @@ void np_fake_os_spill(int node, int to);
 void np_fake_os_advance_clock(uint64_t ns);
 /* Forgets binds, counters, policy, spills and node memory (not the mappings). */
 void np_fake_os_reset(void);
+/* What np_os_pid_ns answers (default: the initial namespace's inode, 0xeffffffc). */
+void np_fake_os_set_pid_ns(uint64_t ino);
 /* When set, called at the start of every np_os_purge (what other threads, or a fork, do while
  * a purge has its runs out of the bins); the test clears it. */
 extern void (*np_fake_os_purge_hook)(void);

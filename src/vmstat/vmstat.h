@@ -190,7 +190,7 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
 #define NP_VMSTAT_SHM_DIR "/dev/shm"
 #define NP_VMSTAT_SHM_PREFIX "numapage."
 #define NP_VMSTAT_SHM_MAGIC 0x31544154534e504eULL /* "NPNSTAT1" little-endian */
-#define NP_VMSTAT_SHM_VERSION 1
+#define NP_VMSTAT_SHM_VERSION 2
 #define NP_VMSTAT_SHM_NAME_LEN 32
 
 struct np_vmstat_shm_header {
@@ -207,6 +207,8 @@ struct np_vmstat_shm_header {
 	uint32_t node_stride;  /* bytes between two nodes' totals */
 	int32_t threshold[NP_MAX_NODES]; /* page thresholds in force: the lag bound per thread */
 	int32_t os_id[NP_MAX_NODES];
+	uint64_t pid_ns;       /* the publisher's pid namespace (np_os_pid_ns; 0: unknown): pid is its
+				  pid there, and only a process of that namespace may judge it gone */
 };
 
 struct np_vmstat_shm_name {

@@ -40,6 +40,18 @@ static size_t round_up(size_t x, size_t a)
 	return (x + a - 1) / a * a;
 }
 
+/* Whether the file at file (a regular file of uid's) was published by a process of another
+ * pid namespace than ns, as its header says: its pid is not ours to judge. False when either
+ * namespace is unknown or the header is not one this version writes. */
+static bool other_namespace(const char *file, unsigned uid, uint64_t ns)
+{
+	struct np_vmstat_shm_header h;
+	if (!ns || np_os_read_own(file, uid, &h, sizeof h) != (long)sizeof h)
+		return false;
+	return __atomic_load_n(&h.magic, __ATOMIC_RELAXED) == NP_VMSTAT_SHM_MAGIC &&
+	       h.version == NP_VMSTAT_SHM_VERSION && h.pid_ns && h.pid_ns != ns;
+}
+
 struct np_vmstat_totals *np_vmstat_shm_create(void)
 {
 	int n = np_vmstat_nnodes();
@@ -57,11 +69,14 @@ struct np_vmstat_totals *np_vmstat_shm_create(void)
 	np_vmstat_shm_path(p, sizeof p, uid, pid);
 	void *m = NULL;
 	int rc = np_os_shm_create(p, size, &m);
+	uint64_t ns = np_os_pid_ns();
 	if (rc == -EEXIST) {
 		/* A file carrying our own pid was left by a dead process that had this pid (killed
 		 * before its exit handler ran). Remove it and try once more; a file someone else
-		 * planted cannot be removed from the sticky /dev/shm, and then we do not publish. */
-		if (np_os_unlink(p) == 0)
+		 * planted cannot be removed from the sticky /dev/shm, and then we do not publish;
+		 * nor when it is a process's of another pid namespace sharing /dev/shm (a container's:
+		 * the same pid there is another process, which may well be running). */
+		if (!other_namespace(p, uid, ns) && np_os_unlink(p) == 0)
 			rc = np_os_shm_create(p, size, &m);
 	}
 	if (rc) {
@@ -80,6 +95,7 @@ struct np_vmstat_totals *np_vmstat_shm_create(void)
 	h->names_off = (uint32_t)names_off;
 	h->totals_off = (uint32_t)totals_off;
 	h->node_stride = (uint32_t)sizeof(struct np_vmstat_totals);
+	h->pid_ns = ns;
 	for (int i = 0; i < n; i++) {
 		h->os_id[i] = np_vmstat_os_id(i);
 		h->threshold[i] = np_vmstat_threshold(i);
@@ -163,6 +179,7 @@ bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid)
 struct sweep {
 	unsigned uid;
 	int self, removed;
+	uint64_t ns;
 };
 
 static void sweep_one(const char *name, void *ctx)
@@ -181,9 +198,14 @@ static void sweep_one(const char *name, void *ctx)
 	if (np_os_pid_alive(pid) != 0)
 		return;
 	/* Only a regular file of this user's: root's sweep once removed another user's file
-	 * named with uid 0, and symlinks (found by a hostile review). */
+	 * named with uid 0, and symlinks (found by a hostile review). And only one published in
+	 * this pid namespace: where /dev/shm is shared with another (a container's, `unshare -p`),
+	 * its processes' pids are not ours, and a live one looks gone from here (a review saw a
+	 * process in a new namespace remove the host's live files). */
 	char path_buf[128];
 	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, pid);
+	if (other_namespace(path_buf, sw->uid, sw->ns))
+		return;
 	if (np_os_unlink_own(path_buf, sw->uid) == 0) {
 		sw->removed++;
 		np_verbose("removed %s, left by process %d that is gone", path_buf, pid);
@@ -192,7 +214,7 @@ static void sweep_one(const char *name, void *ctx)
 
 int np_vmstat_shm_sweep(void)
 {
-	struct sweep sw = {np_os_euid(), np_os_pid(), 0};
+	struct sweep sw = {np_os_euid(), np_os_pid(), 0, np_os_pid_ns()};
 	np_os_list_dir(NP_VMSTAT_SHM_DIR, sweep_one, &sw);
 	return sw.removed;
 }

@@ -21,6 +21,7 @@ import sys
 
 EXE, TARGET = sys.argv[1], sys.argv[2]
 UID = os.geteuid()
+PIDNS = os.stat('/proc/self/ns/pid').st_ino  # the header's pid_ns: the namespace its pid is in
 SHM = '/dev/shm'
 TAG = 'stat-test-%d' % os.getpid()
 
@@ -214,8 +215,8 @@ try:
     r = stat(sleeper.pid, rc=1)
     assert 'does not use libnumapage' in r.stderr, r.stderr
     # A complete file of an earlier process whose pid the sleeper now has: stale, removed.
-    hdr = struct.pack('<QIIiIiiIIII64i64i', 0x31544154534e504e, 1, 4096, sleeper.pid, UID, 1, 1, 4096,
-                      560, 640, 64, *([0] * 128))
+    hdr = struct.pack('<QIIiIiiIIII64i64iQ', 0x31544154534e504e, 2, 4096, sleeper.pid, UID, 1, 1, 4096,
+                      568, 640, 64, *([0] * 128), PIDNS)
     fake = shm_path(sleeper.pid)
     with open(fake, 'wb') as f:
         f.write(hdr.ljust(4096, b'\0'))
@@ -271,14 +272,14 @@ NAMES = ['numa_hit', 'numa_miss', 'numa_foreign', 'local_node', 'other_node', 'i
          'pages_alloc', 'pages_free', 'pages_in_use']
 
 
-def craft(pid, uid=UID, nnodes=1, osid=(0,), thr=28, val=12345, size=4096):
+def craft(pid, uid=UID, nnodes=1, osid=(0,), thr=28, val=12345, size=4096, pidns=None):
     """A complete live-view file (struct np_vmstat_shm_header, then names, then totals)."""
-    ni, names_off, totals_off = len(NAMES), 560, 896
+    ni, names_off, totals_off = len(NAMES), 568, 896
     osids = list(osid) + [0] * (64 - len(osid))
     thrs = [thr] * 64
     buf = bytearray(size)
-    hdr = struct.pack('<QIIiIiiIIII64i64i', 0x31544154534e504e, 1, size, pid, uid, nnodes, ni, 4096,
-                      names_off, totals_off, 8 * ni, *thrs, *osids)
+    hdr = struct.pack('<QIIiIiiIIII64i64iQ', 0x31544154534e504e, 2, size, pid, uid, nnodes, ni, 4096,
+                      names_off, totals_off, 8 * ni, *thrs, *osids, PIDNS if pidns is None else pidns)
     buf[:len(hdr)] = hdr
     for k, n in enumerate(NAMES):
         buf[names_off + 32 * k:names_off + 32 * k + len(n)] = n.encode()
@@ -348,6 +349,23 @@ try:
         planted.append(f)
     stat('no-such-program-xyz', rc=1)
     assert all(os.path.exists(f) for f in odd), [f for f in odd if not os.path.exists(f)]
+
+    # A file published in another pid namespace sharing /dev/shm (a container's): its pid names
+    # no process here, yet it is not judged stale and removed (its publisher may be running).
+    gone = subprocess.Popen(['true'])
+    gone.wait()
+    other_ns = shm_path(gone.pid)
+    with open(other_ns, 'wb') as fh:
+        fh.write(craft(gone.pid, pidns=PIDNS + 7))
+    os.chmod(other_ns, 0o600)
+    planted.append(other_ns)
+    stat('no-such-program-xyz', rc=1)
+    assert os.path.exists(other_ns), other_ns
+    with open(other_ns, 'wb') as fh:  # the same file of this namespace: stale, removed
+        fh.write(craft(gone.pid))
+    stat('no-such-program-xyz', rc=1)
+    assert not os.path.exists(other_ns), other_ns
+    planted.remove(other_ns)
 
     # A file that shrinks while it is watched: reported, never a SIGBUS.
     p, f = publish()

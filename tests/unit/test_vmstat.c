@@ -912,6 +912,56 @@ static void sweep_removes_only_own_files(void **state)
 	}
 }
 
+/* A live-view header at path (created, mode 0600) saying it was published in pid namespace ns. */
+static void plant_header(const char *path, uint64_t ns)
+{
+	struct np_vmstat_shm_header h = {.magic = NP_VMSTAT_SHM_MAGIC, .version = NP_VMSTAT_SHM_VERSION, .pid_ns = ns};
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &h, sizeof h), (ssize_t)sizeof h);
+	close(fd);
+}
+
+/* A file named like a gone process of ours, whose header says it was published in another pid
+ * namespace (a container's, or `unshare -p`, sharing /dev/shm), is left alone: its pid means
+ * another process there, maybe a live one. Nor does a process whose own name such a file holds
+ * remove it (it does not publish then). A review saw a process in a new pid namespace remove
+ * the host's live files, and two namespaces' pid 1 remove each other's. */
+static void files_of_other_pid_namespaces_are_left_alone(void **state)
+{
+	(void)state;
+	unsigned me = np_os_euid();
+	uint64_t ns = np_os_pid_ns();
+	char theirs[128], ours[128];
+	np_vmstat_shm_path(theirs, sizeof theirs, me, dead_pid());
+	np_vmstat_shm_path(ours, sizeof ours, me, dead_pid());
+	plant_header(theirs, ns + 7);
+	plant_header(ours, ns);
+	np_vmstat_shm_sweep();
+	assert_int_equal(access(theirs, F_OK), 0); /* another namespace's: kept */
+	assert_int_equal(access(ours, F_OK), -1);  /* this namespace's, its process gone */
+	unlink(theirs);
+	/* Our own name: in a child, which may drop the file this process already maps. */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char mine[128];
+		np_vmstat_shm_path(mine, sizeof mine, me, np_os_pid());
+		plant_header(mine, ns + 7);
+		np_vmstat_shm_forget();
+		bool kept = np_vmstat_shm_create() == NULL && access(mine, F_OK) == 0; /* not published */
+		unlink(mine);
+		bool made = np_vmstat_shm_create() != NULL; /* a gone process's of ours: replaced */
+		size_t size;
+		bool tagged = made && map_ro(mine, &size)->pid_ns == ns;
+		np_vmstat_shm_remove();
+		_exit(kept && made && tagged ? 0 : 1);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void exit_table_goes_to_stderr(void **state)
 {
 	(void)state;
@@ -958,6 +1008,7 @@ int main(void)
 		cmocka_unit_test_setup(shm_failure_publishes_nothing, setup),
 		cmocka_unit_test_setup(live_file_lifecycle, setup),
 		cmocka_unit_test_setup(sweep_removes_only_own_files, setup),
+		cmocka_unit_test_setup(files_of_other_pid_namespaces_are_left_alone, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
 		cmocka_unit_test(json_strings_are_utf8),
 	};

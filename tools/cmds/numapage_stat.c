@@ -34,6 +34,7 @@
 #include "../lib/procs.h"
 #include "../lib/tstats.h"
 #include "json.h"
+#include "os.h"
 #include "vmstat/vmstat.h"
 
 #define MAX_LIVE 1024
@@ -80,8 +81,6 @@ static int nfiles;
  * after the publisher died without cleaning up. */
 static bool stale(int pid, unsigned uid, const char *path)
 {
-	if (!np_proc_alive(pid))
-		return true;
 	struct stat st;
 	int fd = np_livefile_open(path, uid, &st);
 	if (fd < 0)
@@ -89,7 +88,15 @@ static bool stale(int pid, unsigned uid, const char *path)
 	struct np_vmstat_shm_header h;
 	ssize_t n = pread(fd, &h, sizeof h, 0);
 	close(fd);
-	if (n != (ssize_t)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC)
+	bool whole = n == (ssize_t)sizeof h && h.magic == NP_VMSTAT_SHM_MAGIC;
+	/* Published in another pid namespace sharing /dev/shm (a container's): its pid names
+	 * another process here, or none, so nothing here says whether its publisher is gone. */
+	uint64_t ns = np_os_pid_ns();
+	if (whole && h.version == NP_VMSTAT_SHM_VERSION && h.pid_ns && ns && h.pid_ns != ns)
+		return false;
+	if (!np_proc_alive(pid))
+		return true;
+	if (!whole)
 		return false; /* being created right now */
 	int maps = np_proc_maps_file(pid, path);
 	if (maps >= 0)
