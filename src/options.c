@@ -567,6 +567,16 @@ static char set_buf[2][4096] NP_LARGE_BSS;
 static int set_turn, setting;
 static unsigned set_seq;
 
+void np_options_atfork_child(void)
+{
+	/* A set another thread was making at the fork ends here: the value in force is whole
+	 * either way (the pointer moves only once its buffer is written), and the thread that
+	 * would have closed the count does not exist in the child. */
+	if (set_seq & 1)
+		set_seq++;
+	setting = 0;
+}
+
 size_t np_opt_copy_string(const char *const *field, char *buf, size_t size)
 {
 	for (;;) {

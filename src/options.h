@@ -53,6 +53,10 @@ extern struct np_options np_opt;
  * when a set ran meanwhile). Returns the whole value's length ("" when unset). */
 size_t np_opt_copy_string(const char *const *field, char *buf, size_t size);
 
+/* fork()'s child: a string option set by another thread at the fork is over (its sequence
+ * count closed, another set allowed), so readers do not wait for a thread that is not there. */
+void np_options_atfork_child(void);
+
 /* Where an option's value in force came from. */
 enum np_option_source {
 	NP_OPTION_DEFAULT = 0,

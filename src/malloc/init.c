@@ -52,6 +52,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	np_lock_forget_all(); /* every lock is re-created below; none is held any more */
+	np_options_atfork_child();
 	np_bootstrap_atfork_child();
 	np_vmstat_atfork_child(np_tls.self ? &np_tls.self->st : NULL);
 	np_vmstat_output_atfork_child();

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 #include "numapage.h"
 
@@ -228,6 +230,39 @@ static void check_string_reads_whole(void)
 	CHECK(numa_page_option_set("stats", was) == 0, "stats back to %s", was);
 }
 
+/* A fork while another thread is inside numa_page_option_set: the child reads string options
+ * (and writes its exit report, which reads stats) as always. A review's child hung for good on
+ * the 1st-5th fork: the set's sequence count stayed odd in it, with no thread left to end the
+ * set. Each child has 10 s (alarm) to read stats and leave; the first that does not ends it. */
+static void check_fork_during_set(void)
+{
+	char was[4096];
+	numa_page_option_get("stats", was, sizeof was);
+	__atomic_store_n(&setters_stop, 0, __ATOMIC_RELAXED);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, set_alternately, NULL) == 0, "pthread_create");
+	int hung = 0, forks = 0;
+	for (; forks < 200; forks++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			alarm(10);
+			static char buf[LONG_VALUE + 16];
+			numa_page_option_get("stats", buf, sizeof buf);
+			numa_page_option_set("stats", "0"); /* no report from the child */
+			_exit(0);
+		}
+		int status = 0;
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			hung++;
+			break; /* one is enough to say so */
+		}
+	}
+	__atomic_store_n(&setters_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	CHECK(hung == 0, "child %d of those forked during a set did not read stats and leave", forks + 1);
+	CHECK(numa_page_option_set("stats", was) == 0, "stats back to %s", was);
+}
+
 int main(int argc, char **argv)
 {
 	/* A plain malloc links the library's malloc, and with it its constructor, into the static
@@ -262,6 +297,7 @@ int main(int argc, char **argv)
 	check_reset();
 	check_no_cancellation_point();
 	check_string_reads_whole();
+	check_fork_during_set();
 	if (failures)
 		return 1;
 	puts("ok");
