@@ -376,26 +376,18 @@ static void load_conf(const char *conf)
 			*comma = '\0';
 		item = trim(item); /* "bind=strict, stats=1": spaces around items, names, values */
 		char *eq = strchr(item, '=');
-		if (eq) {
-			*eq = '\0';
-			trim(item);
-			size_t klen = strlen(item);
-			char *val = trim(eq + 1);
-			memmove(item + klen + 1, val, strlen(val) + 1); /* name=value again, without the spaces */
-			item[klen] = '=';
-			eq = item + klen;
-		}
 		if (!*item) {
 			/* an empty item (",,", a leading or trailing comma): nothing to say */
 		} else if (!eq || eq == item) {
 			np_warn("NUMAPAGE_CONF: '%s' is not name=value; ignored", item);
 		} else {
-			size_t klen = (size_t)(eq - item);
+			*eq = '\0';
+			size_t klen = strlen(trim(item)); /* item starts with no space: only its end is cut */
 			int i = find_len(item, klen);
 			if (i < 0)
 				unknown(item, klen, "NUMAPAGE_CONF");
 			else
-				apply(i, eq + 1, NP_OPTION_CONF);
+				apply(i, trim(eq + 1), NP_OPTION_CONF);
 		}
 		item = comma ? comma + 1 : NULL;
 	}

@@ -216,6 +216,10 @@ struct np_vmstat_shm_name {
 	uint8_t kind;                          /* enum np_vmstat_kind */
 };
 
+/* Whether header h (of a live-view file) says its publisher was in another pid namespace than
+ * ns: its pid is not one the caller can judge. False when either namespace is unknown or the
+ * header is not whole or not of this version. */
+bool np_vmstat_shm_other_ns(const struct np_vmstat_shm_header *h, uint64_t ns);
 /* "/dev/shm/numapage.<uid>.<pid>" into buf; returns the length. */
 size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid);
 /* The uid and pid of a live file's name (no directory), only when it is a name

@@ -271,6 +271,18 @@ void np_vmstat_output_atfork_child(void)
 	np_verbose("forked from process %d: counting as process %d", parent_pid, report_pid);
 }
 
+/* len bytes of s at path + *n, NUL-terminated, when they fit in size with the NUL; false
+ * (nothing written) when not. */
+static bool append(char *path, size_t size, size_t *n, const char *s, size_t len)
+{
+	if (*n + len >= size)
+		return false;
+	memcpy(path + *n, s, len);
+	*n += len;
+	path[*n] = '\0';
+	return true;
+}
+
 /* NUMAPAGE_STATS=json:<path>: "%p" becomes the pid, so every process of a job started with one
  * setting (numapage run --stats) writes its own file; a forked child of a path without "%p"
  * writes <path>.<pid> rather than over its parent's report. False when the whole path does not
@@ -279,8 +291,8 @@ static bool report_path(const char *spec, char *path, size_t size)
 {
 	size_t n = 0;
 	bool had_pid = false;
+	char piece[16];
 	for (const char *c = spec; *c; c++) {
-		char piece[16];
 		size_t len = 1;
 		piece[0] = *c;
 		if (c[0] == '%' && c[1] == 'p') {
@@ -288,19 +300,12 @@ static bool report_path(const char *spec, char *path, size_t size)
 			had_pid = true;
 			c++;
 		}
-		if (n + len >= size)
+		if (!append(path, size, &n, piece, len))
 			return false;
-		memcpy(path + n, piece, len);
-		n += len;
 	}
 	path[n] = '\0';
-	if (!had_pid && parent_pid) {
-		char tail[16];
-		size_t len = np_format(tail, sizeof tail, ".%d", np_os_pid());
-		if (n + len >= size)
-			return false;
-		memcpy(path + n, tail, len + 1);
-	}
+	if (!had_pid && parent_pid)
+		return append(path, size, &n, piece, np_format(piece, sizeof piece, ".%d", np_os_pid()));
 	return true;
 }
 

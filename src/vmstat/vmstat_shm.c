@@ -40,16 +40,18 @@ static size_t round_up(size_t x, size_t a)
 	return (x + a - 1) / a * a;
 }
 
-/* Whether the file at file (a regular file of uid's) was published by a process of another
- * pid namespace than ns, as its header says: its pid is not ours to judge. False when either
- * namespace is unknown or the header is not one this version writes. */
+bool np_vmstat_shm_other_ns(const struct np_vmstat_shm_header *h, uint64_t ns)
+{
+	return ns && h->magic == NP_VMSTAT_SHM_MAGIC && h->version == NP_VMSTAT_SHM_VERSION && h->pid_ns &&
+	       h->pid_ns != ns;
+}
+
+/* np_vmstat_shm_other_ns of the file at file (a regular file of uid's; false when it is not
+ * one, or is shorter than a header). */
 static bool other_namespace(const char *file, unsigned uid, uint64_t ns)
 {
 	struct np_vmstat_shm_header h;
-	if (!ns || np_os_read_own(file, uid, &h, sizeof h) != (long)sizeof h)
-		return false;
-	return __atomic_load_n(&h.magic, __ATOMIC_RELAXED) == NP_VMSTAT_SHM_MAGIC &&
-	       h.version == NP_VMSTAT_SHM_VERSION && h.pid_ns && h.pid_ns != ns;
+	return ns && np_os_read_own(file, uid, &h, sizeof h) == (long)sizeof h && np_vmstat_shm_other_ns(&h, ns);
 }
 
 struct np_vmstat_totals *np_vmstat_shm_create(void)

@@ -91,8 +91,7 @@ static bool stale(int pid, unsigned uid, const char *path)
 	bool whole = n == (ssize_t)sizeof h && h.magic == NP_VMSTAT_SHM_MAGIC;
 	/* Published in another pid namespace sharing /dev/shm (a container's): its pid names
 	 * another process here, or none, so nothing here says whether its publisher is gone. */
-	uint64_t ns = np_os_pid_ns();
-	if (whole && h.version == NP_VMSTAT_SHM_VERSION && h.pid_ns && ns && h.pid_ns != ns)
+	if (whole && np_vmstat_shm_other_ns(&h, np_os_pid_ns()))
 		return false;
 	if (!np_proc_alive(pid))
 		return true;
