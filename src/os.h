@@ -86,6 +86,9 @@ int np_os_current_cpu(void);
  * (libnuma's numa_node_size64 reads the same file with stdio, which allocates: not inside
  * malloc). 0 or -errno. */
 int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes);
+/* The memory OS node `node` has (MemTotal of the same file, as hwloc reports a node's size).
+ * 0 or -errno (no such file: a kernel without NUMA). */
+int np_os_node_size(int node, uint64_t *total_bytes);
 /* The calling thread's OS thread id. */
 int np_os_tid(void);
 
@@ -154,6 +157,12 @@ void np_os_yield(void);
 /* CPUs configured, and bytes of physical memory, as the C library reports them (sysconf): the
  * one-node fallback topology's size. 0 when unknown. */
 int np_os_cpu_count(void);
+/* The highest node id the machine has: the largest N of /sys/devices/system/node/node<N>
+ * (listed with np_os_list_dir), 0 when that directory does not exist (a kernel without NUMA),
+ * -errno when it cannot be read or names no node. libnuma's numa_max_node() answers the same,
+ * but only once its constructor has run, and that constructor's opendir() is often a process's
+ * first malloc: the one that starts this library. */
+int np_os_node_max(void);
 uint64_t np_os_memory_bytes(void);
 
 /* The calling process's id and effective user id. */

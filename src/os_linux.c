@@ -324,7 +324,35 @@ static int64_t meminfo_field(const char *buf, const char *key)
 	return -1;
 }
 
-int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
+/* A directory entry of /sys/devices/system/node: "node<N>" raises *ctx to N (capped). */
+static void node_entry(const char *name, void *ctx)
+{
+	int *max = ctx, id = 0;
+	const char *d = name + 4;
+	if (strncmp(name, "node", 4) != 0 || *d < '0' || *d > '9')
+		return;
+	while (*d >= '0' && *d <= '9' && id <= NP_OS_NODE_IDS)
+		id = id * 10 + (*d++ - '0');
+	if (*d >= '0' && *d <= '9')
+		id = NP_OS_NODE_IDS;
+	if (!*d || id >= NP_OS_NODE_IDS)
+		*max = NP_MAX(*max, NP_MIN(id, NP_OS_NODE_IDS));
+}
+
+int np_os_node_max(void)
+{
+	int max = -1;
+	int rc = np_os_list_dir("/sys/devices/system/node", node_entry, &max);
+	if (rc == -ENOENT)
+		return 0; /* a kernel without NUMA */
+	if (rc < 0)
+		return rc;
+	return max < 0 ? -ENOENT : max;
+}
+
+/* Reads OS node `node`'s meminfo into buf (NUL-terminated): the first size - 1 bytes, which hold
+ * MemTotal (line 1), MemFree (2) and Inactive(file) (9). 0 or -errno. No stdio. */
+static int read_node_meminfo(int node, char *buf, size_t size)
 {
 	SAVE_ERRNO;
 	if (node < 0 || node >= NP_OS_NODE_IDS)
@@ -342,11 +370,9 @@ int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
 	int fd = np_nc_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		RETURN_ERRNO(-1);
-	/* MemFree is the second line and Inactive(file) the ninth: the first 2 KiB hold both. */
-	char buf[2048];
 	size_t have = 0;
 	long n;
-	while (have < sizeof buf - 1 && (n = np_nc_read(fd, buf + have, sizeof buf - 1 - have)) != 0) {
+	while (have < size - 1 && (n = np_nc_read(fd, buf + have, size - 1 - have)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -357,6 +383,28 @@ int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
 	np_nc_close(fd);
 	errno = saved_errno_;
 	buf[have] = 0;
+	return 0;
+}
+
+int np_os_node_size(int node, uint64_t *total_bytes)
+{
+	char buf[256];
+	int rc = read_node_meminfo(node, buf, sizeof buf);
+	if (rc < 0)
+		return rc;
+	int64_t total_kb = meminfo_field(buf, "MemTotal");
+	if (total_kb < 0)
+		return -EIO;
+	*total_bytes = (uint64_t)total_kb << 10;
+	return 0;
+}
+
+int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
+{
+	char buf[2048];
+	int rc = read_node_meminfo(node, buf, sizeof buf);
+	if (rc < 0)
+		return rc;
 	int64_t free_kb = meminfo_field(buf, "MemFree"), inactive_kb = meminfo_field(buf, "Inactive(file)");
 	if (free_kb < 0)
 		return -EIO;

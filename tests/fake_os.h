@@ -67,5 +67,8 @@ void np_fake_os_set_address_limited(bool on);
 /* np_os_isolate fails with this negative errno, as when no child can be made (0: run the
  * function in the calling process, the default: the fake does not fork). */
 void np_fake_os_fail_isolate(int neg_errno);
+/* The highest node id np_os_node_max reports (default -1: the node directory unreadable, so this
+ * machine is discovered with hwloc, as before the one-node shortcut). */
+void np_fake_os_set_node_max(int node);
 
 #endif

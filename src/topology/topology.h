@@ -2,7 +2,7 @@
  * topology.h — the machine as a frozen table. Only src/topology/ includes <hwloc.h>.
  *
  * np_topo_load() discovers the machine once with hwloc (or loads an hwloc XML file or synthetic
- * string to rehearse another machine) and fills a plain struct np_topo that nothing changes
+ * string to rehearse another machine; a machine of one node needs no discovery and no hwloc) and fills a plain struct np_topo that nothing changes
  * afterwards. Everything else in the library reads that table; the running library's table is
  * np_topo_table, filled once at initialisation.
  *
@@ -100,7 +100,8 @@ extern struct np_topo np_topo_table;
 
 /*
  * Fills *t. spec NULL or "" = this machine (restricted by the process's cpuset, affinity-free
- * allowed set and memory policy); "synthetic:<string>" = hwloc synthetic topology; anything else
+ * allowed set and memory policy; on a machine of one node, where hwloc is not run, the allowed
+ * CPUs are the start-up affinity); "synthetic:<string>" = hwloc synthetic topology; anything else
  * = an hwloc XML file (a regular file of at most 16 MiB). allow (may be NULL) restricts further.
  * On any failure *t becomes one node holding every CPU and all memory, one warning naming the
  * cause is printed, and -1 is returned; otherwise 0. What the user names (spec, or hwloc's

@@ -62,6 +62,57 @@ static bool spec_acceptable(const char *spec, enum np_topo_source src, char *why
 	return rc == 0 && size <= NP_TOPO_XML_MAX;
 }
 
+/* A table loaded: the thread's memory policy over it, and (debug builds) its invariants. */
+static int loaded(struct np_topo *t)
+{
+	np_topo_read_policy(t, &t->policy);
+	if (np_config_debug >= 2) {
+		const char *bad = np_topo_check(t);
+		if (bad)
+			np_fatal("topology: invariant broken: %s", bad);
+	}
+	return 0;
+}
+
+/*
+ * A machine with one node needs no discovery: every CPU is node 0's, node 0 has all the memory
+ * (its MemTotal, as hwloc reads it), and the distance is 10. libnuma has counted the nodes already (np_os_node_max), so hwloc is
+ * not run at all there: its discovery (thousands of sysfs files on a large machine, a few for
+ * each CPU even with caches filtered out) was about 80% of a small program's start-up time, and
+ * the library code it runs a third of a megabyte of its resident memory (docs/perf-issue15.md).
+ * The table is the one hwloc gives, but for two things: the CPUs are every configured id (hwloc
+ * lists the online ones), and the allowed ones are the process's affinity at start-up (hwloc
+ * reads the cgroup's cpuset, which a container's affinity equals but a `taskset` narrows). On a
+ * one-node machine neither changes where memory goes. Returns -1 where the machine is not
+ * known to have one node, or where allow restricts it: the full path then fills t, with its
+ * messages.
+ */
+static int load_one_node(struct np_topo *t, const struct np_topo_allow *allow)
+{
+	if (np_os_node_max() != 0 || (allow && (allow->cpus || allow->nodes)))
+		return -1;
+	uint64_t mask[NP_OS_CPU_IDS / 64];
+	if (np_os_affinity(mask) <= 0)
+		return -1;
+	int ncpus = np_os_cpu_count();
+	uint64_t mem = 0;
+	if (np_os_node_size(0, &mem) < 0 || !mem)
+		mem = np_os_memory_bytes(); /* no node files: a kernel without NUMA */
+	np_topo_fallback(t, ncpus > 0 ? ncpus : 1, mem, NULL);
+	t->source = NP_TOPO_SYSTEM;
+	t->is_system = true;
+	np_topo_set_desc(t, "", "this machine");
+	t->nallowed_cpus = 0;
+	for (int c = 0; c < t->ncpus; c++) {
+		t->cpu_allowed[c] = c < NP_OS_CPU_IDS && (mask[c / 64] >> (c % 64) & 1);
+		t->nallowed_cpus += t->cpu_allowed[c];
+	}
+	if (!t->nallowed_cpus)
+		return -1; /* an affinity beyond the configured ids: let hwloc sort it out */
+	np_verbose("topology: this machine has one node; hwloc not run");
+	return 0;
+}
+
 int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow)
 {
 	bool secure = np_os_is_secure();
@@ -77,6 +128,8 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 		return fail(t, why);
 
 	bool isolate = src != NP_TOPO_SYSTEM || (!secure && np_topo_hwloc_redirects());
+	if (!isolate && load_one_node(t, allow) == 0)
+		return loaded(t);
 	struct isolated_load *shared = isolate ? np_os_map_shared(sizeof *shared) : NULL;
 	struct np_topo_job local, *job = shared ? &shared->job : &local;
 	*job = (struct np_topo_job){.spec = spec, .src = src, .allow = allow, .secure = secure,
@@ -113,12 +166,6 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 		np_os_unmap(shared, sizeof *shared);
 	if (!ok)
 		return fail(t, why);
-	np_topo_read_policy(t, &t->policy);
-	if (np_config_debug >= 2) {
-		const char *bad = np_topo_check(t);
-		if (bad)
-			np_fatal("topology: invariant broken: %s", bad);
-	}
-	return 0;
+	return loaded(t);
 }
 

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "fake_os.h"
+#include "log.h"
+#include "os.h"
 #include "topology/topology.h"
 #include "topology/topology_hwloc.h"
 
@@ -398,6 +400,84 @@ static void named_input_without_child_is_refused(void **state)
 	assert_int_equal(t.nnodes, 2);
 }
 
+/*
+ * A machine with one node (/sys/devices/system/node lists node0 alone) is not
+ * discovered with hwloc at all: there is nothing to discover, and hwloc's discovery was most of
+ * a small program's start-up time and a third of a megabyte of its resident memory. The table
+ * must be the one hwloc gives on such a machine: the same node, memory, distances and CPUs. On
+ * a machine of several nodes the comparison with hwloc's table is skipped (the fake then says
+ * something libnuma would not).
+ */
+static void one_node_machine_needs_no_hwloc(void **state)
+{
+	(void)state;
+	static struct np_topo h;
+	np_log_verbose = 1;
+	np_fake_os_set_node_max(-1); /* the node directory unreadable: hwloc decides */
+	assert_int_equal(load(NULL, NULL), 0);
+	assert_null(strstr(err, "hwloc not run"));
+	np_topo_copy(&h, &t);
+
+	np_fake_os_set_node_max(0);
+	assert_int_equal(load(NULL, NULL), 0);
+	assert_int_equal(occurrences(err, "hwloc not run"), 1);
+	assert_null(strstr(err, "warning"));
+	assert_null(np_topo_check(&t));
+	assert_true(t.is_system);
+	assert_int_equal(t.source, NP_TOPO_SYSTEM);
+	assert_string_equal(t.desc, "this machine");
+	assert_int_equal(t.nnodes, 1);
+	assert_int_equal(t.nmem_nodes, 1);
+	assert_int_equal(t.node[0].os_id, 0);
+	assert_true(t.node[0].has_memory && t.node[0].mem_allowed && t.node[0].has_cpus && t.node[0].cpus_allowed);
+	assert_int_equal(t.distance[0][0], NP_DISTANCE_LOCAL);
+	assert_int_equal(t.ncpus, (int)sysconf(_SC_NPROCESSORS_CONF));
+	assert_int_equal(t.nallowed_cpus, t.ncpus); /* the fake's affinity holds every CPU */
+	assert_true(t.node[0].mem_bytes > 0);
+	assert_int_equal(t.total_mem, t.node[0].mem_bytes);
+	if (h.nnodes == 1) {
+		assert_int_equal(t.node[0].mem_bytes, h.node[0].mem_bytes);
+		assert_int_equal(t.node[0].os_id, h.node[0].os_id);
+		for (int k = 0; k < h.node[0].ncpus; k++)
+			assert_int_equal(np_topo_cpu_node(&t, np_topo_node_cpu_list(&h, 0)[k]), 0);
+		assert_true(t.ncpus >= h.ncpus);
+	}
+
+	/* The CPUs the process may use: its affinity, as for hwloc its cpuset. */
+	int cpu0 = 0;
+	assert_int_equal(np_os_set_affinity(&cpu0, 1), 0);
+	assert_int_equal(load(NULL, NULL), 0);
+	assert_int_equal(t.nallowed_cpus, 1);
+	assert_int_equal(t.cpu_allowed[0], 1);
+	assert_true(t.node[0].cpus_allowed);
+	assert_null(np_topo_check(&t));
+	assert_int_equal(np_os_set_affinity(NULL, -1), 0);
+
+	/* A restriction that leaves no memory is the fallback with its one warning, as from hwloc. */
+	uint8_t none[1] = {0};
+	struct np_topo_allow allow = {.nodes = none, .nnodes = 1};
+	assert_int_equal(load(NULL, &allow), -1);
+	assert_int_equal(occurrences(err, "no allowed NUMA node has memory"), 1);
+	assert_int_equal(t.source, NP_TOPO_FALLBACK);
+
+	/* What the user names, and hwloc's own variables, still go to hwloc. */
+	load_ok(FIXTURE("2node.xml"));
+	assert_int_equal(t.nnodes, 2);
+	assert_int_equal(setenv("HWLOC_XMLFILE", FIXTURE("r7425.xml"), 1), 0);
+	int rc = load(NULL, NULL);
+	unsetenv("HWLOC_XMLFILE");
+	assert_int_equal(rc, 0);
+	assert_int_equal(t.nnodes, 8);
+	assert_false(t.is_system);
+
+	/* Several nodes: hwloc. */
+	np_fake_os_set_node_max(1);
+	assert_int_equal(load(NULL, NULL), 0);
+	assert_null(strstr(err, "hwloc not run"));
+	np_fake_os_set_node_max(-1);
+	np_log_verbose = 0;
+}
+
 static void this_machine(void **state)
 {
 	(void)state;
@@ -684,6 +764,7 @@ int main(void)
 		cmocka_unit_test(bad_inputs_fall_back),
 		cmocka_unit_test(named_input_without_child_is_refused),
 		cmocka_unit_test(this_machine),
+		cmocka_unit_test(one_node_machine_needs_no_hwloc),
 		cmocka_unit_test(linux_backend_on_recorded_sysfs),
 		cmocka_unit_test(hwloc_environment_is_not_this_machine),
 		cmocka_unit_test(a_load_touches_only_the_pages_it_uses),
