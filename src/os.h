@@ -171,6 +171,12 @@ int np_os_pid(void);
  * something only among processes that share it. 0 when it cannot be read (no /proc). */
 uint64_t np_os_pid_ns(void);
 unsigned np_os_euid(void);
+/* Loads the shared library soname (dlopen: resolved now, its symbols local to it, never
+ * unloaded), or finds it loaded. NULL when it cannot be, with the loader's reason in why (cut
+ * to why_size). The loader allocates, through malloc. */
+void *np_os_library_open(const char *soname, char *why, size_t why_size);
+/* The address of a library's symbol (dlsym), NULL when it has none. */
+void *np_os_library_symbol(void *lib, const char *name);
 /* Calls fn(name, ctx) for every entry of the directory path ("." and ".." included), read
  * with getdents64 into a buffer on the stack: no allocation (opendir would call malloc).
  * 0 or -errno (for opening or reading the directory). */

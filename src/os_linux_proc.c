@@ -5,6 +5,7 @@
  */
 #include "os.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -331,6 +332,30 @@ struct np_dirent64 {
 	unsigned char d_type;
 	char d_name[];
 };
+
+void *np_os_library_open(const char *soname, char *why, size_t why_size)
+{
+	SAVE_ERRNO;
+	void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!lib && why && why_size) {
+		const char *e = dlerror();
+		size_t n = e ? strlen(e) : 0;
+		if (n >= why_size)
+			n = why_size - 1;
+		memcpy(why, e ? e : "", n);
+		why[n] = '\0';
+	}
+	errno = saved_errno_;
+	return lib;
+}
+
+void *np_os_library_symbol(void *lib, const char *name)
+{
+	SAVE_ERRNO;
+	void *p = dlsym(lib, name);
+	errno = saved_errno_;
+	return p;
+}
 
 int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), void *ctx)
 {

@@ -5,6 +5,7 @@
 #include "fake_os.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -583,6 +584,25 @@ int np_os_node_size(int node, uint64_t *total_bytes)
 	*total_bytes = (uint64_t)kb << 10;
 	return found ? 0 : -EIO;
 }
+
+static bool library_fails;
+
+void np_fake_os_fail_library(bool fail) { library_fails = fail; }
+
+/* The real loader: the topology tests run hwloc. */
+void *np_os_library_open(const char *soname, char *why, size_t why_size)
+{
+	if (library_fails) {
+		snprintf(why, why_size, "%s: cannot open shared object file (fake)", soname);
+		return NULL;
+	}
+	void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!lib)
+		snprintf(why, why_size, "%s", dlerror());
+	return lib;
+}
+
+void *np_os_library_symbol(void *lib, const char *name) { return dlsym(lib, name); }
 
 static int node_max = -1;
 

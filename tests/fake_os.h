@@ -70,5 +70,7 @@ void np_fake_os_fail_isolate(int neg_errno);
 /* The highest node id np_os_node_max reports (default -1: the node directory unreadable, so this
  * machine is discovered with hwloc, as before the one-node shortcut). */
 void np_fake_os_set_node_max(int node);
+/* on: np_os_library_open fails as where a library is not installed. */
+void np_fake_os_fail_library(bool fail);
 
 #endif

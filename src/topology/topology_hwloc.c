@@ -14,6 +14,102 @@
 #include "os.h"
 #include "topology/topology_hwloc.h"
 
+/*
+ * libhwloc is not linked: it is loaded (np_os_library_open) the first time a table needs it, so
+ * a program on a machine of one node, which needs no discovery (topology_load.c), maps neither
+ * libhwloc nor the libraries it needs (libm, libudev on Debian): half a megabyte of a small
+ * program's resident memory. Every hwloc function this file calls is a pointer here, resolved
+ * by name; header functions that are inline call others (hwloc_get_nbobjs_by_type), so this
+ * file uses none of them, and the library's link, which has no -lhwloc and allows no undefined
+ * symbol, fails on any direct call. The soname is the one of the headers' ABI (meson.build).
+ */
+#define HW_FN(f) __typeof__(&f) f
+static struct np_hwloc {
+	HW_FN(hwloc_get_api_version);
+	HW_FN(hwloc_topology_init);
+	HW_FN(hwloc_topology_destroy);
+	HW_FN(hwloc_topology_load);
+	HW_FN(hwloc_topology_set_flags);
+	HW_FN(hwloc_topology_set_type_filter);
+	HW_FN(hwloc_topology_set_cache_types_filter);
+	HW_FN(hwloc_topology_set_icache_types_filter);
+	HW_FN(hwloc_topology_set_components);
+	HW_FN(hwloc_topology_set_synthetic);
+	HW_FN(hwloc_topology_set_xml);
+	HW_FN(hwloc_topology_is_thissystem);
+	HW_FN(hwloc_topology_get_allowed_cpuset);
+	HW_FN(hwloc_topology_get_allowed_nodeset);
+	HW_FN(hwloc_get_type_depth);
+	HW_FN(hwloc_get_nbobjs_by_depth);
+	HW_FN(hwloc_get_obj_by_depth);
+	HW_FN(hwloc_distances_get_by_type);
+	HW_FN(hwloc_distances_get_name);
+	HW_FN(hwloc_distances_release);
+	HW_FN(hwloc_bitmap_isset);
+	HW_FN(hwloc_bitmap_weight);
+} H;
+#undef HW_FN
+
+#define HW_NAME(f) {#f, offsetof(struct np_hwloc, f)}
+static const struct {
+	const char *name;
+	size_t off;
+} hw_names[] = {
+	HW_NAME(hwloc_get_api_version), HW_NAME(hwloc_topology_init), HW_NAME(hwloc_topology_destroy),
+	HW_NAME(hwloc_topology_load), HW_NAME(hwloc_topology_set_flags),
+	HW_NAME(hwloc_topology_set_type_filter), HW_NAME(hwloc_topology_set_cache_types_filter),
+	HW_NAME(hwloc_topology_set_icache_types_filter), HW_NAME(hwloc_topology_set_components),
+	HW_NAME(hwloc_topology_set_synthetic), HW_NAME(hwloc_topology_set_xml),
+	HW_NAME(hwloc_topology_is_thissystem), HW_NAME(hwloc_topology_get_allowed_cpuset),
+	HW_NAME(hwloc_topology_get_allowed_nodeset), HW_NAME(hwloc_get_type_depth),
+	HW_NAME(hwloc_get_nbobjs_by_depth), HW_NAME(hwloc_get_obj_by_depth),
+	HW_NAME(hwloc_distances_get_by_type), HW_NAME(hwloc_distances_get_name),
+	HW_NAME(hwloc_distances_release), HW_NAME(hwloc_bitmap_isset), HW_NAME(hwloc_bitmap_weight),
+};
+#undef HW_NAME
+_Static_assert(sizeof hw_names / sizeof hw_names[0] * sizeof(void (*)(void)) == sizeof(struct np_hwloc),
+	       "every pointer of struct np_hwloc has its name");
+
+bool np_topo_hwloc_open(char *why, size_t why_size)
+{
+	void *lib = np_os_library_open(NP_HWLOC_SONAME, why, why_size);
+	if (!lib)
+		return false;
+	struct np_hwloc h;
+	for (size_t k = 0; k < NP_ARRAY_SIZE(hw_names); k++) {
+		void *fn = np_os_library_symbol(lib, hw_names[k].name);
+		if (!fn) {
+			np_format(why, why_size, "%s has no %s", NP_HWLOC_SONAME, hw_names[k].name);
+			return false;
+		}
+		memcpy((char *)&h + hw_names[k].off, &fn, sizeof fn);
+	}
+	/* The ABI of the headers we were built with: the same major API version. */
+	unsigned version = h.hwloc_get_api_version();
+	if (version >> 16 != HWLOC_API_VERSION >> 16) {
+		np_format(why, why_size, "%s has API version %#x, built for %#x", NP_HWLOC_SONAME, version,
+			  (unsigned)HWLOC_API_VERSION);
+		return false;
+	}
+	H = h;
+	return true;
+}
+
+/* The objects of a type: hwloc's inline hwloc_get_nbobjs_by_type and _next_obj_by_type, through
+ * the pointers. A type at several depths (none that we ask for) counts as absent. */
+static int count_of(hwloc_topology_t topo, hwloc_obj_type_t type)
+{
+	int depth = H.hwloc_get_type_depth(topo, type);
+	if (depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE)
+		return 0;
+	return (int)H.hwloc_get_nbobjs_by_depth(topo, depth);
+}
+
+static hwloc_obj_t obj_of(hwloc_topology_t topo, hwloc_obj_type_t type, int idx)
+{
+	return H.hwloc_get_obj_by_depth(topo, H.hwloc_get_type_depth(topo, type), (unsigned)idx);
+}
+
 #define MPOL_BIND_MODE 2          /* MPOL_BIND in <linux/mempolicy.h> */
 #define MPOL_MODE_MASK 0xff       /* get_mempolicy ORs MPOL_F_* flags into the mode */
 #define MEMPOLICY_BITS NP_OS_NODE_IDS
@@ -87,16 +183,18 @@ bool np_topo_hwloc_redirects(void)
  */
 static void restrict_discovery(hwloc_topology_t topo, enum np_topo_source src)
 {
-	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED |
+	H.hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED |
 					       HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING |
 					       HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
 					       HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
-	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-	hwloc_topology_set_type_filter(topo, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
-	hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+	static const hwloc_obj_type_t none[] = {HWLOC_OBJ_BRIDGE, HWLOC_OBJ_PCI_DEVICE, HWLOC_OBJ_OS_DEVICE,
+						 HWLOC_OBJ_MISC}; /* the I/O types, and Misc */
+	for (size_t k = 0; k < NP_ARRAY_SIZE(none); k++)
+		H.hwloc_topology_set_type_filter(topo, none[k], HWLOC_TYPE_FILTER_KEEP_NONE);
+	H.hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
 	if (src == NP_TOPO_SYSTEM) {
-		hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-		hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+		H.hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+		H.hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
 	}
 }
 
@@ -111,7 +209,7 @@ static void restrict_discovery(hwloc_topology_t topo, enum np_topo_source src)
 static enum np_topo_source redirected_source(hwloc_topology_t topo, char *what, size_t size)
 {
 	static const char *const vars[] = {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT"};
-	if (hwloc_topology_is_thissystem(topo))
+	if (H.hwloc_topology_is_thissystem(topo))
 		return NP_TOPO_SYSTEM;
 	for (size_t k = 0; k < NP_ARRAY_SIZE(vars); k++) {
 		const char *v = getenv(vars[k]);
@@ -161,7 +259,7 @@ static void read_distances(struct np_topo *t, hwloc_topology_t topo, hwloc_obj_t
 
 	struct hwloc_distances_s *dist[4];
 	unsigned nr = NP_ARRAY_SIZE(dist);
-	if (hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, dist,
+	if (H.hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, dist,
 					HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) < 0)
 		return;
 	if (nr > NP_ARRAY_SIZE(dist))
@@ -169,7 +267,7 @@ static void read_distances(struct np_topo *t, hwloc_topology_t topo, hwloc_obj_t
 	/* Prefer the kernel's NUMALatency matrix; else the first one. */
 	struct hwloc_distances_s *d = NULL;
 	for (unsigned k = 0; k < nr; k++) {
-		const char *name = hwloc_distances_get_name(topo, dist[k]);
+		const char *name = H.hwloc_distances_get_name(topo, dist[k]);
 		if (!d || (name && strcmp(name, "NUMALatency") == 0))
 			d = dist[k];
 	}
@@ -201,7 +299,7 @@ static void read_distances(struct np_topo *t, hwloc_topology_t topo, hwloc_obj_t
 			np_verbose("topology: hwloc's NUMA distances are unusable; using 10/20");
 	}
 	for (unsigned k = 0; k < nr; k++)
-		hwloc_distances_release(topo, dist[k]);
+		H.hwloc_distances_release(topo, dist[k]);
 }
 
 /* Orders node i's candidates: self first, then by distance, ties by OS id (= dense index). */
@@ -217,11 +315,11 @@ static int pu_owner(hwloc_obj_t pu, hwloc_obj_t *nodes, int n)
 	int best = -1, best_w = 0;
 	for (int pass = 0; pass < 2 && best < 0; pass++)
 		for (int i = 0; i < n; i++) {
-			bool in = pass == 0 ? hwloc_bitmap_isset(nodes[i]->cpuset, pu->os_index)
-					    : hwloc_bitmap_isset(pu->nodeset, nodes[i]->os_index);
+			bool in = pass == 0 ? H.hwloc_bitmap_isset(nodes[i]->cpuset, pu->os_index)
+					    : H.hwloc_bitmap_isset(pu->nodeset, nodes[i]->os_index);
 			if (!in)
 				continue;
-			int w = hwloc_bitmap_weight(nodes[i]->cpuset);
+			int w = H.hwloc_bitmap_weight(nodes[i]->cpuset);
 			if (best < 0 || w < best_w) {
 				best = i;
 				best_w = w;
@@ -235,7 +333,7 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 			   char *why_buf, size_t why_size)
 {
 	hwloc_obj_t nodes[NP_MAX_NODES];
-	int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+	int nn = count_of(topo, HWLOC_OBJ_NUMANODE);
 	if (nn < 1)
 		return "hwloc found no NUMA node";
 	if (nn > NP_MAX_NODES) {
@@ -245,9 +343,7 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 	}
 	/* Dense indices in increasing OS id order (hwloc's logical order need not be). */
 	int k = 0;
-	for (hwloc_obj_t o = NULL; (o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, o));) {
-		if (k == nn)
-			break;
+	for (hwloc_obj_t o; k < nn && (o = obj_of(topo, HWLOC_OBJ_NUMANODE, k));) {
 		int j = k++;
 		while (j > 0 && nodes[j - 1]->os_index > o->os_index) {
 			nodes[j] = nodes[j - 1];
@@ -268,7 +364,11 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 	/* Owners are stored plus one while ncpus grows, then shifted: ids that are no CPU become
 	 * -1 up to ncpus, and the entries beyond stay 0, unwritten. */
 	int npus = 0;
-	for (hwloc_obj_t pu = NULL; (pu = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, pu));) {
+	int npu_objs = count_of(topo, HWLOC_OBJ_PU);
+	for (int p = 0; p < npu_objs; p++) {
+		hwloc_obj_t pu = obj_of(topo, HWLOC_OBJ_PU, p);
+		if (!pu)
+			break;
 		if (pu->os_index >= NP_MAX_CPUS) {
 			np_format(why_buf, why_size, "CPU id %u is beyond the %d supported",
 				  pu->os_index, NP_MAX_CPUS);
@@ -289,8 +389,8 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 	for (int c = 0; c < t->ncpus; c++)
 		t->cpu_to_node[c]--;
 
-	hwloc_const_cpuset_t cpus_ok = hwloc_topology_get_allowed_cpuset(topo);
-	hwloc_const_nodeset_t nodes_ok = hwloc_topology_get_allowed_nodeset(topo);
+	hwloc_const_cpuset_t cpus_ok = H.hwloc_topology_get_allowed_cpuset(topo);
+	hwloc_const_nodeset_t nodes_ok = H.hwloc_topology_get_allowed_nodeset(topo);
 	unsigned long policy[MEMPOLICY_BITS / BITS_PER_LONG + 1];
 	memset(policy, 0, sizeof policy);
 	bool membind = t->source == NP_TOPO_SYSTEM && membind_mask(policy);
@@ -305,7 +405,7 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 			if (t->cpu_to_node[c] != i)
 				continue;
 			t->node_cpus[first++] = (uint16_t)c;
-			if (hwloc_bitmap_isset(cpus_ok, (unsigned)c) && allow_cpu(allow, c)) {
+			if (H.hwloc_bitmap_isset(cpus_ok, (unsigned)c) && allow_cpu(allow, c)) {
 				t->cpu_allowed[c] = 1;
 				t->nallowed_cpus++;
 				n->cpus_allowed = true;
@@ -320,7 +420,7 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 			return why_buf;
 		}
 		n->has_memory = n->mem_bytes > 0;
-		n->mem_allowed = n->has_memory && hwloc_bitmap_isset(nodes_ok, nodes[i]->os_index) &&
+		n->mem_allowed = n->has_memory && H.hwloc_bitmap_isset(nodes_ok, nodes[i]->os_index) &&
 				 allow_node(allow, n->os_id);
 		if (membind)
 			n->mem_allowed = n->mem_allowed && n->os_id < MEMPOLICY_BITS &&
@@ -349,7 +449,7 @@ int np_topo_hwloc_run(void *arg)
 
 	hwloc_env_enter(job->secure);
 	hwloc_topology_t topo;
-	if (hwloc_topology_init(&topo) < 0) {
+	if (H.hwloc_topology_init(&topo) < 0) {
 		np_format(why, why_size, "hwloc_topology_init failed: %s", np_topo_errtext(errno));
 		hwloc_env_leave();
 		return 0;
@@ -358,21 +458,21 @@ int np_topo_hwloc_run(void *arg)
 
 	int err = 0;
 	if (src == NP_TOPO_SYNTHETIC) {
-		err = hwloc_topology_set_synthetic(topo, spec + strlen(NP_TOPO_SYNTHETIC_PREFIX));
+		err = H.hwloc_topology_set_synthetic(topo, spec + strlen(NP_TOPO_SYNTHETIC_PREFIX));
 		if (err < 0)
 			np_format(why, why_size, "bad hwloc synthetic topology '%s'", spec + strlen(NP_TOPO_SYNTHETIC_PREFIX));
 	} else if (src == NP_TOPO_XML) {
 		/* hwloc opens the file here; it reports a missing or unreadable file by errno,
 		 * and a file it cannot parse by EINVAL (here or at load). */
 		errno = 0;
-		err = hwloc_topology_set_xml(topo, spec);
+		err = H.hwloc_topology_set_xml(topo, spec);
 		if (err < 0 && errno && errno != EINVAL)
 			np_format(why, why_size, "cannot read hwloc XML '%s': %s", spec, np_topo_errtext(errno));
 		else if (err < 0)
 			np_format(why, why_size, "cannot parse hwloc XML '%s'", spec);
 	}
 	if (!err) {
-		err = hwloc_topology_load(topo);
+		err = H.hwloc_topology_load(topo);
 		if (err < 0 && src == NP_TOPO_XML)
 			np_format(why, why_size, "cannot parse hwloc XML '%s'", spec);
 		else if (err < 0)
@@ -393,7 +493,7 @@ int np_topo_hwloc_run(void *arg)
 			err = -1;
 		}
 	}
-	hwloc_topology_destroy(topo);
+	H.hwloc_topology_destroy(topo);
 	hwloc_env_leave();
 	if (!err) {
 		np_topo_set_desc(t, "", what);

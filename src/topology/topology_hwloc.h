@@ -27,6 +27,9 @@ struct np_topo_job {
 	struct np_topo *out;
 };
 
+/* Loads libhwloc and resolves what this module calls (once enough; again is harmless: the
+ * library stays loaded). false, with why filled, when it is missing or of another ABI. */
+bool np_topo_hwloc_open(char *why, size_t why_size);
 /* Runs one hwloc session for job (a struct np_topo_job): discovery or the named file or
  * string, extracted into job->out. Returns 0 (the outcome is in the job). */
 int np_topo_hwloc_run(void *job);

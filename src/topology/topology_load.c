@@ -130,6 +130,13 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 	bool isolate = src != NP_TOPO_SYSTEM || (!secure && np_topo_hwloc_redirects());
 	if (!isolate && load_one_node(t, allow) == 0)
 		return loaded(t);
+	/* Here, before any child is made: a child's dlopen could wait for ever on a loader lock
+	 * that this thread held when it was cloned (its first malloc can come from inside dlopen). */
+	if (!np_topo_hwloc_open(why, sizeof why)) {
+		char cause[sizeof why];
+		np_format(cause, sizeof cause, "cannot load hwloc (%s)", why);
+		return fail(t, cause);
+	}
 	struct isolated_load *shared = isolate ? np_os_map_shared(sizeof *shared) : NULL;
 	struct np_topo_job local, *job = shared ? &shared->job : &local;
 	*job = (struct np_topo_job){.spec = spec, .src = src, .allow = allow, .secure = secure,

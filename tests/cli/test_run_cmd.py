@@ -324,6 +324,14 @@ os.waitpid(pid, 0)
     ndir = '/sys/devices/system/node'
     nodes = [n for n in os.listdir(ndir) if re.fullmatch(r'node\d+', n)] if os.path.isdir(ndir) else ['node0']
     assert ('hwloc not run' in p.stderr) == (nodes == ['node0']), (nodes, p.stderr)
+    # libhwloc (and what it needs: libm, libudev) is loaded only where a table needs it: never on
+    # a machine of one node, always for a rehearsal.
+    maps = subprocess.run(['cat', '/proc/self/maps'], capture_output=True, text=True, check=True,
+                          env=dict(BASE, LD_PRELOAD=LIB)).stdout
+    assert ('libhwloc' in maps) == (nodes != ['node0']) and 'libnumapage' in maps, maps
+    maps = subprocess.run(['cat', '/proc/self/maps'], capture_output=True, text=True, check=True,
+                          env=dict(BASE, LD_PRELOAD=LIB, NUMAPAGE_TOPOLOGY=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'topologies', '2node.xml'))).stdout
+    assert 'libhwloc' in maps, maps
     # Set at run time: the report is written where the program asked, at its exit.
     rep = os.path.join(tmp, 'late.json')
     subprocess.run([OPTION_API, 'report', rep], check=True, env=BASE)

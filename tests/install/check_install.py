@@ -88,8 +88,8 @@ try:
         sys.exit('FAILED: soname of %s is %s' % (want['shared library'], soname and soname.group(1)))
     print('installed: ' + ', '.join(os.path.relpath(p, stage) for p in want.values()))
 
-    # PKG_CONFIG_PATH comes before the system's directories, which still provide hwloc.pc and
-    # numa.pc (our .pc requires them privately).
+    # PKG_CONFIG_PATH comes before the system's directories, which still provide
+    # numa.pc (our .pc requires it privately; hwloc is loaded at run time, not linked).
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(want['pkg-config file']),
                PKG_CONFIG_SYSROOT_DIR=stage)
     flags = shlex.split(run(['pkg-config', '--cflags', '--libs', 'numapage'], env=env).stdout)

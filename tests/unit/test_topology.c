@@ -478,6 +478,26 @@ static void one_node_machine_needs_no_hwloc(void **state)
 	np_log_verbose = 0;
 }
 
+/* libhwloc is loaded only when a table needs it; where it cannot be (not installed, another
+ * ABI), every input that needs it is the one-node fallback with one warning naming the cause,
+ * and a machine of one node, which does not need it, loads as ever. */
+static void hwloc_missing_falls_back(void **state)
+{
+	(void)state;
+	np_fake_os_fail_library(true);
+	expect_fallback_load(FIXTURE("2node.xml"), NULL, "cannot load hwloc (" NP_HWLOC_SONAME ": cannot open");
+	expect_fallback_load("synthetic:numa:2 pu:2", NULL, "cannot load hwloc");
+	expect_fallback_load(NULL, NULL, "cannot load hwloc");
+	np_fake_os_set_node_max(0);
+	assert_int_equal(load(NULL, NULL), 0);
+	assert_string_equal(err, "");
+	assert_true(t.is_system);
+	np_fake_os_set_node_max(-1);
+	np_fake_os_fail_library(false);
+	load_ok(FIXTURE("2node.xml"));
+	assert_int_equal(t.nnodes, 2);
+}
+
 static void this_machine(void **state)
 {
 	(void)state;
@@ -765,6 +785,7 @@ int main(void)
 		cmocka_unit_test(named_input_without_child_is_refused),
 		cmocka_unit_test(this_machine),
 		cmocka_unit_test(one_node_machine_needs_no_hwloc),
+		cmocka_unit_test(hwloc_missing_falls_back),
 		cmocka_unit_test(linux_backend_on_recorded_sysfs),
 		cmocka_unit_test(hwloc_environment_is_not_this_machine),
 		cmocka_unit_test(a_load_touches_only_the_pages_it_uses),
