@@ -602,7 +602,18 @@ void *np_os_library_open(const char *soname, char *why, size_t why_size)
 	return lib;
 }
 
-void *np_os_library_symbol(void *lib, const char *name) { return dlsym(lib, name); }
+static unsigned fake_api_version;
+
+void np_fake_os_library_api_version(unsigned version) { fake_api_version = version; }
+
+static unsigned fake_get_api_version(void) { return fake_api_version; }
+
+void *np_os_library_symbol(void *lib, const char *name)
+{
+	if (fake_api_version && strcmp(name, "hwloc_get_api_version") == 0)
+		return (void *)(uintptr_t)fake_get_api_version;
+	return dlsym(lib, name);
+}
 
 static int node_max = -1;
 

@@ -72,5 +72,7 @@ void np_fake_os_fail_isolate(int neg_errno);
 void np_fake_os_set_node_max(int node);
 /* on: np_os_library_open fails as where a library is not installed. */
 void np_fake_os_fail_library(bool fail);
+/* Non-zero: the library's hwloc_get_api_version answers this (0: the real one). */
+void np_fake_os_library_api_version(unsigned version);
 
 #endif

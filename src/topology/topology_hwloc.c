@@ -75,21 +75,26 @@ bool np_topo_hwloc_open(char *why, size_t why_size)
 	void *lib = np_os_library_open(NP_HWLOC_SONAME, why, why_size);
 	if (!lib)
 		return false;
+	/* The ABI of the headers we were built with (the same major API version) first: another
+	 * major version may lack or change what we would resolve. */
 	struct np_hwloc h;
+	void *fn = np_os_library_symbol(lib, "hwloc_get_api_version");
+	if (fn) {
+		memcpy(&h.hwloc_get_api_version, &fn, sizeof fn);
+		unsigned version = h.hwloc_get_api_version();
+		if (version >> 16 != HWLOC_API_VERSION >> 16) {
+			np_format(why, why_size, "%s has API version 0x%x, built for 0x%x", NP_HWLOC_SONAME,
+				  version, (unsigned)HWLOC_API_VERSION);
+			return false;
+		}
+	}
 	for (size_t k = 0; k < NP_ARRAY_SIZE(hw_names); k++) {
-		void *fn = np_os_library_symbol(lib, hw_names[k].name);
+		fn = np_os_library_symbol(lib, hw_names[k].name);
 		if (!fn) {
 			np_format(why, why_size, "%s has no %s", NP_HWLOC_SONAME, hw_names[k].name);
 			return false;
 		}
 		memcpy((char *)&h + hw_names[k].off, &fn, sizeof fn);
-	}
-	/* The ABI of the headers we were built with: the same major API version. */
-	unsigned version = h.hwloc_get_api_version();
-	if (version >> 16 != HWLOC_API_VERSION >> 16) {
-		np_format(why, why_size, "%s has API version %#x, built for %#x", NP_HWLOC_SONAME, version,
-			  (unsigned)HWLOC_API_VERSION);
-		return false;
 	}
 	H = h;
 	return true;
@@ -162,6 +167,14 @@ static void hwloc_env_enter(bool secure)
 static void hwloc_env_leave(void)
 {
 	environ = saved_env;
+}
+
+bool np_topo_hwloc_steered(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if (strncmp(*e, "HWLOC_", 6) == 0)
+			return true;
+	return false;
 }
 
 bool np_topo_hwloc_redirects(void)

@@ -33,6 +33,8 @@ bool np_topo_hwloc_open(char *why, size_t why_size);
 /* Runs one hwloc session for job (a struct np_topo_job): discovery or the named file or
  * string, extracted into job->out. Returns 0 (the outcome is in the job). */
 int np_topo_hwloc_run(void *job);
+/* True when the caller's environment has any HWLOC_* variable (one steers hwloc). */
+bool np_topo_hwloc_steered(void);
 /* True when the caller's environment sends hwloc elsewhere than this machine. */
 bool np_topo_hwloc_redirects(void);
 

@@ -87,14 +87,21 @@ static int loaded(struct np_topo *t)
  * known to have one node, or where allow restricts it: the full path then fills t, with its
  * messages.
  */
-static int load_one_node(struct np_topo *t, const struct np_topo_allow *allow)
+static int load_one_node(struct np_topo *t, const struct np_topo_allow *allow, bool secure)
 {
-	if (np_os_node_max() != 0 || (allow && (allow->cpus || allow->nodes)))
+	if (np_os_node_max() != 0 || (allow && (allow->cpus || allow->nodes)) ||
+	    (!secure && np_topo_hwloc_steered()))
 		return -1;
 	uint64_t mask[NP_OS_CPU_IDS / 64];
 	if (np_os_affinity(mask) <= 0)
 		return -1;
+	/* The configured count, or past the highest allowed id where ids have gaps. */
 	int ncpus = np_os_cpu_count();
+	for (int c = NP_MIN(NP_OS_CPU_IDS, NP_MAX_CPUS) - 1; c >= ncpus; c--)
+		if (mask[c / 64] >> (c % 64) & 1) {
+			ncpus = c + 1;
+			break;
+		}
 	uint64_t mem = 0;
 	if (np_os_node_size(0, &mem) < 0 || !mem)
 		mem = np_os_memory_bytes(); /* no node files: a kernel without NUMA */
@@ -108,7 +115,7 @@ static int load_one_node(struct np_topo *t, const struct np_topo_allow *allow)
 		t->nallowed_cpus += t->cpu_allowed[c];
 	}
 	if (!t->nallowed_cpus)
-		return -1; /* an affinity beyond the configured ids: let hwloc sort it out */
+		return -1; /* an affinity beyond the ids we keep: let hwloc sort it out */
 	np_verbose("topology: this machine has one node; hwloc not run");
 	return 0;
 }
@@ -128,7 +135,7 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 		return fail(t, why);
 
 	bool isolate = src != NP_TOPO_SYSTEM || (!secure && np_topo_hwloc_redirects());
-	if (!isolate && load_one_node(t, allow) == 0)
+	if (!isolate && load_one_node(t, allow, secure) == 0)
 		return loaded(t);
 	/* Here, before any child is made: a child's dlopen could wait for ever on a loader lock
 	 * that this thread held when it was cloned (its first malloc can come from inside dlopen). */

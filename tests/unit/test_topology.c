@@ -404,7 +404,9 @@ static void named_input_without_child_is_refused(void **state)
  * A machine with one node (/sys/devices/system/node lists node0 alone) is not
  * discovered with hwloc at all: there is nothing to discover, and hwloc's discovery was most of
  * a small program's start-up time and a third of a megabyte of its resident memory. The table
- * must be the one hwloc gives on such a machine: the same node, memory, distances and CPUs. On
+ * must be the one hwloc gives on such a machine: the same node, memory, distances and CPUs (the
+ * allowed ones are the start-up affinity, where hwloc reads the cpuset: a `taskset` narrows
+ * ours only; a container's cpuset is its affinity too). On
  * a machine of several nodes the comparison with hwloc's table is skipped (the fake then says
  * something libnuma would not).
  */
@@ -412,12 +414,18 @@ static void one_node_machine_needs_no_hwloc(void **state)
 {
 	(void)state;
 	static struct np_topo h;
+	int rc;
 	np_log_verbose = 1;
 	np_fake_os_set_node_max(-1); /* the node directory unreadable: hwloc decides */
 	assert_int_equal(load(NULL, NULL), 0);
 	assert_null(strstr(err, "hwloc not run"));
 	np_topo_copy(&h, &t);
 
+	/* The fake's affinity, as a real one: the machine's CPU ids (up to 64). */
+	int all[64], nall = (int)NP_MIN(sysconf(_SC_NPROCESSORS_CONF), 64L);
+	for (int c = 0; c < nall; c++)
+		all[c] = c;
+	assert_int_equal(np_os_set_affinity(all, nall), 0);
 	np_fake_os_set_node_max(0);
 	assert_int_equal(load(NULL, NULL), 0);
 	assert_int_equal(occurrences(err, "hwloc not run"), 1);
@@ -432,7 +440,7 @@ static void one_node_machine_needs_no_hwloc(void **state)
 	assert_true(t.node[0].has_memory && t.node[0].mem_allowed && t.node[0].has_cpus && t.node[0].cpus_allowed);
 	assert_int_equal(t.distance[0][0], NP_DISTANCE_LOCAL);
 	assert_int_equal(t.ncpus, (int)sysconf(_SC_NPROCESSORS_CONF));
-	assert_int_equal(t.nallowed_cpus, t.ncpus); /* the fake's affinity holds every CPU */
+	assert_int_equal(t.nallowed_cpus, nall);
 	assert_true(t.node[0].mem_bytes > 0);
 	assert_int_equal(t.total_mem, t.node[0].mem_bytes);
 	if (h.nnodes == 1) {
@@ -451,7 +459,23 @@ static void one_node_machine_needs_no_hwloc(void **state)
 	assert_int_equal(t.cpu_allowed[0], 1);
 	assert_true(t.node[0].cpus_allowed);
 	assert_null(np_topo_check(&t));
+	/* CPU ids need not be dense: an allowed id past the configured count is a CPU too. */
+	int sparse[2] = {0, t.ncpus + 4};
+	assert_int_equal(np_os_set_affinity(sparse, 2), 0);
+	assert_int_equal(load(NULL, NULL), 0);
+	assert_int_equal(t.nallowed_cpus, 2);
+	assert_int_equal(t.ncpus, sparse[1] + 1);
+	assert_int_equal(t.cpu_allowed[sparse[1]], 1);
+	assert_int_equal(np_topo_cpu_node(&t, sparse[1]), 0);
+	assert_null(np_topo_check(&t));
 	assert_int_equal(np_os_set_affinity(NULL, -1), 0);
+
+	/* Any hwloc variable the user set steers hwloc, so hwloc runs: HWLOC_ALLOW=all, say. */
+	assert_int_equal(setenv("HWLOC_ALLOW", "all", 1), 0);
+	rc = load(NULL, NULL);
+	unsetenv("HWLOC_ALLOW");
+	assert_int_equal(rc, 0);
+	assert_null(strstr(err, "hwloc not run"));
 
 	/* A restriction that leaves no memory is the fallback with its one warning, as from hwloc. */
 	uint8_t none[1] = {0};
@@ -464,7 +488,7 @@ static void one_node_machine_needs_no_hwloc(void **state)
 	load_ok(FIXTURE("2node.xml"));
 	assert_int_equal(t.nnodes, 2);
 	assert_int_equal(setenv("HWLOC_XMLFILE", FIXTURE("r7425.xml"), 1), 0);
-	int rc = load(NULL, NULL);
+	rc = load(NULL, NULL);
 	unsetenv("HWLOC_XMLFILE");
 	assert_int_equal(rc, 0);
 	assert_int_equal(t.nnodes, 8);
@@ -494,6 +518,10 @@ static void hwloc_missing_falls_back(void **state)
 	assert_true(t.is_system);
 	np_fake_os_set_node_max(-1);
 	np_fake_os_fail_library(false);
+	/* A libhwloc of another major API version is named as such. */
+	np_fake_os_library_api_version(0x30000);
+	expect_fallback_load(FIXTURE("2node.xml"), NULL, NP_HWLOC_SONAME " has API version 0x30000, built for 0x");
+	np_fake_os_library_api_version(0);
 	load_ok(FIXTURE("2node.xml"));
 	assert_int_equal(t.nnodes, 2);
 }
