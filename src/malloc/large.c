@@ -92,7 +92,7 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 	if (from < 0)
 		return NULL;
 	*dirty = h.dirty;
-	np_pcp_count_alloc(&th->pcp, intended, from, (long)(np_chunk_data_bytes(h.c) >> NP_PAGE_SHIFT));
+	np_pcp_count_alloc(&th->pcp, intended, from, (long)(np_chunk_data_bytes(h.c) >> NP_PAGE_SHIFT), node >= 0);
 	return (char *)h.c + h.c->data_offset;
 }
 
@@ -203,7 +203,7 @@ void *np_large_interleaved(struct np_thread *th, size_t size, uint64_t nodes)
 	for (int i = 0; i < c->nilv; i++) {
 		int n = c->ilv[i];
 		if (nodes) /* the task's interleave: its pages are where they were meant to go */
-			np_pcp_count_alloc(&th->pcp, n, n, share[n]);
+			np_pcp_count_alloc(&th->pcp, n, n, share[n], false);
 		else {
 			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_interleave_hit, share[n]);
 			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_pages_in_use, share[n]);
@@ -232,7 +232,7 @@ void np_large_count(struct np_thread *th, void *p, size_t requested)
 
 void np_large_count_growth(struct np_thread *th, int node, size_t old, size_t new, bool user)
 {
-	np_pcp_count_alloc(th ? &th->pcp : NULL, node, node, (long)((new - old) >> NP_PAGE_SHIFT));
+	np_pcp_count_alloc(th ? &th->pcp : NULL, node, node, (long)((new - old) >> NP_PAGE_SHIFT), false);
 	if (user)
 		np_vmstat_add(th ? &th->st : NULL, node, NUMA_PAGE_STAT_malloc_in_use, (long)(new - old));
 }

@@ -141,13 +141,14 @@ void np_pcp_set_home(struct np_pcp *pcp, int home)
 	}
 }
 
-void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages)
+void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages, bool named)
 {
 	struct np_vmstat_diffs *st = pcp ? pcp->st : NULL;
 	int home = pcp ? pcp->home : intended;
-	if (pcp && np_node_interleaves(&pcp->policy, served)) {
+	if (pcp && !named && np_node_interleaves(&pcp->policy, served)) {
 		/* Under an interleave every node of it is where the page was meant to go (a full
-		 * one is passed over: its batches come from the next). */
+		 * one is passed over: its batches come from the next). Not for a node the program
+		 * named: that is where its pages were meant to go. */
 		intended = served;
 		np_vmstat_add(st, served, NUMA_PAGE_STAT_interleave_hit, npages);
 	}
@@ -258,7 +259,7 @@ static struct np_page *get_direct(struct np_pcp *pcp, unsigned order, int node)
 	int from = np_node_walk(&r, take_batch, &t);
 	if (from < 0)
 		return NULL;
-	np_pcp_count_alloc(pcp, node, from, 1L << order);
+	np_pcp_count_alloc(pcp, node, from, 1L << order, true);
 	return run;
 }
 
@@ -279,7 +280,7 @@ struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
 	unlink_run(l, pg);
 	pcp->count -= 1 << order;
 	np_page_set_state(pg, NP_PAGE_USED);
-	np_pcp_count_alloc(pcp, pcp->target, np_page_node(pg), 1L << order);
+	np_pcp_count_alloc(pcp, pcp->target, np_page_node(pg), 1L << order, node >= 0);
 	return pg;
 }
 
@@ -401,7 +402,7 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 	if (own && pcp->nruns) {
 		struct np_page *r = take_cached_run(pcp, npages, align_pages);
 		if (r) {
-			np_pcp_count_alloc(pcp, node >= 0 ? node : pcp->target, np_page_node(r), (long)npages);
+			np_pcp_count_alloc(pcp, node >= 0 ? node : pcp->target, np_page_node(r), (long)npages, node >= 0);
 			return r;
 		}
 		/* A miss: the program's long runs are not of a few repeated lengths, and kept ones
@@ -426,7 +427,7 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 	int from = np_node_walk(&r, take_run, &t);
 	if (from < 0)
 		return NULL;
-	np_pcp_count_alloc(pcp, intended, from, (long)npages);
+	np_pcp_count_alloc(pcp, intended, from, (long)npages, node >= 0);
 	int kept = 1;
 	if (t.got > 1) {
 		if (is_near(pcp, from)) {

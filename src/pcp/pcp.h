@@ -102,8 +102,9 @@ void np_pcp_drain(struct np_pcp *pcp);
 
 /* Accounting shared with callers that place memory themselves (huge chunks): counts npages
  * served on dense node `served` for a request intended for `intended` (a node of the
- * thread's interleave is where it was intended: numa_hit and interleave_hit there). */
-void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages);
+ * thread's interleave is where it was intended: numa_hit and interleave_hit there, unless
+ * named: the program named `intended` itself, numa_page_alloc_onnode). */
+void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages, bool named);
 /* True when pages of dense node `node` are remote to the pcp's thread (pcp NULL: to the
  * calling thread's CPU). */
 bool np_pcp_is_remote(const struct np_pcp *pcp, int node);

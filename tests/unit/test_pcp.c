@@ -692,6 +692,16 @@ static void interleave_policy_spreads_batches_and_runs(void **state)
 	}
 	for (int n = 0; n < 4; n++)
 		assert_int_equal(rper[n], 2);
+	/* A node the program names (numa_page_alloc_onnode) is not the interleave's placement: a
+	 * hit there, no interleave hit (a review found them counted as interleave hits). */
+	long ih2 = STAT(2, interleave_hit), hit2 = STAT(2, numa_hit);
+	struct np_page *named = np_pcp_get(&pcp, 0, 2), *named_run = np_pcp_get_run(&pcp, 20, 1, 2);
+	assert_int_equal(np_page_node(named), 2);
+	assert_int_equal(np_page_node(named_run), 2);
+	assert_int_equal(STAT(2, interleave_hit), ih2);
+	assert_int_equal(STAT(2, numa_hit), hit2 + 21);
+	np_pcp_put(&pcp, named);
+	np_pcp_put_run(&pcp, named_run);
 	/* Every node of the interleave is near: all freed to the head. */
 	put_all(64, pg);
 	for (int n = 0; n < 4; n++)
@@ -731,6 +741,21 @@ static void interleave_passes_a_full_node_to_the_set(void **state)
 		if (n != 2)
 			assert_int_equal(STAT(n, pages_in_use) - (n == 0 ? full0 : 0), 0);
 	assert_int_equal(STAT(2, interleave_hit), 32 + 8 * 20);
+	/* The full node named: served by another, which is a miss there and foreign on node 0,
+	 * even when the one that served is a node of the interleave. */
+	long full1 = (long)np_pools[1].limit_pages, full3 = (long)np_pools[3].limit_pages;
+	np_vmstat_add(NULL, 1, NUMA_PAGE_STAT_pages_in_use, full1); /* only node 2 has room */
+	np_vmstat_add(NULL, 3, NUMA_PAGE_STAT_pages_in_use, full3);
+	long foreign0 = STAT(0, numa_foreign), ih_before = STAT(2, interleave_hit);
+	struct np_page *nf = np_pcp_get(&pcp, 0, 0);
+	assert_non_null(nf);
+	assert_int_equal(np_page_node(nf), 2);
+	assert_int_equal(STAT(0, numa_foreign), foreign0 + 1);
+	assert_int_equal(STAT(2, numa_miss), 1);
+	assert_int_equal(STAT(2, interleave_hit), ih_before);
+	np_pcp_put(&pcp, nf);
+	np_vmstat_add(NULL, 1, NUMA_PAGE_STAT_pages_in_use, -full1);
+	np_vmstat_add(NULL, 3, NUMA_PAGE_STAT_pages_in_use, -full3);
 	/* The whole set full: no node of it grows (what their pools hold still serves), the
 	 * others may. */
 	long full2 = (long)np_pools[2].limit_pages;
