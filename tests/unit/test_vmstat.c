@@ -638,6 +638,46 @@ static void json_strings_are_utf8(void **state)
 	}
 }
 
+/* The reader gives back what the writer wrote (a review found `numapage run` show a tab in a
+ * command's name as "u0009"), decodes what other writers may use (a surrogate pair, \/),
+ * replaces what is no character, and cuts only between characters. */
+static void json_strings_read_back(void **state)
+{
+	(void)state;
+	static const char *const round[] = {"tab\there \"q\" \\ \x01", "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"};
+	for (size_t k = 0; k < sizeof round / sizeof round[0]; k++) {
+		char buf[256] = "", back[256];
+		FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+		assert_non_null(f);
+		np_json_string(f, round[k]);
+		fclose(f);
+		const char *c = buf + 1;
+		assert_int_equal(np_json_read_string(&c, back, sizeof back), strlen(round[k]));
+		assert_string_equal(back, round[k]);
+		assert_int_equal(*c, '\0'); /* past the closing quote: the end of buf */
+	}
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"bad\\ufffdbyte\"", "bad\xef\xbf\xbd" "byte"},
+		{"\\ud83d\\ude00 \\/ \\b\"", "\xf0\x9f\x98\x80 / \b"},
+		{"lone \\ud800 \\q\"", "lone \xef\xbf\xbd \xef\xbf\xbd"},
+		{"unterminated", "unterminated"},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char back[64];
+		const char *c = cases[k].in;
+		np_json_read_string(&c, back, sizeof back);
+		assert_string_equal(back, cases[k].out);
+	}
+	/* Cut: the euro sign (3 bytes) does not fit after "ab" in 5 bytes: left out whole. */
+	char small[5];
+	const char *c = "ab\xe2\x82\xac\"";
+	assert_int_equal(np_json_read_string(&c, small, sizeof small), 2);
+	assert_string_equal(small, "ab");
+	assert_int_equal(*c, '\0');
+}
+
 static void json_is_well_formed(void **state)
 {
 	(void)state;
@@ -1011,6 +1051,7 @@ int main(void)
 		cmocka_unit_test_setup(files_of_other_pid_namespaces_are_left_alone, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
 		cmocka_unit_test(json_strings_are_utf8),
+		cmocka_unit_test(json_strings_read_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,10 +180,8 @@ int np_tstats_parse_report(const char *text, struct np_treport *r)
 	r->parent = (int)top_int(text, nodes, "\"parent\"", 0);
 	const char *c = strstr(text, "\"command\"");
 	if (c && c < nodes && (c = strchr(c + 9, '"'))) {
-		size_t n = 0;
-		for (c++; *c && *c != '"' && n + 1 < sizeof r->command; c++)
-			r->command[n++] = *c == '\\' && c[1] ? *++c : *c;
-		r->command[n] = '\0';
+		c++;
+		np_json_read_string(&c, r->command, sizeof r->command);
 	}
 	const char *p = nodes + 1;
 	for (;;) {
