@@ -83,7 +83,13 @@ static const struct cmd *find(const char *name)
 
 static int help(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+	if (argc > 2) {
+		fprintf(stderr, "numapage help: one command at most, not '%s'\n", argv[2]);
+		usage(stderr);
+		return 2;
+	}
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
 		return 0;
 	}

@@ -190,7 +190,7 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
 #define NP_VMSTAT_SHM_DIR "/dev/shm"
 #define NP_VMSTAT_SHM_PREFIX "numapage."
 #define NP_VMSTAT_SHM_MAGIC 0x31544154534e504eULL /* "NPNSTAT1" little-endian */
-#define NP_VMSTAT_SHM_VERSION 2
+#define NP_VMSTAT_SHM_VERSION 3
 #define NP_VMSTAT_SHM_NAME_LEN 32
 
 struct np_vmstat_shm_header {
@@ -209,6 +209,8 @@ struct np_vmstat_shm_header {
 	int32_t os_id[NP_MAX_NODES];
 	uint64_t pid_ns;       /* the publisher's pid namespace (np_os_pid_ns; 0: unknown): pid is its
 				  pid there, and only a process of that namespace may judge it gone */
+	int32_t parent;        /* the process it was forked from (0: started by exec); version 3 */
+	int32_t reserved;      /* 0 */
 };
 
 struct np_vmstat_shm_name {
@@ -226,9 +228,10 @@ size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid);
  * np_vmstat_shm_path writes: the prefix, then decimal numbers with no sign and no leading
  * zero, a uid of at most UINT_MAX and a pid of 1 to INT_MAX. Anything else is no process's. */
 bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid);
-/* Creates and fills the file; returns the totals array inside the mapping, or NULL (nothing
- * published, a verbose message says why). */
-struct np_vmstat_totals *np_vmstat_shm_create(void);
+/* Creates and fills the file (parent: the process this one was forked from, 0 when none);
+ * returns the totals array inside the mapping, or NULL (nothing published, a verbose message
+ * says why). */
+struct np_vmstat_totals *np_vmstat_shm_create(int parent);
 /* Unmaps and unlinks the file if this process created it. */
 void np_vmstat_shm_remove(void);
 /* In a forked child: forgets the parent's file (unmapped, not unlinked). */

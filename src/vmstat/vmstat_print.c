@@ -224,7 +224,7 @@ static void at_exit(void)
 
 static void publish(void)
 {
-	struct np_vmstat_totals *t = np_vmstat_shm_create();
+	struct np_vmstat_totals *t = np_vmstat_shm_create(parent_pid);
 	if (t)
 		np_vmstat_use_totals(t);
 }

@@ -54,7 +54,7 @@ static bool other_namespace(const char *file, unsigned uid, uint64_t ns)
 	return ns && np_os_read_own(file, uid, &h, sizeof h) == (long)sizeof h && np_vmstat_shm_other_ns(&h, ns);
 }
 
-struct np_vmstat_totals *np_vmstat_shm_create(void)
+struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 {
 	int n = np_vmstat_nnodes();
 	if (n <= 0 || map)
@@ -98,6 +98,7 @@ struct np_vmstat_totals *np_vmstat_shm_create(void)
 	h->totals_off = (uint32_t)totals_off;
 	h->node_stride = (uint32_t)sizeof(struct np_vmstat_totals);
 	h->pid_ns = ns;
+	h->parent = parent;
 	for (int i = 0; i < n; i++) {
 		h->os_id[i] = np_vmstat_os_id(i);
 		h->threshold[i] = np_vmstat_threshold(i);

@@ -41,7 +41,7 @@ def run(*args, rc=0, env=None, timeout=120, **kw):
     p = subprocess.run([EXE, *args], capture_output=True, text=True, env=e, timeout=timeout, **kw)
     if p.returncode != rc:
         sys.exit('numapage %s: exit %d, wanted %d\nstdout:\n%s\nstderr:\n%s' % (
-            ' '.join(args), p.returncode, rc, p.stdout, p.stderr))
+            ' '.join(map(str, args)), p.returncode, rc, p.stdout, p.stderr))
     return p
 
 
@@ -68,6 +68,9 @@ try:
     assert run('--version').stdout.startswith('numapage '), 'version'
     assert run('help', 'stat').stdout.startswith('usage: numapage stat'), 'help stat'
     assert 'unknown command' in run('help', 'bogus', rc=2).stderr
+    # help is a command too, and extra words are refused as the other commands refuse them.
+    assert run('help', 'help').stdout.startswith('usage: numapage COMMAND'), 'help help'
+    assert 'one command at most' in run('help', 'run', 'stat', rc=2).stderr
     assert 'unknown command' in run('bogus', rc=2).stderr
     assert 'no command given' in run(rc=2).stderr
 
@@ -209,6 +212,54 @@ sys.exit(os.waitstatus_to_exitcode(status))
     assert req(child) >= 30000 * 1000 and req(child) < req(parent), (req(child), req(parent))
     assert sum(n['malloc_requested'] for n in j['nodes']) == req(parent) + req(child), j
     assert 'forked from %d' % parent['pid'] in p.stderr, p.stderr
+    # A child that outlives its parent and ends with _exit (no report: its live file is read)
+    # was forked all the same (it said parent 0, as for a process started by exec).
+    orphan_py = '''
+import os, sys, time
+if os.fork() == 0:
+    time.sleep(0.5)
+    keep = [bytes(2000) for _ in range(2000)]
+    os._exit(0)
+sys.exit(0)
+'''
+    out = os.path.join(tmp, 'orphan.json')
+    p = run('run', '--stats', '--per-process', '--json', out, '--', PY, '-c', orphan_py)
+    procs = json.load(open(out))['per_process']
+    assert len(procs) == 2, procs
+    first, orphan = sorted(procs, key=lambda x: x['parent'])
+    assert first['parent'] == 0 and orphan['parent'] == first['pid'], procs
+    assert 'forked from %d' % first['pid'] in p.stderr, p.stderr
+    # A child that ends with _exit and is reaped by its own parent never was numapage run's
+    # zombie: its live file named its parent, and it is counted (it was missing, its file left).
+    reaped_py = '''
+import os
+data = [bytes(2000) for _ in range(2000)]
+pid = os.fork()
+if pid == 0:
+    more = [bytes(1000) for _ in range(30000)]
+    os._exit(0)
+os.waitpid(pid, 0)
+'''
+    out = os.path.join(tmp, 'reaped.json')
+    p = run('run', '--stats', '--per-process', '--json', out, '--', PY, '-c', reaped_py)
+    j = json.load(open(out))
+    procs = j['per_process']
+    assert j['processes'] == 2 and len(procs) == 2, j
+    first, child = sorted(procs, key=lambda x: x['parent'])
+    assert first['parent'] == 0 and child['parent'] == first['pid'] and child['command'] == first['command'], procs
+    assert sum(n['malloc_requested'] for n in child['nodes']) >= 30000 * 1000, child
+    assert not os.path.exists('/dev/shm/numapage.%d.%d' % (os.geteuid(), child['pid']))
+    assert 'ended without an exit report' in p.stderr, p.stderr
+    # A command name with a tab and a byte that is not UTF-8 comes back as it was written:
+    # JSON escapes are decoded (the tab came back as 'u0009').
+    odd = os.path.join(tmp, 'tab\there')
+    shutil.copy('/bin/true', odd)
+    p = run('run', '--stats', '--per-process', '--json', '-', '--', odd)
+    assert json.loads(p.stdout)['per_process'][0]['command'] == 'tab\there', p.stdout
+    bad = os.path.join(os.fsencode(tmp), b'bad\xffbyte')
+    shutil.copy('/bin/true', bad)
+    p = run('run', '--stats', '--per-process', '--json', '-', '--', bad)
+    assert json.loads(p.stdout)['per_process'][0]['command'] == 'bad\ufffdbyte', p.stdout
 
     # ---- stat on a Python os.fork() child while it runs ------------------------------------------------
     child_py = '''

@@ -215,8 +215,8 @@ try:
     r = stat(sleeper.pid, rc=1)
     assert 'does not use libnumapage' in r.stderr, r.stderr
     # A complete file of an earlier process whose pid the sleeper now has: stale, removed.
-    hdr = struct.pack('<QIIiIiiIIII64i64iQ', 0x31544154534e504e, 2, 4096, sleeper.pid, UID, 1, 1, 4096,
-                      568, 640, 64, *([0] * 128), PIDNS)
+    hdr = struct.pack('<QIIiIiiIIII64i64iQii', 0x31544154534e504e, 3, 4096, sleeper.pid, UID, 1, 1, 4096,
+                      576, 640, 64, *([0] * 128), PIDNS, 0, 0)
     fake = shm_path(sleeper.pid)
     with open(fake, 'wb') as f:
         f.write(hdr.ljust(4096, b'\0'))
@@ -274,12 +274,12 @@ NAMES = ['numa_hit', 'numa_miss', 'numa_foreign', 'local_node', 'other_node', 'i
 
 def craft(pid, uid=UID, nnodes=1, osid=(0,), thr=28, val=12345, size=4096, pidns=None):
     """A complete live-view file (struct np_vmstat_shm_header, then names, then totals)."""
-    ni, names_off, totals_off = len(NAMES), 568, 896
+    ni, names_off, totals_off = len(NAMES), 576, 896
     osids = list(osid) + [0] * (64 - len(osid))
     thrs = [thr] * 64
     buf = bytearray(size)
-    hdr = struct.pack('<QIIiIiiIIII64i64iQ', 0x31544154534e504e, 2, size, pid, uid, nnodes, ni, 4096,
-                      names_off, totals_off, 8 * ni, *thrs, *osids, PIDNS if pidns is None else pidns)
+    hdr = struct.pack('<QIIiIiiIIII64i64iQii', 0x31544154534e504e, 3, size, pid, uid, nnodes, ni, 4096,
+                      names_off, totals_off, 8 * ni, *thrs, *osids, PIDNS if pidns is None else pidns, 0, 0)
     buf[:len(hdr)] = hdr
     for k, n in enumerate(NAMES):
         buf[names_off + 32 * k:names_off + 32 * k + len(n)] = n.encode()

@@ -756,7 +756,7 @@ static void shm_failure_publishes_nothing(void **state)
 {
 	(void)state;
 	np_fake_os_fail_shm(-EACCES);
-	assert_null(np_vmstat_shm_create());
+	assert_null(np_vmstat_shm_create(0));
 	assert_null(np_vmstat_shm_published());
 	np_fake_os_fail_shm(0);
 	/* Counting goes on in static memory. */
@@ -799,7 +799,7 @@ static void live_file_lifecycle(void **state)
 	np_vmstat_register(th);
 	np_vmstat_add(NULL, 2, HIT, 40); /* before the file exists: moved into it */
 	np_vmstat_add(th, 0, HIT, 2);    /* a pending diff: not in any total yet */
-	struct np_vmstat_totals *t = np_vmstat_shm_create();
+	struct np_vmstat_totals *t = np_vmstat_shm_create(4321); /* as if forked from 4321 */
 	assert_non_null(t);
 	assert_string_equal(np_vmstat_shm_published(), path);
 	np_vmstat_use_totals(t);
@@ -810,6 +810,7 @@ static void live_file_lifecycle(void **state)
 	assert_int_equal(h->version, NP_VMSTAT_SHM_VERSION);
 	assert_int_equal(h->size, size);
 	assert_int_equal(h->pid, getpid());
+	assert_int_equal(h->parent, 4321);
 	assert_int_equal(h->uid, geteuid());
 	assert_int_equal(h->nnodes, 3);
 	assert_int_equal(h->nitems, NUMA_PAGE_STAT_NITEMS);
@@ -831,7 +832,7 @@ static void live_file_lifecycle(void **state)
 	assert_int_equal(np_vmstat_read(2, HIT), 40);
 	assert_int_equal(np_vmstat_snapshot(1, NUMA_PAGE_STAT_numa_miss), 9);
 	/* Only one file per process. */
-	assert_null(np_vmstat_shm_create());
+	assert_null(np_vmstat_shm_create(0));
 
 	/* Fork: the child counts privately, as a process of its own: its events restart at zero
 	 * (the parent's history, unfolded diffs of vanished threads included, stays the
@@ -989,9 +990,9 @@ static void files_of_other_pid_namespaces_are_left_alone(void **state)
 		np_vmstat_shm_path(mine, sizeof mine, me, np_os_pid());
 		plant_header(mine, ns + 7);
 		np_vmstat_shm_forget();
-		bool kept = np_vmstat_shm_create() == NULL && access(mine, F_OK) == 0; /* not published */
+		bool kept = np_vmstat_shm_create(0) == NULL && access(mine, F_OK) == 0; /* not published */
 		unlink(mine);
-		bool made = np_vmstat_shm_create() != NULL; /* a gone process's of ours: replaced */
+		bool made = np_vmstat_shm_create(0) != NULL; /* a gone process's of ours: replaced */
 		size_t size;
 		bool tagged = made && map_ro(mine, &size)->pid_ns == ns;
 		np_vmstat_shm_remove();

@@ -41,6 +41,8 @@
 #include "../lib/tstats.h"
 #include "json.h"
 #include "numapage.h"
+#include "os.h"
+#include "vmstat/vmstat.h"
 
 #define EXIT_NOT_LOADED 125
 #define MAX_PROCS 4096
@@ -272,7 +274,9 @@ struct leftover {
 
 static struct leftover *leftovers;
 
-static void read_leftover(pid_t pid)
+/* Reads the live file of process pid, gone or a zombie, into the leftovers (command: its
+ * own, or when it is gone, `command`), and removes the file. True when it was read. */
+static bool read_leftover_file(pid_t pid, const char *command)
 {
 	char path[128];
 	unsigned me = (unsigned)geteuid();
@@ -280,13 +284,18 @@ static void read_leftover(pid_t pid)
 	struct stat st;
 	int fd = np_livefile_open(path, me, &st);
 	if (fd < 0)
-		return; /* it reported (the file goes at exit), it did not publish, or the name holds
-			 * something that is not our file (planted: not ours to read or remove) */
+		return false; /* it reported (the file goes at exit), it did not publish, or the name
+			       * holds something that is not our file (planted: not ours to read or remove) */
 	static struct np_livefile f;
 	struct leftover *l = calloc(1, sizeof *l);
-	if (l && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK) {
+	bool read = l && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK;
+	if (read) {
 		l->r.pid = pid;
-		np_proc_comm(pid, l->r.command, sizeof l->r.command);
+		l->r.parent = f.parent; /* a forked child that ended with _exit, or killed */
+		if (command)
+			snprintf(l->r.command, sizeof l->r.command, "%s", command);
+		else
+			np_proc_comm(pid, l->r.command, sizeof l->r.command);
 		np_livefile_totals(&f, &l->r.stats);
 		np_livefile_free(&f);
 		l->next = leftovers;
@@ -297,6 +306,76 @@ static void read_leftover(pid_t pid)
 	close(fd);
 	/* Our regular file under our name: sticky /dev/shm lets nobody swap it meanwhile. */
 	unlink(path);
+	return read;
+}
+
+static void read_leftover(pid_t pid)
+{
+	read_leftover_file(pid, NULL);
+}
+
+/* The command of process pid when it is one of the job (reported or left over), else NULL. */
+static const char *job_command(const struct job *j, int pid)
+{
+	for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++)
+		if (j->procs[i].pid == pid)
+			return j->procs[i].command;
+	for (struct leftover *l = leftovers; l; l = l->next)
+		if (l->r.pid == pid)
+			return l->r.command;
+	return NULL;
+}
+
+/*
+ * A child that a process of the job forked and that ended with _exit or a signal, reaped by
+ * its own parent, never became our zombie: its live file stayed in /dev/shm, and its counts
+ * were missing from the job. The file names the process it was forked from (header version
+ * 3), so once the job is over, the files of our uid whose process is gone and whose parent is
+ * a process of the job (or such a child: the scan repeats while it finds some) are read as
+ * leftovers, under the parent's command (a forked child runs its parent's program), and
+ * removed. A dead process's pid cannot name a live one's file: only gone pids are taken.
+ */
+static void adopt_forked_leftovers(const struct job *j)
+{
+	unsigned me = (unsigned)geteuid();
+	for (bool more = true; more;) {
+		more = false;
+		DIR *d = opendir("/dev/shm");
+		if (!d)
+			return;
+		for (struct dirent *e; (e = readdir(d));) {
+			unsigned uid;
+			int pid;
+			if (!np_vmstat_shm_parse_name(e->d_name, &uid, &pid) || uid != me || job_command(j, pid) ||
+			    kill(pid, 0) == 0 || errno != ESRCH)
+				continue;
+			char path[128];
+			np_vmstat_shm_path(path, sizeof path, me, pid);
+			struct stat st;
+			int fd = np_livefile_open(path, me, &st);
+			if (fd < 0)
+				continue;
+			/* Another pid namespace's file (a container's sharing /dev/shm): its pids are
+			 * not ours, so neither its gone-ness nor its parent means anything here. */
+			struct np_vmstat_shm_header h;
+			bool other = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+				     np_vmstat_shm_other_ns(&h, np_os_pid_ns());
+			static struct np_livefile f;
+			int parent = 0;
+			if (!other && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK) {
+				parent = f.parent;
+				np_livefile_free(&f);
+			}
+			close(fd);
+			char command[sizeof ((struct np_treport *)0)->command];
+			const char *pc = parent ? job_command(j, parent) : NULL;
+			if (pc) {
+				snprintf(command, sizeof command, "%s", pc);
+				more |= read_leftover_file(pid, command);
+			}
+		}
+		closedir(d);
+	}
 }
 
 /* Adds the leftovers of processes that wrote no report to the job; returns how many. */
@@ -543,6 +622,7 @@ int np_cmd_run(int argc, char **argv)
 	collect(&j, dir);
 	if (j.bad)
 		fprintf(stderr, "numapage run: %d report%s of the job could not be read\n", j.bad, j.bad == 1 ? "" : "s");
+	adopt_forked_leftovers(&j);
 	int left = add_leftovers(&j);
 	if (left)
 		fprintf(stderr, "numapage run: %d process%s of the job ended without an exit report (_exit or a "

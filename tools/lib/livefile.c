@@ -105,6 +105,7 @@ enum np_livefile_err np_livefile_load(struct np_livefile *f, int fd, const struc
 	snprintf(f->path, sizeof f->path, "%s", path);
 	f->uid = uid;
 	f->pid = pid;
+	f->parent = h.parent > 0 ? h.parent : 0;
 	f->dev = st->st_dev;
 	f->ino = st->st_ino;
 	f->size = h.size;

@@ -25,6 +25,7 @@ struct np_livefile {
 	char path[128];
 	unsigned uid;
 	int pid;
+	int parent;            /* the process it was forked from (0: started by exec) */
 	dev_t dev;
 	ino_t ino;
 	size_t size;           /* the header's size: what each read takes */
