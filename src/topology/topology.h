@@ -2,8 +2,8 @@
  * topology.h — the machine as a frozen table. Only src/topology/ includes <hwloc.h>.
  *
  * np_topo_load() discovers the machine once with hwloc (or loads an hwloc XML file or synthetic
- * string to rehearse another machine; a machine of one node needs no discovery and no hwloc) and fills a plain struct np_topo that nothing changes
- * afterwards. Everything else in the library reads that table; the running library's table is
+ * string to rehearse another machine; a machine of one node needs no discovery and no hwloc)
+ * and fills a plain struct np_topo that nothing changes afterwards. Everything else in the library reads that table; the running library's table is
  * np_topo_table, filled once at initialisation.
  *
  * Nodes are kept in a dense index 0..nnodes-1 in increasing OS id order; node[i].os_id maps back

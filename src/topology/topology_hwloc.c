@@ -25,7 +25,6 @@
  */
 #define HW_FN(f) __typeof__(&f) f
 static struct np_hwloc {
-	HW_FN(hwloc_get_api_version);
 	HW_FN(hwloc_topology_init);
 	HW_FN(hwloc_topology_destroy);
 	HW_FN(hwloc_topology_load);
@@ -55,7 +54,7 @@ static const struct {
 	const char *name;
 	size_t off;
 } hw_names[] = {
-	HW_NAME(hwloc_get_api_version), HW_NAME(hwloc_topology_init), HW_NAME(hwloc_topology_destroy),
+	HW_NAME(hwloc_topology_init), HW_NAME(hwloc_topology_destroy),
 	HW_NAME(hwloc_topology_load), HW_NAME(hwloc_topology_set_flags),
 	HW_NAME(hwloc_topology_set_type_filter), HW_NAME(hwloc_topology_set_cache_types_filter),
 	HW_NAME(hwloc_topology_set_icache_types_filter), HW_NAME(hwloc_topology_set_components),
@@ -77,17 +76,20 @@ bool np_topo_hwloc_open(char *why, size_t why_size)
 		return false;
 	/* The ABI of the headers we were built with (the same major API version) first: another
 	 * major version may lack or change what we would resolve. */
-	struct np_hwloc h;
+	__typeof__(&hwloc_get_api_version) api_version;
 	void *fn = np_os_library_symbol(lib, "hwloc_get_api_version");
-	if (fn) {
-		memcpy(&h.hwloc_get_api_version, &fn, sizeof fn);
-		unsigned version = h.hwloc_get_api_version();
-		if (version >> 16 != HWLOC_API_VERSION >> 16) {
-			np_format(why, why_size, "%s has API version 0x%x, built for 0x%x", NP_HWLOC_SONAME,
-				  version, (unsigned)HWLOC_API_VERSION);
-			return false;
-		}
+	if (!fn) {
+		np_format(why, why_size, "%s has no hwloc_get_api_version", NP_HWLOC_SONAME);
+		return false;
 	}
+	memcpy(&api_version, &fn, sizeof fn);
+	unsigned version = api_version();
+	if (version >> 16 != HWLOC_API_VERSION >> 16) {
+		np_format(why, why_size, "%s has API version 0x%x, built for 0x%x", NP_HWLOC_SONAME, version,
+			  (unsigned)HWLOC_API_VERSION);
+		return false;
+	}
+	struct np_hwloc h;
 	for (size_t k = 0; k < NP_ARRAY_SIZE(hw_names); k++) {
 		fn = np_os_library_symbol(lib, hw_names[k].name);
 		if (!fn) {
@@ -100,19 +102,15 @@ bool np_topo_hwloc_open(char *why, size_t why_size)
 	return true;
 }
 
-/* The objects of a type: hwloc's inline hwloc_get_nbobjs_by_type and _next_obj_by_type, through
- * the pointers. A type at several depths (none that we ask for) counts as absent. */
-static int count_of(hwloc_topology_t topo, hwloc_obj_type_t type)
+/* The objects of a type and, in *depth, the depth to fetch them at (hwloc_get_obj_by_depth):
+ * hwloc's inline hwloc_get_nbobjs_by_type through the pointers. A type at several depths (none
+ * that we ask for) counts as absent. */
+static int count_of(hwloc_topology_t topo, hwloc_obj_type_t type, int *depth)
 {
-	int depth = H.hwloc_get_type_depth(topo, type);
-	if (depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE)
+	*depth = H.hwloc_get_type_depth(topo, type);
+	if (*depth == HWLOC_TYPE_DEPTH_UNKNOWN || *depth == HWLOC_TYPE_DEPTH_MULTIPLE)
 		return 0;
-	return (int)H.hwloc_get_nbobjs_by_depth(topo, depth);
-}
-
-static hwloc_obj_t obj_of(hwloc_topology_t topo, hwloc_obj_type_t type, int idx)
-{
-	return H.hwloc_get_obj_by_depth(topo, H.hwloc_get_type_depth(topo, type), (unsigned)idx);
+	return (int)H.hwloc_get_nbobjs_by_depth(topo, *depth);
 }
 
 #define MPOL_BIND_MODE 2          /* MPOL_BIND in <linux/mempolicy.h> */
@@ -346,7 +344,8 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 			   char *why_buf, size_t why_size)
 {
 	hwloc_obj_t nodes[NP_MAX_NODES];
-	int nn = count_of(topo, HWLOC_OBJ_NUMANODE);
+	int node_depth, pu_depth;
+	int nn = count_of(topo, HWLOC_OBJ_NUMANODE, &node_depth);
 	if (nn < 1)
 		return "hwloc found no NUMA node";
 	if (nn > NP_MAX_NODES) {
@@ -356,7 +355,7 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 	}
 	/* Dense indices in increasing OS id order (hwloc's logical order need not be). */
 	int k = 0;
-	for (hwloc_obj_t o; k < nn && (o = obj_of(topo, HWLOC_OBJ_NUMANODE, k));) {
+	for (hwloc_obj_t o; k < nn && (o = H.hwloc_get_obj_by_depth(topo, node_depth, (unsigned)k));) {
 		int j = k++;
 		while (j > 0 && nodes[j - 1]->os_index > o->os_index) {
 			nodes[j] = nodes[j - 1];
@@ -377,9 +376,9 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 	/* Owners are stored plus one while ncpus grows, then shifted: ids that are no CPU become
 	 * -1 up to ncpus, and the entries beyond stay 0, unwritten. */
 	int npus = 0;
-	int npu_objs = count_of(topo, HWLOC_OBJ_PU);
+	int npu_objs = count_of(topo, HWLOC_OBJ_PU, &pu_depth);
 	for (int p = 0; p < npu_objs; p++) {
-		hwloc_obj_t pu = obj_of(topo, HWLOC_OBJ_PU, p);
+		hwloc_obj_t pu = H.hwloc_get_obj_by_depth(topo, pu_depth, (unsigned)p);
 		if (!pu)
 			break;
 		if (pu->os_index >= NP_MAX_CPUS) {

@@ -76,8 +76,8 @@ static int loaded(struct np_topo *t)
 
 /*
  * A machine with one node needs no discovery: every CPU is node 0's, node 0 has all the memory
- * (its MemTotal, as hwloc reads it), and the distance is 10. libnuma has counted the nodes already (np_os_node_max), so hwloc is
- * not run at all there: its discovery (thousands of sysfs files on a large machine, a few for
+ * (its MemTotal, as hwloc reads it), and the distance is 10. Where /sys/devices/system/node
+ * lists node0 alone (np_os_node_max), hwloc is not run at all: its discovery (thousands of sysfs files on a large machine, a few for
  * each CPU even with caches filtered out) was about 80% of a small program's start-up time, and
  * the library code it runs a third of a megabyte of its resident memory (docs/perf-issue15.md).
  * The table is the one hwloc gives, but for two things: the CPUs are every configured id (hwloc
