@@ -274,47 +274,7 @@ struct leftover {
 
 static struct leftover *leftovers;
 
-/* Reads the live file of process pid, gone or a zombie, into the leftovers (command: its
- * own, or when it is gone, `command`), and removes the file. True when it was read. */
-static bool read_leftover_file(pid_t pid, const char *command)
-{
-	char path[128];
-	unsigned me = (unsigned)geteuid();
-	np_vmstat_shm_path(path, sizeof path, me, pid);
-	struct stat st;
-	int fd = np_livefile_open(path, me, &st);
-	if (fd < 0)
-		return false; /* it reported (the file goes at exit), it did not publish, or the name
-			       * holds something that is not our file (planted: not ours to read or remove) */
-	static struct np_livefile f;
-	struct leftover *l = calloc(1, sizeof *l);
-	bool read = l && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK;
-	if (read) {
-		l->r.pid = pid;
-		l->r.parent = f.parent; /* a forked child that ended with _exit, or killed */
-		if (command)
-			snprintf(l->r.command, sizeof l->r.command, "%s", command);
-		else
-			np_proc_comm(pid, l->r.command, sizeof l->r.command);
-		np_livefile_totals(&f, &l->r.stats);
-		np_livefile_free(&f);
-		l->next = leftovers;
-		leftovers = l;
-		l = NULL;
-	}
-	free(l);
-	close(fd);
-	/* Our regular file under our name: sticky /dev/shm lets nobody swap it meanwhile. */
-	unlink(path);
-	return read;
-}
-
-static void read_leftover(pid_t pid)
-{
-	read_leftover_file(pid, NULL);
-}
-
-/* The command of process pid when it is one of the job (reported or left over), else NULL. */
+/* The command of process pid when it is one of job's (reported or left over), else NULL. */
 static const char *job_command(const struct job *j, int pid)
 {
 	for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++)
@@ -326,14 +286,67 @@ static const char *job_command(const struct job *j, int pid)
 	return NULL;
 }
 
+/* Reads the live file of process pid into the leftovers and removes it; true when it was read.
+ * job NULL: pid is our zombie, its command its own. Else pid is gone, and its file is taken
+ * only when it names a parent in the job (whose command it shows: a forked child runs its
+ * parent's program) and is of our pid namespace; other files are left alone. */
+static bool read_leftover_file(pid_t pid, const struct job *job)
+{
+	char path[128];
+	unsigned me = (unsigned)geteuid();
+	np_vmstat_shm_path(path, sizeof path, me, pid);
+	struct stat st;
+	int fd = np_livefile_open(path, me, &st);
+	if (fd < 0)
+		return false; /* it reported (the file goes at exit), it did not publish, or the name
+			       * holds something that is not our file (planted: not ours to read or remove) */
+	/* Another pid namespace's file (a container's sharing /dev/shm): its pids are not ours,
+	 * so neither its gone-ness nor its parent means anything here. */
+	struct np_vmstat_shm_header h;
+	bool other = job && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+		     np_vmstat_shm_other_ns(&h, np_os_pid_ns());
+	static struct np_livefile f;
+	struct leftover *l = other ? NULL : calloc(1, sizeof *l);
+	bool read = l && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK;
+	const char *parent_command = read && job ? job_command(job, f.parent) : NULL;
+	if (read && job && !parent_command) {
+		np_livefile_free(&f);
+		read = false;
+	}
+	if (read) {
+		l->r.pid = pid;
+		l->r.parent = f.parent; /* a forked child that ended with _exit, or killed */
+		if (parent_command)
+			snprintf(l->r.command, sizeof l->r.command, "%s", parent_command);
+		else
+			np_proc_comm(pid, l->r.command, sizeof l->r.command);
+		np_livefile_totals(&f, &l->r.stats);
+		np_livefile_free(&f);
+		l->next = leftovers;
+		leftovers = l;
+		l = NULL;
+	}
+	free(l);
+	close(fd);
+	/* Our regular file under our name: sticky /dev/shm lets nobody swap it meanwhile. */
+	if (read || !job)
+		unlink(path);
+	return read;
+}
+
+static void read_leftover(pid_t pid)
+{
+	read_leftover_file(pid, NULL);
+}
+
 /*
  * A child that a process of the job forked and that ended with _exit or a signal, reaped by
  * its own parent, never became our zombie: its live file stayed in /dev/shm, and its counts
  * were missing from the job. The file names the process it was forked from (header version
  * 3), so once the job is over, the files of our uid whose process is gone and whose parent is
  * a process of the job (or such a child: the scan repeats while it finds some) are read as
- * leftovers, under the parent's command (a forked child runs its parent's program), and
- * removed. A dead process's pid cannot name a live one's file: only gone pids are taken.
+ * leftovers and removed. A dead process's pid cannot name a live one's file: only gone pids
+ * are taken.
  */
 static void adopt_forked_leftovers(const struct job *j)
 {
@@ -346,33 +359,9 @@ static void adopt_forked_leftovers(const struct job *j)
 		for (struct dirent *e; (e = readdir(d));) {
 			unsigned uid;
 			int pid;
-			if (!np_vmstat_shm_parse_name(e->d_name, &uid, &pid) || uid != me || job_command(j, pid) ||
-			    kill(pid, 0) == 0 || errno != ESRCH)
-				continue;
-			char path[128];
-			np_vmstat_shm_path(path, sizeof path, me, pid);
-			struct stat st;
-			int fd = np_livefile_open(path, me, &st);
-			if (fd < 0)
-				continue;
-			/* Another pid namespace's file (a container's sharing /dev/shm): its pids are
-			 * not ours, so neither its gone-ness nor its parent means anything here. */
-			struct np_vmstat_shm_header h;
-			bool other = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-				     np_vmstat_shm_other_ns(&h, np_os_pid_ns());
-			static struct np_livefile f;
-			int parent = 0;
-			if (!other && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK) {
-				parent = f.parent;
-				np_livefile_free(&f);
-			}
-			close(fd);
-			char command[sizeof ((struct np_treport *)0)->command];
-			const char *pc = parent ? job_command(j, parent) : NULL;
-			if (pc) {
-				snprintf(command, sizeof command, "%s", pc);
-				more |= read_leftover_file(pid, command);
-			}
+			if (np_vmstat_shm_parse_name(e->d_name, &uid, &pid) && uid == me && !job_command(j, pid) &&
+			    kill(pid, 0) != 0 && errno == ESRCH)
+				more |= read_leftover_file(pid, j);
 		}
 		closedir(d);
 	}
