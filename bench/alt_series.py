@@ -2,7 +2,7 @@
 """alt_series.py - one npbench workload, several allocators or builds, alternating rounds.
 
     python3 bench/alt_series.py WORKLOAD THREADS SCALE ROUNDS LABEL=LIB[,VAR=VALUE...] ...
-        [--npbench build/bench/npbench]
+        [--npbench build/bench/npbench] [--pin]
 
 Each round runs every variant once, the order rotated by one per round, so that drift on a
 shared machine is spread over all of them. LIB is a shared object to preload, or "glibc" for
@@ -10,7 +10,8 @@ none; VAR=VALUE pairs go into that variant's environment (a prototype's switch, 
 Prints, per variant, the median and minimum of the workload's own time (wall) and of the
 process's CPU time (user + system, from wait4), each as a ratio to the first variant's median,
 and every round's wall time. On a busy machine judge by CPU time: wall time then also counts
-the time the process waited for a CPU. Example, a prototype against the current build and
+the time the process waited for a CPU. --pin passes npbench's --pin (worker i on the i-th CPU,
+round robin), as bench/run.py does. Example, a prototype against the current build and
 tcmalloc:
 
     python3 bench/alt_series.py larson 2 0.5 9 now=build/src/libnumapage.so \\
@@ -32,6 +33,9 @@ def main():
         i = argv.index("--npbench")
         npbench = argv[i + 1]
         del argv[i:i + 2]
+    pin = ["--pin"] if "--pin" in argv else []
+    if pin:
+        argv.remove("--pin")
     if len(argv) < 5:
         sys.exit(__doc__)
     wl, threads, scale, rounds = argv[0], argv[1], argv[2], int(argv[3])
@@ -51,7 +55,7 @@ def main():
             if lib != "glibc":
                 e["LD_PRELOAD"] = lib
             e.update(env)
-            p = subprocess.Popen([npbench, wl, "--threads", threads, "--scale", scale], env=e,
+            p = subprocess.Popen([npbench, wl, "--threads", threads, "--scale", scale] + pin, env=e,
                                  stdout=subprocess.PIPE, text=True)
             out = p.stdout.read()
             _, status, ru = os.wait4(p.pid, 0)

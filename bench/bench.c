@@ -4,6 +4,7 @@
  * start-up and the work scale.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,14 +50,49 @@ double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int bench_pin;
+
+/* The CPU of worker slot `slot`: the (slot mod n)-th of the n CPUs in the process's affinity. */
+static int slot_cpu(int slot)
+{
+	static cpu_set_t allowed;
+	static int count;
+	if (!count) { /* the first call is the main thread's, before any worker runs */
+		if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+			bench_fail("sched_getaffinity: %s", strerror(errno));
+		count = CPU_COUNT(&allowed);
+	}
+	for (int cpu = 0, k = slot % count; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &allowed) && k-- == 0)
+			return cpu;
+	bench_fail("no CPU for worker slot %d", slot);
+}
+
+void bench_start_thread(pthread_t *tid, int slot, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr, *ap = NULL;
+	if (bench_pin) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(slot_cpu(slot), &one);
+		pthread_attr_init(&attr);
+		int rc = pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+		if (rc)
+			bench_fail("pthread_attr_setaffinity_np: %s", strerror(rc));
+		ap = &attr;
+	}
+	int rc = pthread_create(tid, ap, fn, arg);
+	if (ap)
+		pthread_attr_destroy(ap);
+	if (rc)
+		bench_fail("pthread_create: %s", strerror(rc));
+}
+
 void bench_run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size)
 {
 	pthread_t *tids = bench_xmalloc_or_fail(sizeof *tids * (size_t)n);
-	for (int i = 0; i < n; i++) {
-		int rc = pthread_create(&tids[i], NULL, fn, (char *)args + (size_t)i * arg_size);
-		if (rc)
-			bench_fail("pthread_create: %s", strerror(rc));
-	}
+	for (int i = 0; i < n; i++)
+		bench_start_thread(&tids[i], i, fn, (char *)args + (size_t)i * arg_size);
 	for (int i = 0; i < n; i++)
 		pthread_join(tids[i], NULL);
 	free(tids);

@@ -95,7 +95,19 @@ void *bench_xmalloc_or_fail(size_t size);
 
 double bench_now(void);
 
-/* Starts n threads running fn(arg + i * arg_size) and joins them all. */
+/* Set by `npbench --pin`: worker slot i runs on the (i mod n)-th of the n CPUs the process may
+ * use, for every allocator alike. With more threads than CPUs, where the scheduler puts them
+ * otherwise decides the result more than the allocator does: xmalloc/2's four threads on two
+ * CPUs took 0.11 s with each producer beside its consumer and 0.28 s with the pairs split, in
+ * runs of one build, so an unpinned row measured which arrangement the scheduler settled into
+ * (docs/perf-issue15.md, section 21). */
+extern int bench_pin;
+
+/* pthread_create for the thread in worker slot `slot` (pinned as bench_pin says); fails the
+ * benchmark when it cannot start. */
+void bench_start_thread(pthread_t *tid, int slot, void *(*fn)(void *), void *arg);
+
+/* Starts n threads running fn(arg + i * arg_size), slots 0..n-1, and joins them all. */
 void bench_run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size);
 
 /* Splits total work over n workers: worker i's share; the shares add up to total. */

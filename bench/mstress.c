@@ -73,12 +73,10 @@ int bench_mstress(const struct bench_args *a, struct bench_result *r)
 	/* Keep n threads alive: when the oldest ends, start the next life in its place. */
 	uint64_t next = 0;
 	for (int t = 0; t < n; t++, next++)
-		if (pthread_create(&tid[t], NULL, ms_thread, &life[next]))
-			bench_fail("mstress: pthread_create failed");
+		bench_start_thread(&tid[t], t, ms_thread, &life[next]);
 	for (int t = 0; next < lives; t = (t + 1) % n, next++) {
 		pthread_join(tid[t], NULL);
-		if (pthread_create(&tid[t], NULL, ms_thread, &life[next]))
-			bench_fail("mstress: pthread_create failed");
+		bench_start_thread(&tid[t], t, ms_thread, &life[next]);
 	}
 	for (int t = 0; t < n; t++)
 		pthread_join(tid[t], NULL);

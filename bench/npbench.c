@@ -1,6 +1,6 @@
 /*
  * npbench — the allocator workloads of the benchmark suite in one program.
- *   npbench WORKLOAD [--threads N] [--scale X] [--seed S]
+ *   npbench WORKLOAD [--threads N] [--scale X] [--seed S] [--pin]
  *   npbench list | npbench which
  * Before any work it names the shared object that defines the malloc this process calls
  * (owner.h), so the runner can prove an LD_PRELOAD took effect. On success
@@ -38,8 +38,9 @@ static const struct {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: npbench WORKLOAD [--threads N] [--scale X] [--seed S]\n"
-		     "       npbench list | which\nworkloads:\n");
+	fprintf(out, "usage: npbench WORKLOAD [--threads N] [--scale X] [--seed S] [--pin]\n"
+		     "       npbench list | which\n"
+		     "  --pin  worker i runs on the (i mod n)-th of the n CPUs it may use\nworkloads:\n");
 	for (size_t i = 0; i < NWORKLOADS; i++)
 		fprintf(out, "  %-14s %s\n", workloads[i].name, workloads[i].what);
 }
@@ -90,6 +91,10 @@ int main(int argc, char **argv)
 	}
 	struct bench_args args = {.threads = 1, .scale = 1.0, .seed = 42};
 	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--pin")) {
+			bench_pin = 1;
+			continue;
+		}
 		if (i + 1 >= argc) {
 			fprintf(stderr, "npbench: %s needs a value\n", argv[i]);
 			return 64;

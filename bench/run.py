@@ -304,6 +304,8 @@ class Suite:
     # -- one run of one benchmark --
     def run_c(self, alloc, wl, threads, scale):
         cmd = [self.npbench, wl, "--threads", str(threads), "--scale", repr(scale), "--seed", "42"]
+        if not self.a.no_pin:
+            cmd.append("--pin")
         r = run_proc(cmd, child_env(alloc), self.a.timeout)
         res = {"wall_s": r.wall, "maxrss_kb": r.maxrss_kb, "cpu_s": r.cpu}
         if r.rc != 0:
@@ -1120,6 +1122,9 @@ def header(suite):
         "- command: `%s`" % m["command"],
         "- scale %g, threads %s, %d round(s), allocators in rotating order: %s" % (
             suite.scale, ",".join(map(str, suite.threads)), suite.rounds, ", ".join(suite.names)),
+        "- npbench's workers %s" % {True: "pinned round robin over the CPUs (`--pin`)",
+                                    False: "placed by the scheduler (`--no-pin`)"}.get(
+            m.get("pinned"), "placed by the scheduler (a run before `--pin` existed)"),
         "- packages: %s" % ", ".join("%s %s" % kv_ for kv_ in sorted(m["packages"].items())),
         "- run took %.0f s; load average (1, 5, 15 min) at start %s, at end %s (other work on the "
         "machine makes the numbers noisier)" % (m["elapsed_s"], m["loadavg_start"], m["loadavg_end"]),
@@ -1143,6 +1148,9 @@ def main():
     ap.add_argument("--skip", default=None, help="comma-separated workloads to leave out")
     ap.add_argument("--allocators", default=None,
                     help="comma-separated subset of: libnumapage,glibc,jemalloc,tcmalloc,mimalloc")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="let the scheduler place npbench's workers (default: worker i on the i-th "
+                         "CPU, round robin, for every allocator alike)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per run before it is killed")
     ap.add_argument("--out", default=None, help="output directory (default bench/out/<date-time>)")
     ap.add_argument("--write-results", action="store_true",
@@ -1179,7 +1187,8 @@ def main():
                       "machine": machine_info(), "commit": git_commit(),
                       "packages": package_versions(),
                       "command": "python3 bench/run.py " + " ".join(sys.argv[1:]),
-                      "scale": a.scale, "rounds": a.rounds, "loadavg_start": loadavg()}
+                      "scale": a.scale, "rounds": a.rounds, "loadavg_start": loadavg(),
+                      "pinned": not a.no_pin}
         suite.run()
         suite.meta["elapsed_s"] = time.time() - t0
         suite.meta["loadavg_end"] = loadavg()
