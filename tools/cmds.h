@@ -20,6 +20,9 @@ void np_usage_run(FILE *out);
 void np_usage_stat(FILE *out);
 void np_usage_options(FILE *out);
 
+/* errno of a write to standard output that a command saw fail first (it flushes as it goes):
+ * main reports it, since its own flush then has nothing left to fail on. 0: none. */
+extern int np_stdout_error;
 /* What was wrong with the option getopt_long just refused ('?'), as "unknown option -q",
  * "unknown option --bogus" or "option --json takes no argument", into buf. */
 const char *np_bad_option(char *buf, size_t size, char **argv, const struct option *opts);

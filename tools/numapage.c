@@ -43,7 +43,7 @@ static void usage(FILE *out)
 		fprintf(out, "  numapage %-9s %s\n", cmds[i].name, cmds[i].what);
 	fprintf(out, "options:\n"
 		     "  -h, --help     this text\n"
-		     "  -V, --version  the version of numapage and of the library it was built with\n"
+		     "  -V, --version  the version of numapage: that of the library it was built with\n"
 		     "`numapage help COMMAND` or `numapage COMMAND --help` shows a command's options;\n"
 		     "man numapage (1), man 7 numapage for the NUMAPAGE_* options.\n");
 }
@@ -137,12 +137,14 @@ static int dispatch(int argc, char **argv)
 	return cmd->fn ? cmd->fn(argc, argv) : help(argc, argv);
 }
 
+int np_stdout_error;
+
 int main(int argc, char **argv)
 {
 	int rc = dispatch(argc, argv);
 	/* What was printed must have arrived: a full disk or a closed pipe is a failure, not a
 	 * success that printed nothing. */
-	int err = fflush(stdout) != 0 ? errno : 0;
+	int err = fflush(stdout) != 0 ? errno : np_stdout_error;
 	if (err || ferror(stdout)) {
 		fprintf(stderr, "numapage: cannot write to standard output%s%s\n", err ? ": " : "",
 			err ? strerror(err) : "");

@@ -456,13 +456,26 @@ os.waitpid(pid, 0)
     o = {x['name']: x for x in j['options']}
     assert o['NUMAPAGE_BIND']['value'] == 'strict' and o['NUMAPAGE_BIND']['source'] == 'NUMAPAGE_CONF', o
     assert o['NUMAPAGE_TOPOLOGY']['runtime'] is False and o['NUMAPAGE_VERBOSE']['runtime'] is True, o
-    sl = subprocess.Popen(['sleep', '30'], env=dict(BASE, NUMAPAGE_PLACE='spread'))
+    # Another process's: from its environment, all of it, also one larger than 1 MiB or of
+    # thousands of variables (the variable after the first MiB or the 8,191st was shown at its
+    # default before).
+    for extra, place in (({}, 'spread'), ({'BIG%d' % i: 'x' * 130000 for i in range(9)}, 'fill'),
+                         ({'V%d' % i: 'y' for i in range(9000)}, 'fill')):
+        sl = subprocess.Popen(['sleep', '30'], env=dict(BASE, **extra, NUMAPAGE_PLACE=place))
+        try:
+            p = run('options', str(sl.pid))
+            assert 'NUMAPAGE_PLACE=%s  (set by NUMAPAGE_PLACE; default none' % place in p.stdout, p.stdout
+        finally:
+            sl.kill()
+            sl.wait()
+    # A process with no environment to read (kthreadd): said so, not "No such process".
     try:
-        p = run('options', str(sl.pid))
-        assert 'NUMAPAGE_PLACE=spread  (set by NUMAPAGE_PLACE; default none)' in p.stdout, p.stdout
-    finally:
-        sl.kill()
-        sl.wait()
+        with open('/proc/2/comm') as fh:
+            kthreadd = fh.read().strip() == 'kthreadd'
+    except OSError:
+        kthreadd = False
+    if kthreadd:
+        assert 'process 2 has no environment to read' in run('options', '2', rc=1).stderr
     assert 'unknown option --bogus' in run('options', '--bogus', rc=2).stderr
     assert "'x' is not a process id" in run('options', 'x', rc=2).stderr
     p = run('options', env={'NUMAPAGE_STAS': '1'})

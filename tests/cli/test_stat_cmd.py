@@ -8,8 +8,9 @@ node 0: numa_hit 1000, local_node 1000, numa_foreign 3, malloc_requested 123456;
 node 3: numa_hit 7, numa_miss 3, pages_in_use 5. Checks the table (raw, MiB, -z, -c,
 folding, --json), patterns, several processes and -P, following a wrapper, -i deltas, the
 error cases (no process, no libnumapage, another user, bad arguments: each message says what
-was wrong), quiet stale-file cleaning (by stat and by the library at start-up) and removal of
-the file at exit.
+was wrong), quiet stale-file cleaning (by stat and by the library at start-up, never a
+zombie's), removal of the file at exit, files of another pid namespace, a pattern that matches
+an unreadable file among readable ones, and control characters in command names.
 """
 import json
 import os
@@ -18,6 +19,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 EXE, TARGET = sys.argv[1], sys.argv[2]
 UID = os.geteuid()
@@ -252,6 +254,24 @@ t2 = start()
 assert not os.path.exists(shm_path(k.pid))
 stop(t2)
 
+# ---- a killed process its parent has not reaped yet (a zombie) ------------------------------------------
+# Its file is its last word, which its parent (`numapage run`) reads once it reaps it: stat says
+# it has exited and leaves the file; once reaped, the file is a leftover like any other.
+z = start()
+z.kill()
+for _ in range(1000):
+    with open('/proc/%d/stat' % z.pid) as fh:
+        if fh.read().rsplit(')', 1)[1].split()[0] == 'Z':
+            break
+    time.sleep(0.01)
+r = stat(z.pid, rc=1)
+assert 'process %d has exited' % z.pid in r.stderr, r.stderr
+stat('no-such-program-xyz', rc=1)
+assert os.path.exists(shm_path(z.pid)), 'a zombie\'s file was removed'
+z.wait()
+stat('no-such-program-xyz', rc=1)
+assert not os.path.exists(shm_path(z.pid))
+
 # ---- a process that exits while watched ---------------------------------------------------------------
 t = start()
 s = subprocess.Popen([EXE, 'stat', '-r', str(t.pid), '-i', '0.2'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -295,6 +315,9 @@ def craft(pid, uid=UID, nnodes=1, osid=(0,), thr=28, val=12345, size=4096, pidns
 # does (so it is not taken for a stale leftover), says "ready", and waits; "exit" removes it.
 PUBLISHER = r"""
 import mmap, os, sys
+if os.environ.get('PUB_COMM'):
+    with open('/proc/self/comm', 'w') as fh:
+        fh.write(os.environ['PUB_COMM'])
 path = '/dev/shm/numapage.%d.%d' % (os.geteuid(), os.getpid())
 data = bytes.fromhex(sys.stdin.readline().strip())
 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
@@ -306,11 +329,15 @@ os.unlink(path)
 """
 
 
-def publish(prefix=(), uid=UID, **fields):
+PUBTAG = TAG + '-publisher'  # on every stand-in publisher's command line, for patterns
+
+
+def publish(prefix=(), uid=UID, comm=None, **fields):
     """Starts a stand-in publisher whose file holds craft(pid, **fields); returns (process, path)."""
     # The header carries the publisher's pid: sent once it is known, before the file is made.
-    p = subprocess.Popen([*prefix, sys.executable, '-c', PUBLISHER], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
+    env = dict(os.environ, PUB_COMM=comm) if comm else None
+    p = subprocess.Popen([*prefix, sys.executable, '-c', PUBLISHER, PUBTAG], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, env=env)
     p.stdin.write(craft(p.pid, uid=uid, **fields).hex() + '\n')
     p.stdin.flush()
     words = p.stdout.readline().split()
@@ -367,6 +394,44 @@ try:
     assert not os.path.exists(other_ns), other_ns
     planted.remove(other_ns)
 
+    # A live process's file published in another pid namespace (a container sharing /dev/shm,
+    # whose process has this pid there): not this process's statistics, by pid or by pattern,
+    # and not removed either.
+    p, f = publish(pidns=PIDNS + 7, val=4242)
+    r = stat('-r', p.pid, rc=1)
+    assert '4242' not in r.stdout and 'does not use libnumapage' in r.stderr, (r.stdout, r.stderr)
+    r = stat('-r', PUBTAG, rc=1)
+    assert '4242' not in r.stdout and 'no process using libnumapage' in r.stderr, (r.stdout, r.stderr)
+    assert os.path.exists(f)
+    unpublish(p)
+
+    # A pattern shows every matching process it can read: one whose file it cannot read is
+    # reported (exit status 1), and the others are still shown.
+    good, fg = publish(val=111)
+    bad, fb = publish(thr=-1)
+    r = stat('-r', PUBTAG, rc=1)
+    (head, cols, rows), = tables(r.stdout)
+    assert 'process %d (' % good.pid in head and str(bad.pid) not in head, head
+    expect(rows, 'numa_hit', [111, 111])
+    assert '%s has an unknown layout' % fb in r.stderr, r.stderr
+    unpublish(bad)
+    unpublish(good)
+
+    # A command name with control characters (any user sets its own): never sent raw to the
+    # terminal of whoever reads it (root may); --json escapes it.
+    esc = '\x1b[2J\x1b]0;x\x07'
+    p, f = publish(comm=esc)
+    for args in (('-r', p.pid), ('-r', '-P', p.pid, p.pid)):
+        r = stat(*args)
+        assert '\x1b' not in r.stdout and '\x07' not in r.stdout, repr(r.stdout)
+        assert '%d (?[2J?]0;x?)' % p.pid in r.stdout.split('\n')[0], repr(r.stdout)
+    assert json.loads(stat('--json', p.pid).stdout)['processes'][0]['command'] == esc
+    unpublish(p)
+    p, f = publish(comm=esc, pidns=PIDNS + 7)
+    r = stat(p.pid, rc=1)
+    assert '\x1b' not in r.stderr and '(?[2J?]0;x?) does not use libnumapage' in r.stderr, repr(r.stderr)
+    unpublish(p)
+
     # A file that shrinks while it is watched: reported, never a SIGBUS.
     p, f = publish()
     s = subprocess.Popen([EXE, 'stat', '--json', '-i', '0.1', str(p.pid)], stdout=subprocess.PIPE,
@@ -397,6 +462,8 @@ try:
     if UID == 0 and shutil.which('setpriv'):
         nobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
         if subprocess.run([*nobody, EXE, '--version'], capture_output=True).returncode == 0:
+            nob = subprocess.Popen([*nobody, 'sleep', '300'])
+            planted.append(nob)
             write_as_nobody = 'import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600); ' \
                               'os.write(fd, bytes.fromhex(sys.argv[2]))'
             # Another user's files named for root's process (which does not publish): root's
@@ -418,6 +485,10 @@ try:
             assert '777' not in r.stdout and 'another user' in r.stderr, (r.stdout, r.stderr)
             assert not os.path.exists(theirs)
             planted.remove(theirs)
+            # Another user's process that publishes nothing: the file it would have is named with
+            # its uid, not the caller's.
+            r = stat(nob.pid, rc=1)
+            assert 'no %s' % shm_path(nob.pid, 65534) in r.stderr, r.stderr
             # A consistent file of another user's live process: root reads it.
             p, f = publish(prefix=nobody, uid=65534, val=555)
             (head, cols, rows), = tables(stat('-r', p.pid).stdout)
@@ -431,7 +502,10 @@ finally:
     sleeper.kill()
     sleeper.wait()
     for f in planted:
-        if os.path.lexists(f):
+        if isinstance(f, subprocess.Popen):
+            f.kill()
+            f.wait()
+        elif os.path.lexists(f):
             os.unlink(f)
 
 # ---- standard output that cannot be written: an error, not success ------------------------------------
@@ -440,12 +514,15 @@ with open('/dev/full', 'w') as full:
     for args in ((t.pid,), ('--json', t.pid), ('--help',)):
         r = subprocess.run([EXE, 'stat', *map(str, args)], stdout=full, stderr=subprocess.PIPE, text=True, timeout=30)
         assert r.returncode == 1 and 'standard output' in r.stderr, (args, r.returncode, r.stderr)
+        if args != ('--help',):  # with the reason, also after stat's own flush saw it first
+            assert 'No space left on device' in r.stderr, (args, r.stderr)
 stop(t)
 
 # ---- arguments: each error says what was wrong ------------------------------------------------------
 for args, want in (((), 'no process given'), ((1, '-i', '0'), "-i takes a number of seconds"),
                    ((1, '-n', '0'), "-n takes a count of at least 1, not '0'"),
-                   ((1, '-n'), '-n needs an argument'), (('--bogus', 1), 'unknown option --bogus'),
+                   ((1, '-n'), '-n needs an argument'), (('-Pn',), '-n needs an argument'),
+                   (('--interval',), '--interval needs an argument'), (('--bogus', 1), 'unknown option --bogus'),
                    (('-w', '5', 1), '-w takes a number of columns'), (('-q', 1), 'unknown option -q'),
                    (('-zq', 1), 'unknown option -q'), (('--json=x', 1), 'option --json takes no argument'), (('([',), 'nor a valid pattern'), (('0',), "'0' is not a process id")):
     r = stat(*args, rc=2)

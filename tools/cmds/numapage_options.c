@@ -9,11 +9,14 @@
  * Warnings about bad values and unknown NUMAPAGE_* names are the library's own.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "../cmds.h"
 #include "json.h"
@@ -38,21 +41,59 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
-/* /proc/PID/environ as a NULL-terminated array (strings inside one static buffer). */
+/* /proc/PID/environ as a NULL-terminated array of strings inside one buffer, all of it (an
+ * environment may be megabytes: one cut short would show a wrong value), or NULL (errno set).
+ * The command exits soon after: nothing is freed. */
 static char **environ_of(long pid)
 {
-	static char buf[1 << 20];
-	static char *vars[8192];
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%ld/environ", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (!buf) {
+			close(fd);
+			errno = ENOMEM;
+			return NULL;
+		}
+		if (n + 1 == cap) {
+			char *grown = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
+			if (!grown)
+				free(buf);
+			buf = grown;
+			cap *= 2;
+			continue;
+		}
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int saved = errno;
+			free(buf);
+			close(fd);
+			errno = saved;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
 	buf[n] = '\0';
+	size_t count = 0;
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+		count += buf[i] != '\0';
+	char **vars = malloc((count + 1) * sizeof *vars);
+	if (!vars) {
+		free(buf);
+		errno = ENOMEM;
+		return NULL;
+	}
 	size_t k = 0;
-	for (size_t i = 0; i < n && k + 1 < sizeof vars / sizeof vars[0]; i += strlen(buf + i) + 1)
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
 		if (buf[i])
 			vars[k++] = buf + i;
 	vars[k] = NULL;
@@ -122,6 +163,12 @@ int np_cmd_options(int argc, char **argv)
 		if (end == argv[optind] || *end || pid <= 0 || pid > 0x7fffffff)
 			return usage_error("'%s' is not a process id", argv[optind]);
 		env = environ_of(pid);
+		if (!env && errno == ESRCH && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+			/* It exists: a kernel thread, or a zombie (no memory left to read). */
+			fprintf(stderr, "numapage options: process %ld has no environment to read (a kernel thread, or "
+				"a process that has exited)\n", pid);
+			return 1;
+		}
 		if (!env) {
 			fprintf(stderr, "numapage options: cannot read the environment of process %ld: %s\n", pid,
 				strerror(errno));

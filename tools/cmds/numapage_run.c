@@ -213,7 +213,9 @@ static void collect(struct job *j, const char *dir)
 
 static void describe(const struct np_treport *r, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "process %d (%s)", r->pid, r->command[0] ? r->command : "?");
+	char command[sizeof r->command];
+	np_proc_printable(r->command[0] ? r->command : "?", command, sizeof command);
+	int n = snprintf(buf, size, "process %d (%s)", r->pid, command);
 	if (r->parent && n > 0 && (size_t)n < size)
 		snprintf(buf + n, size - (size_t)n, ", forked from %d", r->parent);
 }
@@ -434,8 +436,9 @@ static int wait_job(pid_t cmd, bool all)
 			int kids[64];
 			int n = np_proc_descendants(getpid(), kids, 64);
 			if (n > 0) {
-				char comm[64];
-				np_proc_comm(kids[0], comm, sizeof comm);
+				char raw[64], comm[64];
+				np_proc_comm(kids[0], raw, sizeof raw);
+				np_proc_printable(raw, comm, sizeof comm);
 				fprintf(stderr, "numapage run: the command has exited; waiting for the %d process%s it "
 						"left running (%d %s%s) to end the job\n",
 					n, n == 1 ? "" : "es", kids[0], comm, n > 1 ? ", ..." : "");

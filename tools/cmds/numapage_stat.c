@@ -6,11 +6,16 @@
  * one column per node; names and kinds come from the file, so a tool of another version reads
  * them right. An operand of digits is a process id: a process that does not publish but has
  * descendants that do (a `numapage run` wrapper, a shell script) stands for them. Any other
- * operand is an extended regular expression matched against command lines, as numastat's.
+ * operand is an extended regular expression matched against command lines, as numastat's:
+ * every match that can be read is shown (one that exits meanwhile is no match; one that cannot
+ * be read is reported and makes the exit status 1).
  * With -i, the first table shows the totals, and each later one, stamped with the time, the
  * changes of the interval. Before looking, it removes the caller's stale files without a word:
  * those of processes that are gone, or whose pid now belongs to a process that does not map
- * them (or, when its maps cannot be read, belongs to another user).
+ * them (or, when its maps cannot be read, belongs to another user); never a zombie's, whose file
+ * is its last report, for its parent. A file published in another pid namespace (a container
+ * sharing /dev/shm) is no process's here. Command names go to the terminal with their control
+ * characters as '?' (any user names its own processes; root may read them all).
  * Anyone can create names in /dev/shm: only a regular file whose name is the library's exactly,
  * owned by the uid in its name, and that uid the process's effective uid (the one the library
  * names its file with), counts as a process's file, for every caller, root included. Files
@@ -76,6 +81,20 @@ struct file {
 static struct file files[MAX_FILES];
 static int nfiles;
 
+/* Whether the file at path (a regular file of uid's) was published in another pid namespace
+ * sharing /dev/shm (a container's): its pid then names another process here, or none. */
+static bool other_namespace(const char *path, unsigned uid)
+{
+	struct stat st;
+	int fd = np_livefile_open(path, uid, &st);
+	if (fd < 0)
+		return false;
+	struct np_vmstat_shm_header h;
+	ssize_t n = pread(fd, &h, sizeof h, 0);
+	close(fd);
+	return n == (ssize_t)sizeof h && np_vmstat_shm_other_ns(&h, np_os_pid_ns());
+}
+
 /* Whether the caller's file of pid at path (a regular file of uid's) is stale: a complete header
  * (magic set) of a process that is alive but does not map the file means its pid was reused
  * after the publisher died without cleaning up. */
@@ -95,6 +114,8 @@ static bool stale(int pid, unsigned uid, const char *path)
 		return false;
 	if (!np_proc_alive(pid))
 		return true;
+	if (np_proc_ended(pid))
+		return false; /* a zombie: its file is its last word, for its parent (numapage run) */
 	if (!whole)
 		return false; /* being created right now */
 	int maps = np_proc_maps_file(pid, path);
@@ -133,6 +154,8 @@ static void scan(void)
 			unlink(p);
 			continue;
 		}
+		if (other_namespace(p, uid))
+			continue; /* its pid is one in a container's namespace: no process here */
 		files[nfiles++] = (struct file){uid, pid};
 	}
 	closedir(d);
@@ -161,8 +184,9 @@ struct live {
 	bool gone;
 };
 
-/* A file that changed under the reader (cut short, replaced, rewritten): the end status is 1. */
-static bool changed;
+/* A file that changed under the reader (cut short, replaced, rewritten), or a process a
+ * pattern matched whose file could not be read: the end status is 1. */
+static bool changed, unreadable;
 
 static struct live live[MAX_LIVE];
 static int nlive;
@@ -185,36 +209,62 @@ static int other_user(int pid, unsigned uid)
 	return 1;
 }
 
-static int not_ours(int pid)
+/* pid's command name for a message or a title ("?" when unreadable). */
+static const char *printable_comm(int pid, char *buf, size_t size)
 {
 	char comm[64];
 	np_proc_comm(pid, comm, sizeof comm);
+	np_proc_printable(comm[0] ? comm : "?", buf, size);
+	return buf;
+}
+
+static int not_ours(int pid)
+{
+	char comm[64];
+	unsigned uid = np_proc_uid(pid); /* the file it would have is named with its uid */
 	fprintf(stderr, "numapage stat: process %d (%s) does not use libnumapage (no %s/%s%u.%d; "
 			"or it runs with NUMAPAGE_SHM=0)\n",
-		pid, comm[0] ? comm : "?", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, (unsigned)geteuid(), pid);
+		pid, printable_comm(pid, comm, sizeof comm), NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX,
+		uid != (unsigned)-1 ? uid : (unsigned)geteuid(), pid);
 	return 1;
 }
 
-/* Maps pid's file into a new entry of live[]. 0, or 1 after saying why not. */
-static int open_live(int pid, unsigned owner)
+/* open_live's results. */
+enum { OPEN_OK = 0, OPEN_FAILED = 1 /* reported */, OPEN_ENDED = 3 /* exited (reported unless quiet) */ };
+
+/* The end of a process that was about to be read: it exited (or is a zombie) meanwhile. */
+static int ended(int pid, bool quiet)
+{
+	if (!quiet)
+	{
+		if (np_proc_alive(pid))
+			fprintf(stderr, "numapage stat: process %d has exited\n", pid);
+		else
+			fprintf(stderr, "numapage stat: no process %d\n", pid);
+	}
+	return OPEN_ENDED;
+}
+
+/* Reads pid's file into a new entry of live[]: OPEN_OK, OPEN_FAILED after saying why, or
+ * OPEN_ENDED when the process has exited (or is a zombie) or exits meanwhile, said unless quiet
+ * (a pattern's match that ends between the scan and the read is no longer a match). */
+static int open_live(int pid, unsigned owner, bool quiet)
 {
 	unsigned me = geteuid();
 	for (int i = 0; i < nlive; i++)
 		if (live[i].pid == pid)
-			return 0; /* named twice */
+			return OPEN_OK; /* named twice */
 	if (nlive == MAX_LIVE) {
 		fprintf(stderr, "numapage stat: more than %d processes\n", MAX_LIVE);
-		return 1;
+		return OPEN_FAILED;
 	}
 	if (me != 0 && owner != me)
 		return other_user(pid, owner);
+	if (np_proc_ended(pid))
+		return ended(pid, quiet);
 	/* The process must run as the uid its file is named with (pid reuse, a planted file). */
-	if (np_proc_uid(pid) != owner) {
-		if (np_proc_alive(pid))
-			return not_ours(pid);
-		fprintf(stderr, "numapage stat: no process %d\n", pid);
-		return 1;
-	}
+	if (np_proc_uid(pid) != owner)
+		return np_proc_ended(pid) ? ended(pid, quiet) : not_ours(pid);
 	struct live *l = &live[nlive];
 	memset(l, 0, sizeof *l);
 	l->pid = pid;
@@ -223,40 +273,40 @@ static int open_live(int pid, unsigned owner)
 	int fd = np_livefile_open(l->path, owner, &st);
 	if (fd == -2) {
 		fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", l->path);
-		return 1;
+		return OPEN_FAILED;
 	}
 	if (fd < 0) {
 		if (errno == EACCES || errno == EPERM)
 			return other_user(pid, owner);
-		if (errno == ENOENT) {
-			if (np_proc_alive(pid))
-				return not_ours(pid);
-			fprintf(stderr, "numapage stat: no process %d\n", pid);
-			return 1;
-		}
+		if (errno == ENOENT) /* removed at its exit, or never made */
+			return np_proc_ended(pid) ? ended(pid, quiet) : not_ours(pid);
 		fprintf(stderr, "numapage stat: cannot open %s: %s\n", l->path, strerror(errno));
-		return 1;
+		return OPEN_FAILED;
 	}
 	/* The publisher completes the header last: one starting right now may not have yet. */
 	enum np_livefile_err e = np_livefile_load(&l->file, fd, &st, l->path, owner, pid, 100);
 	int saved = errno;
 	close(fd);
+	if (e == NP_LIVEFILE_OTHER_NS) /* replaced since the scan by a container's */
+		return not_ours(pid);
 	if (e == NP_LIVEFILE_NOT_OURS) {
+		if (np_proc_ended(pid))
+			return ended(pid, quiet);
 		fprintf(stderr, "numapage stat: %s is not a libnumapage statistics file\n", l->path);
-		return 1;
+		return OPEN_FAILED;
 	}
 	if (e == NP_LIVEFILE_IO) {
 		fprintf(stderr, "numapage stat: cannot read %s: %s\n", l->path, strerror(saved));
-		return 1;
+		return OPEN_FAILED;
 	}
 	if (e != NP_LIVEFILE_OK) {
 		fprintf(stderr, "numapage stat: %s has an unknown layout\n", l->path);
-		return 1;
+		return OPEN_FAILED;
 	}
 	np_livefile_totals(&l->file, &l->now);
 	np_proc_comm(pid, l->comm, sizeof l->comm);
 	nlive++;
-	return 0;
+	return OPEN_OK;
 }
 
 /* Reads l's file again; a file that is gone or changed drops l, after saying so. */
@@ -299,7 +349,11 @@ static int select_pid(const char *arg)
 	}
 	long owner = file_of((int)pid);
 	if (owner >= 0)
-		return open_live((int)pid, (unsigned)owner);
+		return open_live((int)pid, (unsigned)owner, false) == OPEN_OK ? 0 : 1;
+	if (np_proc_alive((int)pid) && np_proc_ended((int)pid)) {
+		fprintf(stderr, "numapage stat: process %ld has exited\n", pid);
+		return 1;
+	}
 	if (!np_proc_alive((int)pid)) {
 		fprintf(stderr, "numapage stat: no process %ld\n", pid);
 		return 1;
@@ -313,17 +367,18 @@ static int select_pid(const char *arg)
 	for (int i = 0; i < n; i++) {
 		long o = file_of(kids[i]);
 		if (o >= 0 && (me == 0 || (unsigned)o == me)) {
-			if (open_live(kids[i], (unsigned)o) != 0)
+			int rc = open_live(kids[i], (unsigned)o, true);
+			if (rc == OPEN_FAILED)
 				return 1;
-			found++;
+			found += rc == OPEN_OK;
 		}
 	}
 	if (!found)
 		return not_ours((int)pid);
 	char comm[64];
-	np_proc_comm((int)pid, comm, sizeof comm);
 	fprintf(stderr, "numapage stat: process %ld (%s) does not use libnumapage; showing the %d process%s "
-			"it started that do\n", pid, comm[0] ? comm : "?", found, found == 1 ? "" : "es");
+			"it started that do\n", pid, printable_comm((int)pid, comm, sizeof comm), found,
+		found == 1 ? "" : "es");
 	return 0;
 }
 
@@ -338,7 +393,7 @@ static int select_pattern(const char *arg)
 		return 2;
 	}
 	unsigned me = geteuid();
-	int found = 0;
+	int found = 0, failed = 0;
 	for (int i = 0; i < nfiles; i++) {
 		if (files[i].pid == getpid() || (me != 0 && files[i].uid != me))
 			continue;
@@ -349,19 +404,21 @@ static int select_pattern(const char *arg)
 		if (!cmd[0])
 			np_proc_comm(files[i].pid, cmd, sizeof cmd);
 		if (cmd[0] && regexec(&re, cmd, 0, NULL, 0) == 0) {
-			if (open_live(files[i].pid, files[i].uid) != 0) {
-				regfree(&re);
-				return 1;
-			}
-			found++;
+			/* Every match that can be read is shown: one that ended meanwhile is none, one
+			 * that cannot be read is reported and makes the exit status 1. */
+			int rc = open_live(files[i].pid, files[i].uid, true);
+			found += rc == OPEN_OK;
+			failed += rc == OPEN_FAILED;
 		}
 	}
 	regfree(&re);
-	if (!found) {
+	if (!found && !failed) {
 		fprintf(stderr, "numapage stat: no process using libnumapage has a command line matching '%s'\n", arg);
 		return 1;
 	}
-	return 0;
+	if (failed)
+		unreadable = true;
+	return found ? 0 : 1;
 }
 
 /* ---- Output ----------------------------------------------------------------------------------- */
@@ -390,8 +447,9 @@ static void who(char *buf, size_t size)
 			n += (size_t)snprintf(buf + n, size - n, ", ...");
 			break;
 		}
-		n += (size_t)snprintf(buf + n, size - n, "%s %d (%s)", k > 1 ? "," : "", live[i].pid,
-				      live[i].comm[0] ? live[i].comm : "?");
+		char comm[sizeof live[i].comm];
+		np_proc_printable(live[i].comm[0] ? live[i].comm : "?", comm, sizeof comm);
+		n += (size_t)snprintf(buf + n, size - n, "%s %d (%s)", k > 1 ? "," : "", live[i].pid, comm);
 	}
 }
 
@@ -441,7 +499,9 @@ static void print_tables(const struct np_vmstat_table_opts *o, bool per_process,
 		}
 		np_tstats_add(&sum, v);
 		if (per_process) {
-			snprintf(title, sizeof title, "Process %d (%s)", live[i].pid, live[i].comm[0] ? live[i].comm : "?");
+			char comm[sizeof live[i].comm];
+			np_proc_printable(live[i].comm[0] ? live[i].comm : "?", comm, sizeof comm);
+			snprintf(title, sizeof title, "Process %d (%s)", live[i].pid, comm);
 			if (delta)
 				puts(title);
 			else
@@ -519,7 +579,13 @@ int np_cmd_stat(int argc, char **argv)
 				return usage_error("-n takes a count of at least 1, not '%s'", optarg);
 			break;
 		case 'h': np_usage_stat(stdout); return 0;
-		case ':': return usage_error("%s needs an argument", argv[optind - 1]);
+		case ':': {
+			/* A long option by its name; a short one by its letter (argv holds a cluster
+			 * such as -Pn). */
+			const char *arg = argv[optind - 1];
+			char letter[3] = {'-', (char)optopt, '\0'};
+			return usage_error("%s needs an argument", strncmp(arg, "--", 2) == 0 ? arg : letter);
+		}
 		default: {
 			char why[128];
 			return usage_error("%s", np_bad_option(why, sizeof why, argv, opts));
@@ -558,8 +624,11 @@ int np_cmd_stat(int argc, char **argv)
 		else
 			print_tables(&topts, per_process, done > 0, t, t - last);
 		last = t;
-		if (fflush(stdout) != 0 || ferror(stdout))
+		int werr = fflush(stdout) != 0 ? errno : 0;
+		if (werr || ferror(stdout)) {
+			np_stdout_error = werr;
 			return 1; /* main says so */
+		}
 		if (count && ++done >= count)
 			break;
 		if (!count)
@@ -581,5 +650,5 @@ int np_cmd_stat(int argc, char **argv)
 		if (!json)
 			putchar('\n');
 	}
-	return changed ? 1 : 0;
+	return changed || unreadable ? 1 : 0;
 }

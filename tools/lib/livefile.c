@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "os.h"
+
 int np_livefile_open(const char *path, unsigned uid, struct stat *st)
 {
 	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer that never comes. */
@@ -102,6 +104,8 @@ enum np_livefile_err np_livefile_load(struct np_livefile *f, int fd, const struc
 	}
 	if (!header_sane(&h, (size_t)st->st_size, uid, pid))
 		return NP_LIVEFILE_LAYOUT;
+	if (np_vmstat_shm_other_ns(&h, np_os_pid_ns()))
+		return NP_LIVEFILE_OTHER_NS;
 	snprintf(f->path, sizeof f->path, "%s", path);
 	f->uid = uid;
 	f->pid = pid;

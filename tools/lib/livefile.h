@@ -47,6 +47,7 @@ enum np_livefile_err {
 	NP_LIVEFILE_IO,         /* reading failed: errno says why */
 	NP_LIVEFILE_GONE,       /* (np_livefile_read) removed: its process has exited */
 	NP_LIVEFILE_CHANGED,    /* (np_livefile_read) truncated, replaced or rewritten since it was loaded */
+	NP_LIVEFILE_OTHER_NS,   /* published in another pid namespace: its pid is not one here */
 };
 
 /* Opens path as a live file of user uid: never following a link nor blocking (a FIFO planted
@@ -55,7 +56,7 @@ enum np_livefile_err {
  * (nothing stays open; *st says what it is). */
 int np_livefile_open(const char *path, unsigned uid, struct stat *st);
 /* Reads the file open at fd (status st, name path, np_livefile_open of uid) that process pid
- * published, and checks its layout. The publisher completes the header last: an incomplete
+ * published, and checks its layout and that pid is one of the caller's pid namespace. The publisher completes the header last: an incomplete
  * one is waited for up to `tries` times 10 ms (0: a dead publisher's file is read as it is).
  * On an error nothing stays allocated. fd stays open: the caller closes it. */
 enum np_livefile_err np_livefile_load(struct np_livefile *f, int fd, const struct stat *st, const char *path,

@@ -66,8 +66,9 @@ void np_proc_cmdline(int pid, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-/* "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'. */
-static int stat_ppid(const char *dir)
+/* "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
+ * The state into *state_out (when not NULL); returns the parent's pid, or -1. */
+static int stat_fields(const char *dir, char *state_out)
 {
 	char p[300], line[1024];
 	snprintf(p, sizeof p, "/proc/%s/stat", dir);
@@ -82,7 +83,30 @@ static int stat_ppid(const char *dir)
 	char state;
 	if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2)
 		return -1;
+	if (state_out)
+		*state_out = state;
 	return ppid;
+}
+
+static int stat_ppid(const char *dir)
+{
+	return stat_fields(dir, NULL);
+}
+
+bool np_proc_ended(int pid)
+{
+	char d[24], state = 0;
+	snprintf(d, sizeof d, "%d", pid);
+	return stat_fields(d, &state) < 0 ? !np_proc_alive(pid) : state == 'Z' || state == 'X';
+}
+
+void np_proc_printable(const char *in, char *out, size_t size)
+{
+	size_t n = 0;
+	for (; *in && n + 1 < size; in++)
+		out[n++] = (unsigned char)*in < 0x20 || *in == 0x7f ? '?' : *in;
+	if (size)
+		out[n] = '\0';
 }
 
 int np_proc_ppid(int pid)

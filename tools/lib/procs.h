@@ -12,8 +12,14 @@ bool np_proc_alive(int pid);
 /* The effective uid of process pid (the uid libnumapage names its live file with), or
  * (unsigned)-1 when it cannot be told. */
 unsigned np_proc_uid(int pid);
+/* Whether process pid has ended: gone, or a zombie its parent has not reaped yet (whose live
+ * file is its last word, for that parent: not a leftover). */
+bool np_proc_ended(int pid);
 /* /proc/<pid>/comm into buf ("" when unreadable). */
 void np_proc_comm(int pid, char *buf, size_t size);
+/* A command name or line for a terminal: control characters (any user names its own process)
+ * become '?', as ps shows them. JSON output escapes them instead. */
+void np_proc_printable(const char *in, char *out, size_t size);
 /* The command line, arguments joined by spaces, into buf ("" when unreadable: a zombie, a
  * kernel thread, another user's process under hidepid). */
 void np_proc_cmdline(int pid, char *buf, size_t size);
