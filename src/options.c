@@ -80,7 +80,7 @@ static const struct row rows[] = {
 	{"BIND", K_ENUM, OFF(bind), NP_BIND_PREFERRED, 0, 2, bind_names, "preferred",
 	 "preferred (MPOL_PREFERRED), strict (MPOL_BIND, fall back on refusal) or none", true},
 	{"PLACE", K_ENUM, OFF(place), NP_PLACE_NONE, 0, 2, place_names, "none",
-	 "place new threads over nodes: none, spread or fill", false},
+	 "place new threads over nodes: none, spread or fill (for threads created from then on)", true},
 	{"INTERLEAVE_ABOVE", K_LONG, OFF(interleave_above), 0, 0, (long)(~0UL >> 1), NULL, "0 (off)",
 	 "interleave main-thread mallocs of at least this many bytes made before other threads exist", true},
 	{"SHM", K_BOOL, OFF(shm), 1, 0, 1, NULL, "1",

@@ -147,6 +147,13 @@ int numa_page_thread_place(int pol)
 		return -1;
 	}
 	np_ensure_ready();
-	np_place_set_policy(pol);
-	return 0;
+	/* The option itself, so that numa_page_option_get and `numapage options`-style listings
+	 * say what is in force (a private copy of the policy left the option saying the old one). */
+	static const char *const names[] = {"none", "spread", "fill"};
+	_Static_assert(NP_PLACE_NONE == 0 && NP_PLACE_SPREAD == 1 && NP_PLACE_FILL == 2, "the option's names, in order");
+	int saved = errno;
+	int rc = numa_page_option_set("place", names[pol]);
+	if (rc == 0)
+		errno = saved;
+	return rc;
 }

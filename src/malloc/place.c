@@ -19,13 +19,11 @@
 
 static struct np_lock place_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0);
 static int pending[NP_MAX_NODES];
-static int policy = -1; /* -1: not read from the options yet */
 static uint64_t start_mask[NP_OS_CPU_IDS / 64]; /* the process's CPU mask at start-up */
 
 int np_place_policy(void)
 {
-	int p = __atomic_load_n(&policy, __ATOMIC_RELAXED);
-	return p >= 0 ? p : np_opt.place;
+	return (int)np_opt_load(place);
 }
 
 /* The allowed CPUs of node n into out (may be NULL: count only). */
@@ -73,19 +71,34 @@ void np_place_init(void)
 	np_os_affinity(start_mask);
 }
 
-/* Whether the calling thread's CPU mask is one the program chose: narrower than the machine's
- * allowed CPUs; in a rehearsal, whose CPUs are not the real ones, other than the process's
- * real mask at start-up (a count alone missed a thread pinned under `taskset -c 0`, or to as
- * many other CPUs: a review). */
-static bool pinned(const struct np_topo *t)
+/* Whether the n CPUs of mask are exactly the allowed CPUs of node `node`. */
+static bool mask_is_node(const struct np_topo *t, int node, const uint64_t *mask, int n)
 {
+	const uint16_t *cpus = np_topo_node_cpu_list(t, node);
+	int k = 0;
+	for (int i = 0; i < t->node[node].ncpus; i++) {
+		unsigned c = cpus[i];
+		if (!t->cpu_allowed[c])
+			continue;
+		if (c >= NP_OS_CPU_IDS || !((mask[c / 64] >> (c % 64)) & 1))
+			return false;
+		k++;
+	}
+	return k == n;
+}
+
+bool np_place_mask_chosen(int placed_node)
+{
+	const struct np_topo *t = &np_topo_table;
 	uint64_t mask[NP_OS_CPU_IDS / 64];
-	int n = np_os_affinity(t->is_system ? NULL : mask);
+	int n = np_os_affinity(mask);
 	if (n <= 0)
 		return false;
-	if (t->is_system)
-		return n < t->nallowed_cpus;
-	return memcmp(mask, start_mask, sizeof mask) != 0;
+	if (!t->is_system) /* placement never sets a rehearsal's real masks */
+		return memcmp(mask, start_mask, sizeof mask) != 0;
+	if (n >= t->nallowed_cpus)
+		return false;
+	return placed_node < 0 || placed_node >= t->nnodes || !mask_is_node(t, placed_node, mask, n);
 }
 
 int np_place_new_thread(bool *fixed, bool inherited_mask)
@@ -95,7 +108,7 @@ int np_place_new_thread(bool *fixed, bool inherited_mask)
 	if (pol == NP_PLACE_NONE)
 		return -1;
 	const struct np_topo *t = &np_topo_table;
-	if (!inherited_mask && pinned(t))
+	if (!inherited_mask && np_place_mask_chosen(-1))
 		return -1; /* the program chose this thread's CPUs */
 	np_lock(&place_lock);
 	int node = choose_locked(t, pol);
@@ -137,7 +150,3 @@ void np_place_atfork_child(void)
 		pending[i] = 0;
 }
 
-void np_place_set_policy(int pol)
-{
-	__atomic_store_n(&policy, pol, __ATOMIC_RELAXED);
-}

@@ -36,9 +36,15 @@ void np_place_done(int node, struct np_pcp *pcp);
 void np_place_atfork_prepare(void);
 void np_place_atfork_parent(void);
 void np_place_atfork_child(void);
-/* The policy in force (enum np_place_policy): NUMAPAGE_PLACE, or the last one set. */
+/* The policy in force (enum np_place_policy): the option `place` (NUMAPAGE_PLACE, or the last
+ * numa_page_thread_place or numa_page_option_set). */
 int np_place_policy(void);
-/* numa_page_thread_place: the policy for threads created from now on. */
-void np_place_set_policy(int pol);
+/* Whether the calling thread's CPU mask is one the program chose: narrower than the machine's
+ * allowed CPUs, and not the one placement gave it (the CPUs of node placed_node; -1: it gave
+ * none); in a rehearsal, whose CPUs are not the real ones, other than the process's real mask
+ * at start-up (a count alone missed a thread pinned under `taskset -c 0`, or to as many other
+ * CPUs: a review). The pthread_create wrapper asks it of the creator: a thread that inherits a
+ * chosen mask is the program's to place. */
+bool np_place_mask_chosen(int placed_node);
 
 #endif

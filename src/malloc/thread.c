@@ -59,9 +59,12 @@ struct np_thread *np_thread_get(void)
 		return np_tls.self;
 	if (!np_is_ready())
 		return NULL;
-	bool fixed;
-	/* A thread whose attributes pinned it is the program's to place (thread_start.c). */
-	int placed = np_tls.pinned_at_start ? -1 : np_place_new_thread(&fixed, np_tls.place_at_start);
+	bool fixed = false;
+	/* A thread whose attributes pinned it is the program's to place, and one created while
+	 * placement was off is not placed (thread_start.c). */
+	int placed = np_tls.never_place ? -1 : np_place_new_thread(&fixed, np_tls.place_at_start);
+	if (placed >= 0 && !fixed) /* its affinity is now its node's CPUs: ours, not the program's */
+		np_tls.placed_mask = (uint8_t)(placed + 1);
 	int home = placed >= 0 ? placed : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
 	np_lock(&threads_lock);
 	struct np_thread *th = recycled;

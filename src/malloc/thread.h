@@ -46,7 +46,10 @@ struct np_tls {
 	bool exited;                      /* the thread-exit destructor ran */
 	uint16_t frees_without_state;     /* np_thread_for_free: frees before a state is made */
 	bool place_at_start;              /* thread_start.c: placing a thread that inherited its mask */
-	bool pinned_at_start;             /* thread_start.c: its attributes carried an affinity */
+	bool never_place;                 /* thread_start.c: its attributes carried an affinity, or it was
+					   * created while placement was off */
+	uint8_t placed_mask;              /* placement set this thread's affinity to the CPUs of node
+					   * placed_mask - 1 (0: it did not): np_place_mask_chosen */
 };
 
 extern NP_TLS struct np_tls np_tls;

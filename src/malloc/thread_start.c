@@ -2,12 +2,17 @@
  * thread_start.c — pthread_create, wrapped (shared library only), so that with a placement
  * policy on (NUMAPAGE_PLACE, numa_page_thread_place) a new thread is placed when it starts,
  * before its start routine runs: the Linux 2.5 NUMA scheduler's balancing of new tasks at
- * exec, for threads. The wrapper knows what the first allocation of a thread cannot: whether
- * the program chose the thread's CPUs (an affinity in its attributes: left alone), or the
- * thread merely inherited its creator's mask (placed again: otherwise every thread of a
- * placed main thread would look pinned and pile onto its node), and a thread whose attributes
- * pin it is marked so that it is never placed. With no policy, or before the allocator is
- * ready, it is a plain call to the C library's pthread_create.
+ * exec, for threads. The wrapper knows what the first allocation of a thread cannot:
+ *   - whether the program chose the thread's CPUs: an affinity in its attributes, or a mask it
+ *     inherited from a creator whose mask the program set (np_place_mask_chosen): left alone.
+ *     A thread that inherited a mask placement gave its creator, or the process's own, is
+ *     placed again (otherwise every thread of a placed main thread would look pinned and pile
+ *     onto its node);
+ *   - whether placement was on when the thread was created: a thread created while it was off
+ *     is never placed, also when the program turns it on before the thread's first allocation
+ *     (the policy is for "threads created from now on").
+ * Before the allocator is ready it is a plain call to the C library's pthread_create; such a
+ * thread is judged at its first allocation, as every thread of a static link is.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,6 +20,7 @@
 #include <sched.h>
 
 #include "malloc/alloc.h"
+#include "malloc/bootstrap.h"
 #include "malloc/init.h"
 #include "malloc/place.h"
 #include "malloc/thread.h"
@@ -26,16 +32,16 @@ static create_fn real_create;
 struct start {
 	void *(*fn)(void *);
 	void *arg;
-	bool pinned; /* the attributes carried an affinity */
+	bool place; /* placement was on, and the program did not choose the thread's CPUs */
 };
 
 static void *trampoline(void *p)
 {
 	struct start s = *(struct start *)p;
-	if (s.pinned) {
-		/* The program chose its CPUs: never placed, whatever its mask looks like (under
-		 * `taskset -c 0`, a thread pinned to CPU 0 has the mask it would have inherited). */
-		np_tls.pinned_at_start = true;
+	if (!s.place) {
+		/* The program chose its CPUs (under `taskset -c 0`, a thread pinned to CPU 0 has the
+		 * mask it would have inherited), or placement was off when it was created. */
+		np_tls.never_place = true;
 	} else {
 		/* Before anything else gives this thread its state (even the free below would):
 		 * the thread is placed whatever mask it inherited. */
@@ -43,7 +49,7 @@ static void *trampoline(void *p)
 		np_thread_get();
 		np_tls.place_at_start = false;
 	}
-	np_free_fast(p);
+	np_bootstrap_free(p);
 	return s.fn(s.arg);
 }
 
@@ -64,16 +70,20 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *thread, con
 			return EAGAIN;
 		__atomic_store_n(&real_create, real, __ATOMIC_RELEASE);
 	}
-	if (!np_is_ready() || np_place_policy() == NP_PLACE_NONE)
+	if (!np_is_ready())
 		return real(thread, attr, fn, arg);
-	struct start *s = np_malloc_fast(sizeof *s);
+	/* Internal memory, not the program's: counted in no statistics of its mallocs. */
+	struct start *s = np_bootstrap_alloc(sizeof *s, _Alignof(struct start));
 	if (!s)
 		return real(thread, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
-	s->pinned = attr_pins(attr);
+	/* The creator's mask, which the new thread inherits unless its attributes set one: a
+	 * system call, only while placement is on. */
+	s->place = np_place_policy() != NP_PLACE_NONE && !attr_pins(attr) &&
+		   !np_place_mask_chosen((int)np_tls.placed_mask - 1);
 	int rc = real(thread, attr, trampoline, s);
 	if (rc != 0)
-		np_free_fast(s);
+		np_bootstrap_free(s);
 	return rc;
 }

@@ -115,8 +115,16 @@ static void check_options(void)
 		      bad_stats[i], errno);
 		CHECK(strcmp(get("stats"), stats_before) == 0, "stats changed by %s", bad_stats[i]);
 	}
+	/* Placement for threads created from now on: the option and numa_page_thread_place are one
+	 * setting, whichever call made it. */
+	CHECK(numa_page_option_set("place", "spread") == 0 && strcmp(get("place"), "spread") == 0, "place: %s",
+	      get("place"));
+	CHECK(numa_page_thread_place(NUMA_PAGE_PLACE_FILL) == 0 && strcmp(get("place"), "fill") == 0,
+	      "thread_place: %s", get("place"));
+	CHECK(numa_page_thread_place(NUMA_PAGE_PLACE_NONE) == 0 && strcmp(get("place"), "none") == 0,
+	      "thread_place none: %s", get("place"));
 	/* Fixed at start-up: a clear error, the value untouched. */
-	const char *fixed[] = {"topology", "stat_threshold", "purge_mb", "place", "shm"};
+	const char *fixed[] = {"topology", "stat_threshold", "purge_mb", "shm"};
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
 		char before[256];
 		snprintf(before, sizeof before, "%s", get(fixed[i]));
