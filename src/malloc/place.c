@@ -20,6 +20,10 @@
 static struct np_lock place_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0);
 static int pending[NP_MAX_NODES];
 static uint64_t start_mask[NP_OS_CPU_IDS / 64]; /* the process's CPU mask at start-up */
+/* Nodes whose CPUs placement made some thread's affinity (bit n, relaxed): a thread that finds
+ * such a mask on itself without knowing its creator (a static link has no pthread_create
+ * wrapper) took it from a placed creator, most often the main thread. */
+static uint64_t placed_nodes;
 
 int np_place_policy(void)
 {
@@ -98,7 +102,15 @@ bool np_place_mask_chosen(int placed_node)
 		return memcmp(mask, start_mask, sizeof mask) != 0;
 	if (n >= t->nallowed_cpus)
 		return false;
-	return placed_node < 0 || placed_node >= t->nnodes || !mask_is_node(t, placed_node, mask, n);
+	if (placed_node >= 0)
+		return placed_node >= t->nnodes || !mask_is_node(t, placed_node, mask, n);
+	if (placed_node == NP_PLACE_CREATOR_UNKNOWN) {
+		uint64_t nodes = __atomic_load_n(&placed_nodes, __ATOMIC_RELAXED);
+		for (int k = 0; nodes && k < t->nnodes && k < 64; k++)
+			if (((nodes >> k) & 1) && mask_is_node(t, k, mask, n))
+				return false;
+	}
+	return true;
 }
 
 int np_place_new_thread(bool *fixed, bool inherited_mask)
@@ -108,15 +120,17 @@ int np_place_new_thread(bool *fixed, bool inherited_mask)
 	if (pol == NP_PLACE_NONE)
 		return -1;
 	const struct np_topo *t = &np_topo_table;
-	if (!inherited_mask && np_place_mask_chosen(-1))
+	if (!inherited_mask && np_place_mask_chosen(NP_PLACE_CREATOR_UNKNOWN))
 		return -1; /* the program chose this thread's CPUs */
 	np_lock(&place_lock);
 	int node = choose_locked(t, pol);
 	if (node >= 0) {
 		pending[node]++;
-		if (t->is_system)
+		if (t->is_system) {
 			np_os_set_affinity(cpu_buf, allowed_cpus(t, node, cpu_buf));
-		else
+			if (node < 64)
+				__atomic_or_fetch(&placed_nodes, 1ull << node, __ATOMIC_RELAXED);
+		} else
 			*fixed = true; /* a rehearsed node has no real CPUs to follow */
 	}
 	np_unlock(&place_lock);

@@ -41,10 +41,13 @@ void np_place_atfork_child(void);
 int np_place_policy(void);
 /* Whether the calling thread's CPU mask is one the program chose: narrower than the machine's
  * allowed CPUs, and not the one placement gave it (the CPUs of node placed_node; -1: it gave
- * none); in a rehearsal, whose CPUs are not the real ones, other than the process's real mask
+ * none; NP_PLACE_CREATOR_UNKNOWN: the thread's own mask, inherited from a creator it does not
+ * know, as in a static link: the CPUs of any node placement gave some thread count as placement's,
+ * though a program may have chosen exactly those); in a rehearsal, whose CPUs are not the real ones, other than the process's real mask
  * at start-up (a count alone missed a thread pinned under `taskset -c 0`, or to as many other
  * CPUs: a review). The pthread_create wrapper asks it of the creator: a thread that inherits a
  * chosen mask is the program's to place. */
+#define NP_PLACE_CREATOR_UNKNOWN (-2)
 bool np_place_mask_chosen(int placed_node);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * Unit tests of thread placement (src/malloc/place.c) on fixture topologies with the fake OS:
  * spread and fill counts per node, rebalancing after threads exit, threads the program pinned
- * are left alone, and threads placed at the same moment (behind a barrier, their first
+ * are left alone (a mask placement gave another thread, inherited, is not the program's), and
+ * threads placed at the same moment (behind a barrier, their first
  * allocation places them in this static link) still spread within one thread per node.
  */
 #include <setjmp.h>
@@ -23,6 +24,8 @@
 static pthread_barrier_t started, release;
 static pthread_barrier_t *go; /* non-NULL: workers wait here together before allocating */
 static int pin_cpu = -1; /* >= 0: workers pin themselves to this CPU before allocating */
+static int pin_set[64], pin_set_n; /* > 0: workers set their mask to these CPUs before allocating */
+static int last_home; /* the home node of the worker that allocated last */
 
 static void *worker(void *arg)
 {
@@ -31,10 +34,15 @@ static void *worker(void *arg)
 		np_fake_os_set_cpu(pin_cpu);
 		np_os_set_affinity(&pin_cpu, 1);
 	}
+	if (pin_set_n > 0) {
+		np_fake_os_set_cpu(pin_set[0]);
+		np_os_set_affinity(pin_set, pin_set_n);
+	}
 	if (go)
 		pthread_barrier_wait(go);
 	void *p = numa_page_malloc(64);
 	assert_non_null(p);
+	__atomic_store_n(&last_home, numa_page_home_node(), __ATOMIC_RELAXED);
 	pthread_barrier_wait(&started);
 	pthread_barrier_wait(&release);
 	numa_page_free(p);
@@ -160,6 +168,32 @@ static void pinned_threads_left_alone(void **state)
 	assert_int_equal(counts[3], 4);
 }
 
+/* A static link has no pthread_create wrapper: a thread that finds on itself the mask placement
+ * gave another thread (inherited from its creator: the main thread, say) is placed again. Taken
+ * for the program's choice, every thread of a placed main thread stayed on its node (a review).
+ * The fake OS's masks are per thread, so the workers set the inherited mask themselves. */
+static void inherited_placement_mask_placed_again(void **state)
+{
+	(void)state;
+	int counts[NP_MAX_NODES];
+	const struct np_topo *t = &np_topo_table;
+	np_topo_table.is_system = true;
+	np_fake_os_affinity_moves(true, 0); /* a placed thread runs on its node's CPUs, as it would */
+	run_workers(1, counts); /* placed, its mask set to its node's CPUs */
+	int k = np_topo_node_index(t, last_home);
+	assert_true(k >= 0 && k < t->nnodes);
+	const uint16_t *cpus = np_topo_node_cpu_list(t, k);
+	for (int i = 0; i < t->node[k].ncpus && pin_set_n < 64; i++)
+		if (t->cpu_allowed[cpus[i]])
+			pin_set[pin_set_n++] = cpus[i];
+	run_workers(3, counts); /* main and three more on four nodes: one each */
+	pin_set_n = 0;
+	np_fake_os_affinity_moves(false, 0);
+	np_topo_table.is_system = false;
+	for (int n = 0; n < t->nnodes; n++)
+		assert_int_equal(counts[n], 1);
+}
+
 /* The same in a rehearsal: the workers' real masks (one CPU) are narrower than the one the
  * process started with, so they are pinned, though the rehearsed machine's CPU count says
  * nothing about the real mask (spread once placed them over every rehearsed node: a hostile
@@ -204,7 +238,8 @@ int main(int argc, char **argv)
 	const char *which = argc > 1 ? argv[1] : "all";
 	if (strcmp(which, "all") == 0) {
 		const char *names[] = {"spread-r7425", "spread-2990wx", "fill-2990wx", "pinned",
-				       "pinned-rehearsal", "pinned-other-cpu", "together-4node", "together-r7425"};
+				       "pinned-rehearsal", "pinned-other-cpu", "together-4node", "together-r7425",
+				       "inherited-placed"};
 		int rc = 0;
 		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 			char cmd[1024];
@@ -233,6 +268,9 @@ int main(int argc, char **argv)
 		setup_env("2990wx.xml", "spread");
 		np_os_set_affinity((int[]){6}, 1); /* the process's mask at start-up */
 		test = (struct CMUnitTest)cmocka_unit_test(pinned_to_another_cpu_in_a_rehearsal);
+	} else if (strcmp(which, "inherited-placed") == 0) {
+		setup_env("4node.xml", "spread");
+		test = (struct CMUnitTest)cmocka_unit_test(inherited_placement_mask_placed_again);
 	} else if (strcmp(which, "pinned-rehearsal") == 0) {
 		setup_env("2990wx.xml", "spread");
 		test = (struct CMUnitTest)cmocka_unit_test(pinned_threads_left_alone_in_a_rehearsal);
