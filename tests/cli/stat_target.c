@@ -3,7 +3,9 @@
  * statistics module the way the library does (options, a 2-node table with OS ids 0 and 3,
  * np_vmstat_start_output, so the live file is created from NUMAPAGE_SHM), counts known events,
  * prints "ready <pid>" and then obeys stdin: "count N" adds N numa_hit on node 0 and answers
- * "ok"; "exit" or end of input returns from main (atexit removes the file).
+ * "ok"; "leader-exit" moves this loop to a new thread and ends the main thread (pthread_exit: the
+ * process lives on, its leader a zombie) and answers "ok"; "exit" or end of input ends the
+ * process (atexit removes the file).
  * Linked with np_core and the real OS layer.
  */
 #include <pthread.h>
@@ -29,6 +31,32 @@ static void *counter(void *arg)
 	np_vmstat_add(&th, 1, NUMA_PAGE_STAT_pages_in_use, 5);
 	np_vmstat_unregister(&th); /* thread exit: folded, visible in the file */
 	return NULL;
+}
+
+/* Obeys stdin until "exit" or its end; then the process exits. */
+static void *obey(void *arg)
+{
+	(void)arg;
+	char line[128];
+	while (fgets(line, sizeof line, stdin)) {
+		long n;
+		if (strncmp(line, "exit", 4) == 0)
+			break;
+		if (strncmp(line, "leader-exit", 11) == 0) {
+			pthread_t t;
+			if (pthread_create(&t, NULL, obey, NULL) != 0)
+				exit(1);
+			printf("ok\n");
+			fflush(stdout);
+			pthread_exit(NULL);
+		}
+		if (sscanf(line, "count %ld", &n) == 1) {
+			np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_numa_hit, n);
+			printf("ok\n");
+			fflush(stdout);
+		}
+	}
+	exit(0);
 }
 
 int main(void)
@@ -59,16 +87,6 @@ int main(void)
 
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
-	char line[128];
-	while (fgets(line, sizeof line, stdin)) {
-		long n;
-		if (strncmp(line, "exit", 4) == 0)
-			break;
-		if (sscanf(line, "count %ld", &n) == 1) {
-			np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_numa_hit, n);
-			printf("ok\n");
-			fflush(stdout);
-		}
-	}
+	obey(NULL);
 	return 0;
 }

@@ -272,6 +272,21 @@ z.wait()
 stat('no-such-program-xyz', rc=1)
 assert not os.path.exists(shm_path(z.pid))
 
+# ---- a process whose main thread has ended while another runs on -------------------------------------
+# Its leader shows Z in /proc, like a zombie's, but the process lives and publishes: shown.
+t = start()
+t.stdin.write('leader-exit\n')
+t.stdin.flush()
+assert t.stdout.readline().strip() == 'ok'
+for _ in range(1000):
+    with open('/proc/%d/stat' % t.pid) as fh:
+        if fh.read().rsplit(')', 1)[1].split()[0] == 'Z':
+            break
+    time.sleep(0.01)
+(head, cols, rows), = tables(stat('-r', t.pid).stdout)
+expect(rows, 'numa_hit', [1000, 7, 1007])
+stop(t)
+
 # ---- a process that exits while watched ---------------------------------------------------------------
 t = start()
 s = subprocess.Popen([EXE, 'stat', '-r', str(t.pid), '-i', '0.2'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -426,6 +441,11 @@ try:
         assert '\x1b' not in r.stdout and '\x07' not in r.stdout, repr(r.stdout)
         assert '%d (?[2J?]0;x?)' % p.pid in r.stdout.split('\n')[0], repr(r.stdout)
     assert json.loads(stat('--json', p.pid).stdout)['processes'][0]['command'] == esc
+    unpublish(p)
+    # A C1 control (U+009B, the 8-bit CSI) too; a UTF-8 name keeps its characters.
+    p, f = publish(comm='\u00e9\u009b2J')
+    r = stat('-r', p.pid)
+    assert '%d (\u00e9?2J)' % p.pid in r.stdout.split('\n')[0], repr(r.stdout)
     unpublish(p)
     p, f = publish(comm=esc, pidns=PIDNS + 7)
     r = stat(p.pid, rc=1)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../cmds.h"
+#include "../lib/procs.h"
 #include "json.h"
 #include "options.h"
 
@@ -46,9 +47,18 @@ static int usage_error(const char *fmt, const char *arg)
  * The command exits soon after: nothing is freed. */
 static char **environ_of(long pid)
 {
-	char path[64];
+	char path[96];
 	snprintf(path, sizeof path, "/proc/%ld/environ", pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ESRCH) {
+		/* Its main thread has ended (pthread_exit) and took the way in with it: another
+		 * thread's is the process's environment too. */
+		int tid = np_proc_live_task((int)pid);
+		if (tid > 0) {
+			snprintf(path, sizeof path, "/proc/%ld/task/%d/environ", pid, tid);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		}
+	}
 	if (fd < 0)
 		return NULL;
 	size_t cap = 1 << 16, n = 0;
@@ -105,8 +115,12 @@ static char **environ_of(long pid)
  * 1 or 0, -1 when its auxv cannot be read (errno set). */
 static int secure_of(long pid)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%ld/auxv", pid);
+	char path[96];
+	int tid = np_proc_live_task((int)pid); /* the leader's is gone once main has ended */
+	if (tid > 0 && tid != pid)
+		snprintf(path, sizeof path, "/proc/%ld/task/%d/auxv", pid, tid);
+	else
+		snprintf(path, sizeof path, "/proc/%ld/auxv", pid);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return -1;

@@ -93,18 +93,71 @@ static int stat_ppid(const char *dir)
 	return stat_fields(dir, NULL);
 }
 
+int np_proc_live_task(int pid)
+{
+	char d[64];
+	snprintf(d, sizeof d, "/proc/%d/task", pid);
+	DIR *dir = opendir(d);
+	if (!dir)
+		return -1;
+	int live = -1;
+	for (struct dirent *e; live < 0 && (e = readdir(dir));) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		char t[300], state = 0;
+		snprintf(t, sizeof t, "%d/task/%s", pid, e->d_name);
+		if (stat_fields(t, &state) >= 0 && state != 'Z' && state != 'X')
+			live = atoi(e->d_name);
+	}
+	closedir(dir);
+	return live;
+}
+
 bool np_proc_ended(int pid)
 {
 	char d[24], state = 0;
 	snprintf(d, sizeof d, "%d", pid);
-	return stat_fields(d, &state) < 0 ? !np_proc_alive(pid) : state == 'Z' || state == 'X';
+	if (stat_fields(d, &state) < 0)
+		return !np_proc_alive(pid);
+	/* The state is the leader thread's: it is a zombie once main returns through pthread_exit,
+	 * while the other threads run on. */
+	return (state == 'Z' || state == 'X') && np_proc_live_task(pid) < 0;
+}
+
+/* The length of the UTF-8 sequence of a character at s (2 to 4), or 0 when none starts there;
+ * *control: it is a C1 control (U+0080-U+009F: U+009B is the 8-bit CSI). */
+static int utf8_char(const unsigned char *s, bool *control)
+{
+	int len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : 0;
+	unsigned cp = len == 2 ? s[0] & 0x1fu : len == 3 ? s[0] & 0x0fu : s[0] & 0x07u;
+	for (int i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0; /* the NUL that ends the string stops here too */
+		cp = cp << 6 | (s[i] & 0x3fu);
+	}
+	bool shortest = len == 2 || (len == 3 && cp >= 0x800) || (len == 4 && cp >= 0x10000 && cp <= 0x10ffff);
+	*control = cp >= 0x80 && cp <= 0x9f;
+	return len && shortest && !(cp >= 0xd800 && cp <= 0xdfff) ? len : 0;
 }
 
 void np_proc_printable(const char *in, char *out, size_t size)
 {
+	const unsigned char *s = (const unsigned char *)in;
 	size_t n = 0;
-	for (; *in && n + 1 < size; in++)
-		out[n++] = (unsigned char)*in < 0x20 || *in == 0x7f ? '?' : *in;
+	while (*s && n + 1 < size) {
+		bool control = *s < 0x20 || *s == 0x7f;
+		int len = *s < 0x80 ? 1 : utf8_char(s, &control);
+		if (len == 0 || control) {
+			out[n++] = '?'; /* a control character, or a byte of no character */
+			s += len ? len : 1;
+			continue;
+		}
+		if (n + (size_t)len >= size)
+			break; /* a character is copied whole or not at all */
+		memcpy(out + n, s, (size_t)len);
+		n += (size_t)len;
+		s += len;
+	}
 	if (size)
 		out[n] = '\0';
 }
@@ -159,8 +212,14 @@ int np_proc_descendants(int pid, int *out, int max)
 
 int np_proc_maps_file(int pid, const char *path)
 {
-	char maps[64], line[4096];
-	snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
+	char maps[96], line[4096];
+	/* A live thread's view: the leader's is empty once main has ended through pthread_exit
+	 * (the process's own file then looked stale, and was removed). */
+	int tid = np_proc_live_task(pid);
+	if (tid > 0 && tid != pid)
+		snprintf(maps, sizeof maps, "/proc/%d/task/%d/maps", pid, tid);
+	else
+		snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
 	FILE *f = fopen(maps, "r");
 	if (!f)
 		return -1;

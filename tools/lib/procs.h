@@ -13,12 +13,16 @@ bool np_proc_alive(int pid);
  * (unsigned)-1 when it cannot be told. */
 unsigned np_proc_uid(int pid);
 /* Whether process pid has ended: gone, or a zombie its parent has not reaped yet (whose live
- * file is its last word, for that parent: not a leftover). */
+ * file is its last word, for that parent: not a leftover). A process whose main thread ended
+ * (pthread_exit) while others run on has not: its leader shows Z, its other threads do not. */
 bool np_proc_ended(int pid);
+/* A thread of process pid that has not ended (its tid), or -1. */
+int np_proc_live_task(int pid);
 /* /proc/<pid>/comm into buf ("" when unreadable). */
 void np_proc_comm(int pid, char *buf, size_t size);
-/* A command name or line for a terminal: control characters (any user names its own process)
- * become '?', as ps shows them. JSON output escapes them instead. */
+/* A command name or line for a terminal: control characters (any user names its own process),
+ * C1 ones among them, and bytes of no UTF-8 character become '?', as ps shows them; the
+ * characters of UTF-8 names stay. JSON output escapes them instead. */
 void np_proc_printable(const char *in, char *out, size_t size);
 /* The command line, arguments joined by spaces, into buf ("" when unreadable: a zombie, a
  * kernel thread, another user's process under hidepid). */
