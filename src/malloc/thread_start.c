@@ -10,7 +10,9 @@
  *     onto its node);
  *   - whether placement was on when the thread was created: a thread created while it was off
  *     is never placed, also when the program turns it on before the thread's first allocation
- *     (the policy is for "threads created from now on").
+ *     (the policy is for "threads created from now on");
+ *   - whether the mask it inherits is one placement gave its creator (np_tls.placed_mask, passed
+ *     on to the new thread while the mask is unchanged), so that its own threads are placed.
  * Before the allocator is ready it is a plain call to the C library's pthread_create; such a
  * thread is judged at its first allocation, as every thread of a static link is.
  */
@@ -32,12 +34,17 @@ static create_fn real_create;
 struct start {
 	void *(*fn)(void *);
 	void *arg;
-	bool place; /* placement was on, and the program did not choose the thread's CPUs */
+	bool place;          /* placement was on, and the program did not choose the thread's CPUs */
+	uint8_t placed_mask; /* the creator's mask, which it inherits, is the CPUs placement gave
+				node placed_mask - 1 (0: it is not) */
 };
 
 static void *trampoline(void *p)
 {
 	struct start s = *(struct start *)p;
+	/* Passed on: a thread it creates in turn then knows the mask for placement's too (a thread
+	 * created while placement was off would otherwise make every later one look pinned). */
+	np_tls.placed_mask = s.placed_mask;
 	if (!s.place) {
 		/* The program chose its CPUs (under `taskset -c 0`, a thread pinned to CPU 0 has the
 		 * mask it would have inherited), or placement was off when it was created. */
@@ -79,9 +86,11 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *thread, con
 	s->fn = fn;
 	s->arg = arg;
 	/* The creator's mask, which the new thread inherits unless its attributes set one: a
-	 * system call, only while placement is on. */
-	s->place = np_place_policy() != NP_PLACE_NONE && !attr_pins(attr) &&
-		   !np_place_mask_chosen((int)np_tls.placed_mask - 1);
+	 * system call, only while placement is on or gave the creator its mask. */
+	bool pins = attr_pins(attr), on = np_place_policy() != NP_PLACE_NONE;
+	bool chosen = pins || ((on || np_tls.placed_mask) && np_place_mask_chosen((int)np_tls.placed_mask - 1));
+	s->place = on && !pins && !chosen;
+	s->placed_mask = !chosen ? np_tls.placed_mask : 0;
 	int rc = real(thread, attr, trampoline, s);
 	if (rc != 0)
 		np_bootstrap_free(s);

@@ -461,6 +461,48 @@ static void check_fill(void)
 
 /* ---- Respected affinity ---------------------------------------------------------------- */
 
+/* A thread created while placement was off, inheriting the main thread's placed mask: a thread
+ * it creates once placement is on again is placed (the mask is placement's, not the program's;
+ * taken for the program's, every later thread stayed on the main thread's node: a review). */
+static sem_t middle_go;
+
+static void *middle_main(void *arg)
+{
+	(void)arg;
+	sem_wait(&middle_go);
+	free(malloc(100));
+	if (worker_start(1, -1, false))
+		worker_stop(1);
+	return NULL;
+}
+
+static void check_grandchild(int main_node)
+{
+	if (cpu_nodes() < 2) {
+		vm_note("spread: one node with CPUs, no grandchild to place elsewhere");
+		return;
+	}
+	pthread_t middle;
+	sem_init(&middle_go, 0, 0);
+	numa_page_thread_place(NUMA_PAGE_PLACE_NONE);
+	if (pthread_create(&middle, NULL, middle_main, NULL) != 0) {
+		vm_fail("pthread_create: %s", strerror(errno));
+		return;
+	}
+	numa_page_thread_place(NUMA_PAGE_PLACE_SPREAD);
+	sem_post(&middle_go);
+	pthread_join(middle, NULL);
+	sem_destroy(&middle_go);
+	char why[300] = "";
+	int node = worker_node(1);
+	if (placed_facts(1, why, sizeof why) && node != main_node)
+		vm_ok("spread places the thread created by an unplaced thread with the main thread's "
+		      "placed mask: node %d (the main thread's: %d)", node, main_node);
+	else
+		vm_fail("spread, a thread created by an unplaced thread that inherited the main thread's "
+			"mask (node %d): on node %d; %s", main_node, node, why[0] ? why : "left on that node");
+}
+
 static void check_respect(void)
 {
 	char a[128], exp[64];
@@ -509,6 +551,7 @@ static void check_respect(void)
 				w->pg2.first[0] ? w->pg2.first : "fine");
 	}
 	worker_stop(0);
+	check_grandchild(main_node);
 }
 
 /* ---- Interleave ------------------------------------------------------------------------ */
