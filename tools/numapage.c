@@ -12,10 +12,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmds.h"
+#include "lib/procs.h"
 
 struct cmd {
 	const char *name;
@@ -141,6 +144,10 @@ int np_stdout_error;
 
 int main(int argc, char **argv)
 {
+	/* The terminal's character set: names keep their UTF-8 characters only where it is UTF-8
+	 * (elsewhere a byte of one, such as the 0x9b in U+00DB, may be a terminal control). */
+	setlocale(LC_CTYPE, "");
+	np_proc_utf8_terminal = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
 	int rc = dispatch(argc, argv);
 	/* What was printed must have arrived: a full disk or a closed pipe is a failure, not a
 	 * success that printed nothing. */

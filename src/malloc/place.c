@@ -91,6 +91,16 @@ static bool mask_is_node(const struct np_topo *t, int node, const uint64_t *mask
 	return k == n;
 }
 
+/* Whether mask holds every one of the process's allowed CPUs (CPUs beyond them, offline or
+ * outside its cpuset, restrict nothing). */
+static bool mask_has_allowed(const struct np_topo *t, const uint64_t *mask)
+{
+	for (int c = 0; c < t->ncpus && c < NP_OS_CPU_IDS; c++)
+		if (t->cpu_allowed[c] && !((mask[c / 64] >> (c % 64)) & 1))
+			return false;
+	return true;
+}
+
 bool np_place_mask_chosen(int placed_node)
 {
 	const struct np_topo *t = &np_topo_table;
@@ -100,8 +110,8 @@ bool np_place_mask_chosen(int placed_node)
 		return false;
 	if (!t->is_system) /* placement never sets a rehearsal's real masks */
 		return memcmp(mask, start_mask, sizeof mask) != 0;
-	if (n >= t->nallowed_cpus)
-		return false;
+	if (mask_has_allowed(t, mask))
+		return false; /* a count alone took another set of as many CPUs for this one */
 	if (placed_node >= 0)
 		return placed_node >= t->nnodes || !mask_is_node(t, placed_node, mask, n);
 	if (placed_node == NP_PLACE_CREATOR_UNKNOWN) {

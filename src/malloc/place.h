@@ -39,7 +39,7 @@ void np_place_atfork_child(void);
 /* The policy in force (enum np_place_policy): the option `place` (NUMAPAGE_PLACE, or the last
  * numa_page_thread_place or numa_page_option_set). */
 int np_place_policy(void);
-/* Whether the calling thread's CPU mask is one the program chose: narrower than the machine's
+/* Whether the calling thread's CPU mask is one the program chose: other than the machine's
  * allowed CPUs, and not the one placement gave it (the CPUs of node placed_node; -1: it gave
  * none; NP_PLACE_CREATOR_UNKNOWN: the thread's own mask, inherited from a creator it does not
  * know, as in a static link: the CPUs of any node placement gave some thread count as placement's,

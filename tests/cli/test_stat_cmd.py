@@ -442,10 +442,15 @@ try:
         assert '%d (?[2J?]0;x?)' % p.pid in r.stdout.split('\n')[0], repr(r.stdout)
     assert json.loads(stat('--json', p.pid).stdout)['processes'][0]['command'] == esc
     unpublish(p)
-    # A C1 control (U+009B, the 8-bit CSI) too; a UTF-8 name keeps its characters.
-    p, f = publish(comm='\u00e9\u009b2J')
-    r = stat('-r', p.pid)
-    assert '%d (\u00e9?2J)' % p.pid in r.stdout.split('\n')[0], repr(r.stdout)
+    # A C1 control (U+009B, the 8-bit CSI) too; a UTF-8 name keeps its characters where the
+    # locale's character set is UTF-8, and elsewhere every byte above 0x7f is '?' (U+00DB's
+    # second byte is 0x9b).
+    p, f = publish(comm='\u00e9\u009b2J\u00db')
+    for lc, want in (('C.UTF-8', '\u00e9?2J\u00db'), ('C', '????2J??')):
+        r = subprocess.run([EXE, 'stat', '-r', str(p.pid)], capture_output=True, timeout=30,
+                           env=dict(os.environ, LC_ALL=lc))
+        first = r.stdout.split(b'\n')[0].decode('utf-8', 'replace')
+        assert r.returncode == 0 and '%d (%s)' % (p.pid, want) in first, (lc, first)
     unpublish(p)
     p, f = publish(comm=esc, pidns=PIDNS + 7)
     r = stat(p.pid, rc=1)

@@ -2,7 +2,7 @@
  * place_threads.c — placement leaves alone the threads whose CPUs the program chose, and places
  * the others, for threads created through the shared library's pthread_create wrapper:
  *   - a thread that inherits a mask the program set on its creator (sched_setaffinity after
- *     start-up) is left alone: its mask stays the creator's, its home follows its CPU (placing
+ *     start-up; narrower, or as wide on other CPUs) is left alone: its mask stays the creator's, its home follows its CPU (placing
  *     it widened the mask to a node's CPUs: a review);
  *   - a thread created while placement was off is not placed when the program turns it on
  *     before the thread's first allocation ("threads created from now on");
@@ -14,7 +14,8 @@
  *     has the very mask it would have inherited (a rehearsal under `taskset -c 0` spread them:
  *     a review), while threads that inherit the one-CPU mask are spread.
  * Run with NUMAPAGE_TOPOLOGY=<a fixture with several nodes>, and without (this machine: the real
- * masks are then checked). The first check needs two CPUs (skipped otherwise). Prints
+ * masks are then checked), also under `taskset -c 0`. The first check needs two CPUs (skipped
+ * otherwise). Prints
  * "ok"/"not ok" lines; exit status 0 when all hold.
  */
 #include <pthread.h>
@@ -185,6 +186,25 @@ int main(int argc, char **argv)
 	} else {
 		printf("ok - # SKIP one CPU: no mask narrower than the start-up one\n");
 	}
+	/* As many CPUs as the start-up mask, but others (under `taskset -c 0`, CPU 1): chosen too
+	 * (a count alone took it for the start-up mask, and placement moved the threads back). */
+	int other = -1;
+	cpu_set_t one;
+	for (int c = 0; c < CPU_SETSIZE && other < 0 && ncpus == 1; c++) {
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		if (!CPU_ISSET(c, &start) && sched_setaffinity(0, sizeof one, &one) == 0)
+			other = c;
+	}
+	if (other >= 0) {
+		run(w, NTHREADS, -1, false, NULL);
+		for (int i = 0; i < NTHREADS; i++)
+			check(CPU_COUNT(&w[i].mask) == 1 && CPU_ISSET(other, &w[i].mask),
+			      "inherits a chosen mask of as many CPUs as the start-up one: mask kept", i,
+			      CPU_ISSET(other, &w[i].mask), 1);
+		if (sched_setaffinity(0, sizeof start, &start) != 0)
+			return 1;
+	}
 
 	/* Control: inheriting the start-up mask, they are spread. */
 	numa_page_thread_place(NUMA_PAGE_PLACE_SPREAD);
@@ -198,7 +218,6 @@ int main(int argc, char **argv)
 
 	/* Again on the first CPU alone, so that the allocator starts with a one-CPU mask. */
 	fflush(stdout);
-	cpu_set_t one;
 	CPU_ZERO(&one);
 	CPU_SET(cpus[0], &one);
 	if (sched_setaffinity(0, sizeof one, &one) != 0 || setenv("PLACE_THREADS_ONE_CPU", "1", 1) != 0)

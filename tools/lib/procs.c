@@ -140,13 +140,15 @@ static int utf8_char(const unsigned char *s, bool *control)
 	return len && shortest && !(cp >= 0xd800 && cp <= 0xdfff) ? len : 0;
 }
 
+bool np_proc_utf8_terminal;
+
 void np_proc_printable(const char *in, char *out, size_t size)
 {
 	const unsigned char *s = (const unsigned char *)in;
 	size_t n = 0;
 	while (*s && n + 1 < size) {
 		bool control = *s < 0x20 || *s == 0x7f;
-		int len = *s < 0x80 ? 1 : utf8_char(s, &control);
+		int len = *s < 0x80 ? 1 : np_proc_utf8_terminal ? utf8_char(s, &control) : 0;
 		if (len == 0 || control) {
 			out[n++] = '?'; /* a control character, or a byte of no character */
 			s += len ? len : 1;

@@ -22,7 +22,10 @@ int np_proc_live_task(int pid);
 void np_proc_comm(int pid, char *buf, size_t size);
 /* A command name or line for a terminal: control characters (any user names its own process),
  * C1 ones among them, and bytes of no UTF-8 character become '?', as ps shows them; the
- * characters of UTF-8 names stay. JSON output escapes them instead. */
+ * characters of UTF-8 names stay when np_proc_utf8_terminal says the terminal's character set
+ * is UTF-8 (numapage's main sets it from the locale), else every byte above 0x7f is '?'. JSON
+ * output escapes them instead. */
+extern bool np_proc_utf8_terminal;
 void np_proc_printable(const char *in, char *out, size_t size);
 /* The command line, arguments joined by spaces, into buf ("" when unreadable: a zombie, a
  * kernel thread, another user's process under hidepid). */
