@@ -48,17 +48,8 @@ static int usage_error(const char *fmt, const char *arg)
 static char **environ_of(long pid)
 {
 	char path[96];
-	snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+	np_proc_path((int)pid, "environ", path, sizeof path); /* its main thread may have ended */
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && errno == ESRCH) {
-		/* Its main thread has ended (pthread_exit) and took the way in with it: another
-		 * thread's is the process's environment too. */
-		int tid = np_proc_live_task((int)pid);
-		if (tid > 0) {
-			snprintf(path, sizeof path, "/proc/%ld/task/%d/environ", pid, tid);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-		}
-	}
 	if (fd < 0)
 		return NULL;
 	size_t cap = 1 << 16, n = 0;
@@ -116,11 +107,7 @@ static char **environ_of(long pid)
 static int secure_of(long pid)
 {
 	char path[96];
-	int tid = np_proc_live_task((int)pid); /* the leader's is gone once main has ended */
-	if (tid > 0 && tid != pid)
-		snprintf(path, sizeof path, "/proc/%ld/task/%d/auxv", pid, tid);
-	else
-		snprintf(path, sizeof path, "/proc/%ld/auxv", pid);
+	np_proc_path((int)pid, "auxv", path, sizeof path); /* its main thread may have ended */
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return -1;

@@ -302,13 +302,10 @@ static bool read_leftover_file(pid_t pid, const struct job *job)
 	if (fd < 0)
 		return false; /* it reported (the file goes at exit), it did not publish, or the name
 			       * holds something that is not our file (planted: not ours to read or remove) */
-	/* Another pid namespace's file (a container's sharing /dev/shm): its pids are not ours,
-	 * so neither its gone-ness nor its parent means anything here. */
-	struct np_vmstat_shm_header h;
-	bool other = job && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-		     np_vmstat_shm_other_ns(&h, np_os_pid_ns());
+	/* The load refuses another pid namespace's file (a container's sharing /dev/shm): its
+	 * pids are not ours, so neither its gone-ness nor its parent means anything here. */
 	static struct np_livefile f;
-	struct leftover *l = other ? NULL : calloc(1, sizeof *l);
+	struct leftover *l = calloc(1, sizeof *l);
 	bool read = l && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK;
 	const char *parent_command = read && job ? job_command(job, f.parent) : NULL;
 	if (read && job && !parent_command) {

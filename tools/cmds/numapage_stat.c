@@ -81,49 +81,44 @@ struct file {
 static struct file files[MAX_FILES];
 static int nfiles;
 
-/* Whether the file at path (a regular file of uid's) was published in another pid namespace
- * sharing /dev/shm (a container's): its pid then names another process here, or none. */
-static bool other_namespace(const char *path, unsigned uid)
-{
-	struct stat st;
-	int fd = np_livefile_open(path, uid, &st);
-	if (fd < 0)
-		return false;
-	struct np_vmstat_shm_header h;
-	ssize_t n = pread(fd, &h, sizeof h, 0);
-	close(fd);
-	return n == (ssize_t)sizeof h && np_vmstat_shm_other_ns(&h, np_os_pid_ns());
-}
+/* What the scan makes of the file of pid at path (a regular file of uid's). */
+enum verdict {
+	LISTED,  /* a process's, maybe */
+	STALE,   /* the caller's, and stale: of a process that is gone, or a complete header (magic
+		  * set) of one that is alive but does not map the file (its pid was reused after the
+		  * publisher died without cleaning up) */
+	FOREIGN, /* published in another pid namespace sharing /dev/shm (a container's): its pid
+		  * names another process here, or none, and nothing here says whether its
+		  * publisher is gone */
+};
 
-/* Whether the caller's file of pid at path (a regular file of uid's) is stale: a complete header
- * (magic set) of a process that is alive but does not map the file means its pid was reused
- * after the publisher died without cleaning up. */
-static bool stale(int pid, unsigned uid, const char *path)
+/* One read of the header decides both; staleness is judged only for the caller's files (mine). */
+static enum verdict judge(int pid, unsigned uid, const char *path, bool mine)
 {
 	struct stat st;
 	int fd = np_livefile_open(path, uid, &st);
 	if (fd < 0)
-		return false; /* gone meanwhile, or not ours to judge */
+		return LISTED; /* gone meanwhile, or not ours to judge */
 	struct np_vmstat_shm_header h;
 	ssize_t n = pread(fd, &h, sizeof h, 0);
 	close(fd);
 	bool whole = n == (ssize_t)sizeof h && h.magic == NP_VMSTAT_SHM_MAGIC;
-	/* Published in another pid namespace sharing /dev/shm (a container's): its pid names
-	 * another process here, or none, so nothing here says whether its publisher is gone. */
 	if (whole && np_vmstat_shm_other_ns(&h, np_os_pid_ns()))
-		return false;
+		return FOREIGN;
+	if (!mine)
+		return LISTED;
 	if (!np_proc_alive(pid))
-		return true;
+		return STALE;
 	if (np_proc_ended(pid))
-		return false; /* a zombie: its file is its last word, for its parent (numapage run) */
+		return LISTED; /* a zombie: its file is its last word, for its parent (numapage run) */
 	if (!whole)
-		return false; /* being created right now */
+		return LISTED; /* being created right now */
 	int maps = np_proc_maps_file(pid, path);
 	if (maps >= 0)
-		return maps == 0;
+		return maps == 0 ? STALE : LISTED;
 	/* Its maps cannot be read (another user's process, or one that is not dumpable): a process
 	 * whose effective uid is not the file's did not publish it. */
-	return np_proc_uid(pid) != uid;
+	return np_proc_uid(pid) != uid ? STALE : LISTED;
 }
 
 /* Lists the files, removing the caller's stale ones quietly: a leftover is housekeeping, not
@@ -150,13 +145,11 @@ static void scan(void)
 		snprintf(p, sizeof p, "%s/%s", NP_VMSTAT_SHM_DIR, e->d_name);
 		/* /dev/shm is sticky: a file of ours under our name cannot be swapped for someone
 		 * else's between the look and the unlink. */
-		if (uid == me && stale(pid, uid, p)) {
+		enum verdict v = judge(pid, uid, p, uid == me);
+		if (v == STALE)
 			unlink(p);
-			continue;
-		}
-		if (other_namespace(p, uid))
-			continue; /* its pid is one in a container's namespace: no process here */
-		files[nfiles++] = (struct file){uid, pid};
+		if (v == LISTED)
+			files[nfiles++] = (struct file){uid, pid};
 	}
 	closedir(d);
 }
@@ -235,8 +228,7 @@ enum { OPEN_OK = 0, OPEN_FAILED = 1 /* reported */, OPEN_ENDED = 3 /* exited (re
 /* The end of a process that was about to be read: it exited (or is a zombie) meanwhile. */
 static int ended(int pid, bool quiet)
 {
-	if (!quiet)
-	{
+	if (!quiet) {
 		if (np_proc_alive(pid))
 			fprintf(stderr, "numapage stat: process %d has exited\n", pid);
 		else
@@ -350,12 +342,8 @@ static int select_pid(const char *arg)
 	long owner = file_of((int)pid);
 	if (owner >= 0)
 		return open_live((int)pid, (unsigned)owner, false) == OPEN_OK ? 0 : 1;
-	if (np_proc_alive((int)pid) && np_proc_ended((int)pid)) {
-		fprintf(stderr, "numapage stat: process %ld has exited\n", pid);
-		return 1;
-	}
-	if (!np_proc_alive((int)pid)) {
-		fprintf(stderr, "numapage stat: no process %ld\n", pid);
+	if (np_proc_ended((int)pid)) {
+		ended((int)pid, false);
 		return 1;
 	}
 	unsigned uid = np_proc_uid((int)pid), me = geteuid();

@@ -93,7 +93,8 @@ static int stat_ppid(const char *dir)
 	return stat_fields(dir, NULL);
 }
 
-int np_proc_live_task(int pid)
+/* A thread of process pid that has not ended (its tid), or -1. */
+static int live_task(int pid)
 {
 	char d[64];
 	snprintf(d, sizeof d, "/proc/%d/task", pid);
@@ -113,15 +114,30 @@ int np_proc_live_task(int pid)
 	return live;
 }
 
-bool np_proc_ended(int pid)
+/* Whether the leader thread of pid has ended (state Z or X): -1 when pid cannot be read. It
+ * is a zombie once main returns through pthread_exit, while the other threads run on. */
+static int leader_ended(int pid)
 {
 	char d[24], state = 0;
 	snprintf(d, sizeof d, "%d", pid);
 	if (stat_fields(d, &state) < 0)
-		return !np_proc_alive(pid);
-	/* The state is the leader thread's: it is a zombie once main returns through pthread_exit,
-	 * while the other threads run on. */
-	return (state == 'Z' || state == 'X') && np_proc_live_task(pid) < 0;
+		return -1;
+	return state == 'Z' || state == 'X';
+}
+
+bool np_proc_ended(int pid)
+{
+	int leader = leader_ended(pid);
+	return leader < 0 ? !np_proc_alive(pid) : leader && live_task(pid) < 0;
+}
+
+void np_proc_path(int pid, const char *file, char *buf, size_t size)
+{
+	int tid = leader_ended(pid) > 0 ? live_task(pid) : -1;
+	if (tid > 0 && tid != pid)
+		snprintf(buf, size, "/proc/%d/task/%d/%s", pid, tid, file);
+	else
+		snprintf(buf, size, "/proc/%d/%s", pid, file);
 }
 
 /* The length of the UTF-8 sequence of a character at s (2 to 4), or 0 when none starts there;
@@ -217,11 +233,7 @@ int np_proc_maps_file(int pid, const char *path)
 	char maps[96], line[4096];
 	/* A live thread's view: the leader's is empty once main has ended through pthread_exit
 	 * (the process's own file then looked stale, and was removed). */
-	int tid = np_proc_live_task(pid);
-	if (tid > 0 && tid != pid)
-		snprintf(maps, sizeof maps, "/proc/%d/task/%d/maps", pid, tid);
-	else
-		snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
+	np_proc_path(pid, "maps", maps, sizeof maps);
 	FILE *f = fopen(maps, "r");
 	if (!f)
 		return -1;

@@ -16,8 +16,10 @@ unsigned np_proc_uid(int pid);
  * file is its last word, for that parent: not a leftover). A process whose main thread ended
  * (pthread_exit) while others run on has not: its leader shows Z, its other threads do not. */
 bool np_proc_ended(int pid);
-/* A thread of process pid that has not ended (its tid), or -1. */
-int np_proc_live_task(int pid);
+/* The path of /proc/<pid>/<file> (maps, environ, auxv) as a live thread of pid sees it: the
+ * leader's own once main has ended through pthread_exit is empty or unreadable, so then
+ * /proc/<pid>/task/<tid>/<file> of a thread that runs on. */
+void np_proc_path(int pid, const char *file, char *buf, size_t size);
 /* /proc/<pid>/comm into buf ("" when unreadable). */
 void np_proc_comm(int pid, char *buf, size_t size);
 /* A command name or line for a terminal: control characters (any user names its own process),
