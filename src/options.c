@@ -56,7 +56,7 @@ static bool stats_valid(const char *value)
 }
 
 static const char *const bind_names[] = {"preferred", "strict", "none", NULL};
-static const char *const place_names[] = {"none", "spread", "fill", NULL};
+const char *const np_place_names[] = {"none", "spread", "fill", NULL};
 
 #define OFF(f) offsetof(struct np_options, f)
 static const struct row rows[] = {
@@ -79,7 +79,7 @@ static const struct row rows[] = {
 	 "milliseconds freed memory stays resident for reuse before its pages go back: a freed large block, and pool pages free all that while (0: until a budget needs them)", true},
 	{"BIND", K_ENUM, OFF(bind), NP_BIND_PREFERRED, 0, 2, bind_names, "preferred",
 	 "preferred (MPOL_PREFERRED), strict (MPOL_BIND, fall back on refusal) or none", true},
-	{"PLACE", K_ENUM, OFF(place), NP_PLACE_NONE, 0, 2, place_names, "none",
+	{"PLACE", K_ENUM, OFF(place), NP_PLACE_NONE, 0, 2, np_place_names, "none",
 	 "place new threads over nodes: none, spread or fill (for threads created from then on)", true},
 	{"INTERLEAVE_ABOVE", K_LONG, OFF(interleave_above), 0, 0, (long)(~0UL >> 1), NULL, "0 (off)",
 	 "interleave main-thread mallocs of at least this many bytes made before other threads exist", true},

@@ -22,6 +22,8 @@
 #define NP_STAT_THRESHOLD_MAX 125
 
 enum np_place_policy { NP_PLACE_NONE = 0, NP_PLACE_SPREAD = 1, NP_PLACE_FILL = 2 };
+/* The option `place`'s values, by enum np_place_policy (NULL after the last). */
+extern const char *const np_place_names[];
 
 struct np_options {
 	int verbose;                 /* NUMAPAGE_VERBOSE: 0/1 */

@@ -149,10 +149,8 @@ int numa_page_thread_place(int pol)
 	np_ensure_ready();
 	/* The option itself, so that numa_page_option_get and `numapage options`-style listings
 	 * say what is in force (a private copy of the policy left the option saying the old one). */
-	static const char *const names[] = {"none", "spread", "fill"};
-	_Static_assert(NP_PLACE_NONE == 0 && NP_PLACE_SPREAD == 1 && NP_PLACE_FILL == 2, "the option's names, in order");
 	int saved = errno;
-	int rc = numa_page_option_set("place", names[pol]);
+	int rc = numa_page_option_set("place", np_place_names[pol]);
 	if (rc == 0)
 		errno = saved;
 	return rc;
