@@ -8,9 +8,9 @@
  * address space, borrows other shards' runs); a run always returns to the shard of its
  * chunk. So threads on different CPUs do not queue on one lock, nor write each other's bins
  * and page descriptors (jemalloc's arenas per CPU, per node here). Free memory goes back to
- * the OS (madvise) once a pool's shards hold more dirty free pages together than NUMAPAGE_PURGE_MB
- * plus the pages the pool has in use, and by time: a free run carries the number of the decay period it was returned
- * in, and when a period of NUMAPAGE_DECAY_MS ends, the dirty runs returned before it began
+ * the OS (madvise) once a pool's shards hold more dirty free pages together than
+ * NUMAPAGE_PURGE_MB plus the pages the pool has in use, and by time: a free run carries the
+ * number of the decay period it was returned in, and when a period of NUMAPAGE_DECAY_MS ends, the dirty runs returned before it began
  * (free all through it: nobody needed them that long) go back; checked on returns and now and
  * then by the malloc slow path (jemalloc's dirty decay, without a background thread). A pool only ever
  * holds pages of its own node: memory never changes node.

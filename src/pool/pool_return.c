@@ -184,10 +184,13 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pages_free, pages);
 		/* The watermark is the node's, over its shards: past it, the node goes down to half
 		 * of it, from the shards that hold the most (purging only the returning shard
-		 * purged it whole at every return while another kept the rest). */
-		if (np_pool_dirty_pages(p->node) > np_pool_purge_pages) {
+		 * purged it whole at every return while another kept the rest).
+		 * The option alone is checked first: the mark's pages in use are a sum over the
+		 * shards, read only once the option is passed. */
+		size_t dirty = np_pool_dirty_pages(p->node);
+		if (dirty > np_pool_purge_pages) {
 			size_t mark = watermark(&np_pools[p->node]);
-			if (np_pool_dirty_pages(p->node) > mark)
+			if (dirty > mark)
 				purge_node(&np_pools[p->node], mark / 2, st);
 		}
 		uint64_t period = decay_period_ns(); /* the coarse clock: a few nanoseconds a return */
