@@ -51,8 +51,10 @@ struct np_pool_purge_batch {
 	struct np_page *runs[NP_POOL_PURGE_BATCH];
 };
 
-/* Shards per pool, at most (a power of two is not needed). */
-#define NP_POOL_SHARDS 8
+/* Shards per pool, at most (a power of two is not needed): a shard per CPU up to 64. With 8,
+ * the CPUs of a 16-CPU machine shared each shard's lock two by two, which cost realloc-grow
+ * x1.5 (docs/perf-issue15.md section 23). */
+#define NP_POOL_SHARDS 64
 
 struct np_pool_shard {
 	struct np_lock lock;         /* rank NP_LOCK_RANK_POOL, index node */
@@ -83,6 +85,12 @@ struct np_pool {
 					(0: none yet) */
 	uint8_t decay_period;        /* relaxed atomic: the period's number (mod 256), stamped on
 					every run returned in it */
+	/* The shards whose dirty pages are more than dirty_share (NUMAPAGE_PURGE_MB over the
+	 * shards): while none is, the node is within the option and a return need not sum its
+	 * shards' counts, each on a line other CPUs write (np_pool_set_dirty_locked). Relaxed
+	 * atomic, changed by a shard under its lock as it crosses its share. */
+	unsigned shards_over;
+	size_t dirty_share;
 	struct np_pool_shard shard[NP_POOL_SHARDS];
 };
 

@@ -185,13 +185,18 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 		/* The watermark is the node's, over its shards: past it, the node goes down to half
 		 * of it, from the shards that hold the most (purging only the returning shard
 		 * purged it whole at every return while another kept the rest).
-		 * The option alone is checked first: the mark's pages in use are a sum over the
-		 * shards, read only once the option is passed. */
-		size_t dirty = np_pool_dirty_pages(p->node);
-		if (dirty > np_pool_purge_pages) {
-			size_t mark = watermark(&np_pools[p->node]);
-			if (dirty > mark)
-				purge_node(&np_pools[p->node], mark / 2, st);
+		 * The node can be past the option only when a shard is past its share of it
+		 * (shards_over): only then are the shards' counts summed, one line of another CPU
+		 * each. The option alone is checked next: the mark's pages in use are another sum,
+		 * read only once the option is passed. */
+		struct np_pool *pool = &np_pools[p->node];
+		if (__atomic_load_n(&pool->shards_over, __ATOMIC_RELAXED)) {
+			size_t dirty = np_pool_dirty_pages(p->node);
+			if (dirty > np_pool_purge_pages) {
+				size_t mark = watermark(pool);
+				if (dirty > mark)
+					purge_node(pool, mark / 2, st);
+			}
 		}
 		uint64_t period = decay_period_ns(); /* the coarse clock: a few nanoseconds a return */
 		if (period)
@@ -231,7 +236,7 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 					size_t d = np_pool_run_dirty(pg);
 					if (d && gone)
 						total += n; /* known to have been resident */
-					p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
+					np_pool_set_dirty_locked(p, p->dirty_pages > d ? p->dirty_pages - d : 0);
 					pg->clean = 1;
 					if (n > 1)
 						pg[n - 1].prev = NULL; /* dirty estimate 0 */

@@ -20,18 +20,25 @@
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
 
-/* Loads fixture (restricted by allow, or NULL) as the library's table, with fresh statistics,
- * fake OS, pools and node state; options as they are. */
-static inline void np_test_load_fixture(const char *fixture, const struct np_topo_allow *allow)
+/* Loads a topology as np_topo_load takes it (an XML path, "synthetic:<string>"), restricted
+ * by allow (or NULL), as the library's table, with fresh statistics, fake OS, pools and node
+ * state; options as they are. */
+static inline void np_test_load_topology(const char *spec, const struct np_topo_allow *allow)
 {
-	char path[512];
-	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
-	assert_int_equal(np_topo_load(&np_topo_table, path, allow), 0);
+	assert_int_equal(np_topo_load(&np_topo_table, spec, allow), 0);
 	np_vmstat_init(&np_topo_table);
 	np_vmstat_reset();
 	np_fake_os_reset();
 	np_pool_init(&np_topo_table);
 	np_node_init(&np_topo_table);
+}
+
+/* The same for a fixture of tests/topologies. */
+static inline void np_test_load_fixture(const char *fixture, const struct np_topo_allow *allow)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s.xml", NP_TOPOLOGIES, fixture);
+	np_test_load_topology(path, allow);
 }
 
 /* Option pairs name, value from ap (NULL-terminated) are applied first. */
