@@ -8,6 +8,7 @@
 #include "pool/pool.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "log.h"
 #include "options.h"
@@ -16,6 +17,9 @@
 #include "pool/pool_locked.h"
 
 struct np_pool np_pools[NP_MAX_NODES] NP_LARGE_BSS;
+/* Each shard's free-run lists (pool.h: struct np_pool_shard's bins), written only once the
+ * shard holds a run. */
+static struct np_page *shard_bins[NP_MAX_NODES][NP_POOL_SHARDS][NP_POOL_BINS] NP_LARGE_BSS;
 
 /* The shard each CPU takes from: allowed CPUs in turn, so that a sparse cpuset ("0,2,4,6")
  * uses as many shards as it has CPUs. Written for the allowed CPUs only. */
@@ -31,8 +35,22 @@ void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
 	}
 }
 
+/* Folds shard s's dirty pages into its pool's total once they have moved more than a step from
+ * what s folded last (pool.h: dirty_approx). At the unlock, not at each change: taking a run
+ * out of its bin and putting the rest back would fold twice, both ways. */
+static void fold_dirty_locked(struct np_pool_shard *s)
+{
+	struct np_pool *pool = &np_pools[s->node];
+	size_t n = s->dirty_pages;
+	if (n > s->dirty_folded + pool->dirty_step || n + pool->dirty_step < s->dirty_folded) {
+		__atomic_add_fetch(&pool->dirty_approx, n - s->dirty_folded, __ATOMIC_RELAXED); /* mod 2^64 */
+		s->dirty_folded = n;
+	}
+}
+
 void np_pool_unlock(struct np_pool_shard *s)
 {
+	fold_dirty_locked(s);
 	np_unlock(&s->lock);
 }
 
@@ -61,9 +79,10 @@ void np_pool_init(const struct np_topo *t)
 	np_pool_purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
 	np_chunk_tight = np_os_address_limited();
 	/* Only the pools of the table's nodes (and any a previous table used: tests load several)
-	 * are written, and of each only the shards in use: the 64 pools of 64 shards are 8.8 MiB
-	 * of BSS, and a page of BSS nobody writes costs no memory (a one-node process started
-	 * with 124 KiB more resident when all 64 pools' headers were written). */
+	 * are written, and of each only the shards in use: the 64 pools of 64 shards are 776 KiB
+	 * of BSS and their bins 8 MiB (written once a shard holds a run), and a page of BSS nobody
+	 * writes costs no memory (a one-node process started with 124 KiB more resident when all
+	 * 64 pools' headers were written). */
 	int upto = NP_MAX(t->nnodes, pool_nodes);
 	for (int i = 0; i < upto; i++) {
 		struct np_pool *p = &np_pools[i];
@@ -79,22 +98,25 @@ void np_pool_init(const struct np_topo *t)
 		p->spilled = p->low = 0;
 		p->decay_began = 0;
 		p->decay_period = 0;
-		p->dirty_share = np_pool_purge_pages / nshards;
+		p->dirty_step = np_pool_purge_pages / (2 * nshards);
 		for (unsigned k = 0; k < shards_upto; k++) {
 			struct np_pool_shard *sh = &p->shard[k];
 			if (k >= nshards && !sh->chunks && !sh->free_pages)
 				continue;
-			*sh = (struct np_pool_shard){.node = i, .index = (uint8_t)k};
+			bool listed = false; /* bins a previous table used (tests) are cleared */
+			for (unsigned w = 0; w < (NP_POOL_BINS + 63) / 64; w++)
+				listed |= sh->bin_mask[w] != 0;
+			if (listed)
+				memset(shard_bins[i][k], 0, sizeof shard_bins[i][k]);
+			*sh = (struct np_pool_shard){.node = i, .index = (uint8_t)k, .bins = shard_bins[i][k]};
 			init_lock(sh);
 		}
 		if (i < t->nnodes && t->node[i].mem_allowed) {
 			p->exists = true;
 			p->limit_pages = t->node[i].mem_bytes >> NP_PAGE_SHIFT;
 		}
-		/* Shards a previous table left runs in (tests) count as they are. */
-		p->shards_over = 0;
-		for (unsigned k = 0; k < shards_upto; k++)
-			p->shards_over += p->shard[k].dirty_pages > p->dirty_share;
+		/* Every shard set up again holds nothing; one skipped never held a run. */
+		p->dirty_approx = 0;
 	}
 	pool_nodes = upto;
 }
@@ -164,7 +186,7 @@ static void insert_free_locked(struct np_pool_shard *p, struct np_page *pg, size
 	}
 	bin_push(p, pg);
 	p->free_pages += n;
-	np_pool_set_dirty_locked(p, p->dirty_pages + dirty);
+	p->dirty_pages += dirty;
 }
 
 void np_pool_remove_free_locked(struct np_pool_shard *p, struct np_page *pg)
@@ -172,7 +194,7 @@ void np_pool_remove_free_locked(struct np_pool_shard *p, struct np_page *pg)
 	bin_unlink(p, pg);
 	p->free_pages -= pg->npages;
 	size_t d = np_pool_run_dirty(pg);
-	np_pool_set_dirty_locked(p, p->dirty_pages > d ? p->dirty_pages - d : 0);
+	p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
 }
 
 /* Returns a run to the pool, merging it with free neighbours. clean: the run reads as zeros
@@ -440,6 +462,7 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 		}
 		np_pool_debug_check_locked(o, "move_free_chunk");
 		np_pool_debug_check_locked(to, "move_free_chunk");
+		fold_dirty_locked(second);
 		np_unlock(&second->lock);
 		np_pool_unlock(first);
 		if (moved)
@@ -620,6 +643,12 @@ size_t np_pool_free_pages(int node)
 	return n;
 }
 
+bool np_pool_dirty_may_pass(int node)
+{
+	const struct np_pool *p = &np_pools[node];
+	return __atomic_load_n(&p->dirty_approx, __ATOMIC_RELAXED) + p->nshards * p->dirty_step > np_pool_purge_pages;
+}
+
 size_t np_pool_dirty_pages(int node)
 {
 	const struct np_pool *p = &np_pools[node];
@@ -724,15 +753,26 @@ const char *np_pool_check(int node)
 {
 	struct np_pool *p = &np_pools[node];
 	const char *err = NULL;
-	unsigned over = 0;
-	for (unsigned k = 0; k < p->nshards && !err; k++) {
-		np_lock(&p->shard[k].lock);
-		err = check_locked(&p->shard[k]);
-		np_unlock(&p->shard[k].lock);
+	size_t folded = 0;
+	/* Every shard's lock at once, in order (as fork takes them): the folded total is then the
+	 * sum of what they folded. */
+	for (unsigned k = 0; k < p->nshards; k++) {
+		if (k == 0)
+			np_lock(&p->shard[k].lock);
+		else
+			np_lock_nested(&p->shard[k].lock);
 	}
-	for (unsigned k = 0; k < p->shards_used; k++)
-		over += __atomic_load_n(&p->shard[k].dirty_pages, __ATOMIC_RELAXED) > p->dirty_share;
-	if (!err && over != __atomic_load_n(&p->shards_over, __ATOMIC_RELAXED))
-		err = "the count of shards over their dirty share disagrees with the shards";
+	for (unsigned k = 0; k < p->nshards && !err; k++) {
+		struct np_pool_shard *sh = &p->shard[k];
+		err = check_locked(sh);
+		folded += sh->dirty_folded;
+		if (!err && (sh->dirty_pages > sh->dirty_folded + p->dirty_step ||
+			     sh->dirty_pages + p->dirty_step < sh->dirty_folded))
+			err = "a shard's dirty pages drifted past a step from what it folded";
+	}
+	if (!err && folded != __atomic_load_n(&p->dirty_approx, __ATOMIC_RELAXED))
+		err = "the pool's folded dirty total disagrees with its shards";
+	for (unsigned k = p->nshards; k-- > 0;)
+		np_unlock(&p->shard[k].lock);
 	return err;
 }

@@ -67,9 +67,14 @@ struct np_pool_shard {
 	 * purging thread's stack): a fork's child, where those threads do not exist, puts them
 	 * back. */
 	struct np_pool_purge_batch *purging;
+	/* What dirty_pages was when last folded into the pool's dirty_approx (at an unlock: pool.c). */
+	size_t dirty_folded;
 	struct np_chunk *chunks;     /* this shard's normal chunks */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
-	struct np_page *bins[NP_POOL_BINS];
+	/* NP_POOL_BINS lists, kept apart from the shards (pool.c): a pool's shards are a few pages,
+	 * and a shard's bins are written only once it holds a run (with the bins in the shards,
+	 * setting up 64 of them made 144 KiB resident at start-up). */
+	struct np_page **bins;
 } NP_ALIGNED(NP_CACHELINE);
 
 struct np_pool {
@@ -85,12 +90,14 @@ struct np_pool {
 					(0: none yet) */
 	uint8_t decay_period;        /* relaxed atomic: the period's number (mod 256), stamped on
 					every run returned in it */
-	/* The shards whose dirty pages are more than dirty_share (NUMAPAGE_PURGE_MB over the
-	 * shards): while none is, the node is within the option and a return need not sum its
-	 * shards' counts, each on a line other CPUs write (np_pool_set_dirty_locked). Relaxed
-	 * atomic, changed by a shard under its lock as it crosses its share. */
-	unsigned shards_over;
-	size_t dirty_share;
+	/* The shards' dirty pages as they last folded them (a shard folds at an unlock when its count
+	 * has moved more than dirty_step from what it folded), so the node's dirty pages are within
+	 * dirty_approx plus dirty_step per shard: a return sums the shards' own counts (a line of
+	 * another CPU each) only when that bound passes NUMAPAGE_PURGE_MB (np_pool_dirty_may_pass).
+	 * dirty_step is the option over twice the shards. On a line of its own: it is written by
+	 * every shard, the line above is read by every take. Relaxed atomic. */
+	size_t dirty_step;
+	size_t dirty_approx NP_ALIGNED(NP_CACHELINE);
 	struct np_pool_shard shard[NP_POOL_SHARDS];
 };
 
@@ -172,6 +179,9 @@ bool np_pool_give_back_space(struct np_vmstat_diffs *st);
  * (racy reads: hints, and exact when no other thread uses the pool). */
 size_t np_pool_free_pages(int node);
 size_t np_pool_dirty_pages(int node);
+/* False when node's dirty free pages are surely within NUMAPAGE_PURGE_MB (the pool's folded
+ * total, one load); true when they may be past it, which np_pool_dirty_pages then tells. */
+bool np_pool_dirty_may_pass(int node);
 
 /* Pages mapped and free over all pools (racy reads: mallinfo2's answer). */
 void np_pool_totals(size_t *mapped_pages, size_t *free_pages);

@@ -26,17 +26,6 @@ NP_INLINE struct np_pool_shard *np_pool_shard_of(const struct np_page *pg)
 	return &np_pools[c->node].shard[c->shard];
 }
 
-/* Sets shard s's count of dirty free pages to n (its lock held), and its pool's count of the
- * shards over their share (pool.h) as s crosses its own. */
-NP_INLINE void np_pool_set_dirty_locked(struct np_pool_shard *s, size_t n)
-{
-	struct np_pool *pool = &np_pools[s->node];
-	bool was = s->dirty_pages > pool->dirty_share, over = n > pool->dirty_share;
-	s->dirty_pages = n;
-	if (was != over)
-		__atomic_add_fetch(&pool->shards_over, over ? 1u : -1u, __ATOMIC_RELAXED);
-}
-
 /* How many pages of the free run at pg may be resident (an estimate; see pool.c). */
 size_t np_pool_run_dirty(const struct np_page *pg);
 /* Takes the free run at pg out of its bin. */

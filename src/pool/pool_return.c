@@ -185,12 +185,11 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 		/* The watermark is the node's, over its shards: past it, the node goes down to half
 		 * of it, from the shards that hold the most (purging only the returning shard
 		 * purged it whole at every return while another kept the rest).
-		 * The node can be past the option only when a shard is past its share of it
-		 * (shards_over): only then are the shards' counts summed, one line of another CPU
-		 * each. The option alone is checked next: the mark's pages in use are another sum,
-		 * read only once the option is passed. */
+		 * The shards' counts (a line of another CPU each) are summed only when the pool's
+		 * folded total says the node may be past the option, and the option is checked
+		 * before the mark, whose pages in use are another sum. */
 		struct np_pool *pool = &np_pools[p->node];
-		if (__atomic_load_n(&pool->shards_over, __ATOMIC_RELAXED)) {
+		if (np_pool_dirty_may_pass(p->node)) {
 			size_t dirty = np_pool_dirty_pages(p->node);
 			if (dirty > np_pool_purge_pages) {
 				size_t mark = watermark(pool);
@@ -236,7 +235,7 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 					size_t d = np_pool_run_dirty(pg);
 					if (d && gone)
 						total += n; /* known to have been resident */
-					np_pool_set_dirty_locked(p, p->dirty_pages > d ? p->dirty_pages - d : 0);
+					p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
 					pg->clean = 1;
 					if (n > 1)
 						pg[n - 1].prev = NULL; /* dirty estimate 0 */
