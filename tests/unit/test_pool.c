@@ -1683,6 +1683,101 @@ static void a_hovering_shard_writes_no_shared_line(void **state)
 	np_fake_os_set_cpu(0);
 }
 
+/* The bound a return relies on: while the pool's folded total says the node is within the
+ * option, its shards' dirty pages are; and the total agrees with the shards (np_pool_check). */
+static void check_dirty_bound(int node)
+{
+	check_node(node);
+	extern size_t np_pool_purge_pages;
+	if (!np_pool_dirty_may_pass(node) && np_pool_dirty_pages(node) > np_pool_purge_pages)
+		fail_msg("the total says within %zu, the shards hold %zu", np_pool_purge_pages, np_pool_dirty_pages(node));
+}
+
+static size_t forked_check[1];
+static void check_in_child(void *out)
+{
+	size_t v = np_pool_check(0) ? 1 : 0;
+	memcpy(out, &v, sizeof v);
+}
+
+static void fork_in_purge(void)
+{
+	np_fake_os_purge_hook = NULL;
+	np_test_fork(np_pool_atfork_prepare, np_pool_atfork_parent, np_pool_atfork_child, check_in_child, forked_check,
+		     sizeof forked_check);
+}
+
+/* Random takes and batch returns on random CPUs of a 7-CPU node (an option that 7 shards do
+ * not divide), with trims, purges, decays, unmapped free chunks and forks, some in the middle of
+ * a purge's madvise; the total and the bound are checked after every step. NUMAPAGE_PURGE_MB
+ * 0, 1 and 4. (After a helper's random test of the first version of the shards' count.) */
+static void dirty_total_never_drifts(void **state)
+{
+	(void)state;
+	const char *mbs[] = {"0", "1", "4"};
+	for (int m = 0; m < 3; m++) {
+		np_options_reset();
+		assert_int_equal(np_options_set("PURGE_MB", mbs[m]), 0);
+		assert_int_equal(np_options_set("DECAY_MS", "100000"), 0);
+		np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:7 pu:1", NULL);
+		assert_int_equal(np_pools[0].nshards, 7);
+		enum { MAX_HELD = 300, STEPS = 4000 };
+		static struct np_page *held[MAX_HELD];
+		int nheld = 0;
+		srand48(965 + m);
+		for (int step = 0; step < STEPS; step++) {
+			np_fake_os_set_cpu((int)(lrand48() % 7));
+			long op = lrand48() % 100;
+			if (nheld < MAX_HELD - 16 && (op < 50 || nheld == 0)) {
+				size_t len = 1 + (size_t)(lrand48() % (lrand48() % 8 ? 60 : 900));
+				struct np_page *r = np_pool_get_run(0, len, (size_t)1 << (lrand48() % 4), NULL, true);
+				assert_non_null(r);
+				if (lrand48() % 2)
+					memset(np_page_addr(r), 1, len * NP_PAGE_SIZE);
+				held[nheld++] = r;
+			} else if (op < 85) {
+				struct np_page *runs[8];
+				int n = 0;
+				while (n < 8 && nheld > 0) {
+					int i = (int)(lrand48() % nheld);
+					runs[n++] = held[i];
+					held[i] = held[--nheld];
+					if (lrand48() % 2)
+						break;
+				}
+				np_pool_put_batch(runs, n, NULL);
+			} else if (op < 88) {
+				np_pool_trim(0, NULL);
+			} else if (op < 94) {
+				bool decay = op >= 91;
+				forked_check[0] = 7;
+				np_fake_os_purge_hook = fork_in_purge;
+				if (decay) {
+					np_fake_os_advance_clock(60 * 1000000000ull);
+					np_pool_decay(NULL);
+				} else {
+					np_pool_purge(0, (size_t)(lrand48() % 300), NULL);
+				}
+				if (!np_fake_os_purge_hook) /* it forked */
+					assert_int_equal(forked_check[0], 0);
+				np_fake_os_purge_hook = NULL;
+			} else if (op < 97) {
+				np_pool_unmap_free_chunks(0, NULL);
+			} else {
+				np_test_fork(np_pool_atfork_prepare, np_pool_atfork_parent, np_pool_atfork_child,
+					     check_in_child, forked_check, sizeof forked_check);
+				assert_int_equal(forked_check[0], 0);
+			}
+			check_dirty_bound(0);
+		}
+		while (nheld)
+			np_pool_put_run(held[--nheld], NULL);
+		check_dirty_bound(0);
+		np_test_unmap_pools();
+	}
+	np_fake_os_set_cpu(0);
+}
+
 static void contended_lock_is_counted(void **state)
 {
 	(void)state;
@@ -1775,6 +1870,7 @@ int main(void)
 		cmocka_unit_test_teardown(quiet_shard_return_purges_the_node, teardown),
 		cmocka_unit_test_teardown(a_clean_node_sums_no_shards, teardown),
 		cmocka_unit_test_teardown(a_hovering_shard_writes_no_shared_line, teardown),
+		cmocka_unit_test_teardown(dirty_total_never_drifts, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
