@@ -35,16 +35,21 @@ void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
 	}
 }
 
-/* Folds shard s's dirty pages into its pool's total once they have moved more than a step from
- * what s folded last (pool.h: dirty_approx). At the unlock, not at each change: taking a run
- * out of its bin and putting the rest back would fold twice, both ways. */
+/* Shard s's dirty pages have moved more than its pool's step from what it folded last. */
+static bool dirty_drifted(const struct np_pool *pool, const struct np_pool_shard *s)
+{
+	return s->dirty_pages > s->dirty_folded + pool->dirty_step || s->dirty_pages + pool->dirty_step < s->dirty_folded;
+}
+
+/* Folds shard s's dirty pages into its pool's total once they have drifted (pool.h:
+ * dirty_approx). At the unlock, not at each change: taking a run out of its bin and putting
+ * the rest back would fold twice, both ways. */
 static void fold_dirty_locked(struct np_pool_shard *s)
 {
 	struct np_pool *pool = &np_pools[s->node];
-	size_t n = s->dirty_pages;
-	if (n > s->dirty_folded + pool->dirty_step || n + pool->dirty_step < s->dirty_folded) {
-		__atomic_add_fetch(&pool->dirty_approx, n - s->dirty_folded, __ATOMIC_RELAXED); /* mod 2^64 */
-		s->dirty_folded = n;
+	if (dirty_drifted(pool, s)) {
+		__atomic_add_fetch(&pool->dirty_approx, s->dirty_pages - s->dirty_folded, __ATOMIC_RELAXED); /* mod 2^64 */
+		s->dirty_folded = s->dirty_pages;
 	}
 }
 
@@ -671,26 +676,37 @@ void np_pool_totals(size_t *mapped_pages, size_t *free_pages)
 	}
 }
 
-/* Every shard of every pool, in node and shard order (the shards of a node share the lock
- * order's index: np_lock_nested). */
+/* The locks of p's first n shards, in shard order (the shards of a node share the lock
+ * order's index: np_lock_nested), and back in reverse. */
+static void lock_shards(struct np_pool *p, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++) {
+		if (k == 0)
+			np_lock(&p->shard[k].lock);
+		else
+			np_lock_nested(&p->shard[k].lock);
+	}
+}
+
+static void unlock_shards(struct np_pool *p, unsigned n)
+{
+	for (unsigned k = n; k-- > 0;)
+		np_unlock(&p->shard[k].lock);
+}
+
+/* Every shard of every pool, in node and shard order. */
 void np_pool_atfork_prepare(void)
 {
 	for (int i = 0; i < pool_nodes; i++)
 		if (np_pools[i].exists)
-			for (unsigned k = 0; k < np_pools[i].nshards; k++) {
-				if (k == 0)
-					np_lock(&np_pools[i].shard[k].lock);
-				else
-					np_lock_nested(&np_pools[i].shard[k].lock);
-			}
+			lock_shards(&np_pools[i], np_pools[i].nshards);
 }
 
 void np_pool_atfork_parent(void)
 {
 	for (int i = pool_nodes - 1; i >= 0; i--)
 		if (np_pools[i].exists)
-			for (unsigned k = np_pools[i].nshards; k-- > 0;)
-				np_unlock(&np_pools[i].shard[k].lock);
+			unlock_shards(&np_pools[i], np_pools[i].nshards);
 }
 
 /* Runs a purge had out of the bins at the fork (its thread is not in the child) go back,
@@ -760,25 +776,18 @@ const char *np_pool_check(int node)
 	 * sum of what they folded. Every shard set up, those past nshards too: after a second
 	 * table (tests), runs of a chunk such a shard kept come back to it and fold. */
 	unsigned n = p->shards_used;
-	for (unsigned k = 0; k < n; k++) {
-		if (k == 0)
-			np_lock(&p->shard[k].lock);
-		else
-			np_lock_nested(&p->shard[k].lock);
-	}
+	lock_shards(p, n);
 	for (unsigned k = 0; k < n && !err; k++) {
 		struct np_pool_shard *sh = &p->shard[k];
 		folded += sh->dirty_folded;
 		if (k >= p->nshards) /* a previous table's shard: its runs are the test's doing */
 			continue;
 		err = check_locked(sh);
-		if (!err && (sh->dirty_pages > sh->dirty_folded + p->dirty_step ||
-			     sh->dirty_pages + p->dirty_step < sh->dirty_folded))
+		if (!err && dirty_drifted(p, sh))
 			err = "a shard's dirty pages drifted past a step from what it folded";
 	}
 	if (!err && folded != __atomic_load_n(&p->dirty_approx, __ATOMIC_RELAXED))
 		err = "the pool's folded dirty total disagrees with its shards";
-	for (unsigned k = n; k-- > 0;)
-		np_unlock(&p->shard[k].lock);
+	unlock_shards(p, n);
 	return err;
 }

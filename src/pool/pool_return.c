@@ -199,7 +199,7 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 		}
 		uint64_t period = decay_period_ns(); /* the coarse clock: a few nanoseconds a return */
 		if (period)
-			decay_node(&np_pools[p->node], np_os_clock_ns(), period, st);
+			decay_node(pool, np_os_clock_ns(), period, st);
 	}
 }
 

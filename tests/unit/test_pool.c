@@ -43,6 +43,15 @@ static size_t whole_chunks(int node)
 	return runs;
 }
 
+/* Loads a one-node synthetic topology of `cpus` CPUs (4 GiB) as the library's table, with fresh
+ * pools; options as they are. */
+static void load_cpus(int cpus)
+{
+	char spec[96];
+	snprintf(spec, sizeof spec, "synthetic:pack:1 [numa(memory=4294967296)] core:%d pu:1", cpus);
+	np_test_load_topology(spec, NULL);
+}
+
 /* Loads a fixture as the library's table and sets up fresh pools; option pairs name, value
  * are applied first (NULL-terminated). */
 static void start(const char *fixture, ...)
@@ -67,6 +76,20 @@ static void check_node(int node)
 	const char *err = np_pool_check(node);
 	if (err)
 		fail_msg("pool %d: %s", node, err);
+}
+
+/* Pages of [from, to) the process has resident. */
+static size_t resident_pages(const void *from, const void *to)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)from & ~(ps - 1), hi = ((uintptr_t)to + ps - 1) & ~(ps - 1);
+	static unsigned char vec[8192];
+	assert_true((hi - lo) / ps <= sizeof vec);
+	assert_int_equal(mincore((void *)lo, hi - lo, vec), 0);
+	size_t n = 0;
+	for (size_t i = 0; i < (hi - lo) / ps; i++)
+		n += vec[i] & 1;
+	return n;
 }
 
 static size_t page_index(const struct np_page *pg)
@@ -429,11 +452,8 @@ static void pools_past_the_tables_stay_untouched(void **state)
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = ((uintptr_t)&np_pools[NP_MAX_NODES / 2] + ps - 1) & ~(ps - 1);
 	uintptr_t hi = (uintptr_t)&np_pools[NP_MAX_NODES] & ~(ps - 1);
-	static unsigned char vec[8192];
-	assert_true(hi > lo && (hi - lo) / ps <= sizeof vec);
-	assert_int_equal(mincore((void *)lo, hi - lo, vec), 0);
-	for (size_t i = 0; i < (hi - lo) / ps; i++)
-		assert_int_equal(vec[i] & 1, 0);
+	assert_true(hi > lo);
+	assert_int_equal(resident_pages((void *)lo, (void *)hi), 0);
 }
 
 static void batch_of_aligned_runs(void **state)
@@ -1544,7 +1564,7 @@ static void sixteen_cpus_sixteen_shards(void **state)
 {
 	(void)state;
 	np_options_reset();
-	np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:16 pu:1", NULL);
+	load_cpus(16);
 	assert_int_equal(np_topo_table.ncpus, 16);
 	assert_int_equal(np_pools[0].nshards, 16);
 	struct np_page *r[16];
@@ -1560,9 +1580,8 @@ static void sixteen_cpus_sixteen_shards(void **state)
 }
 
 /* A return to a shard that holds little still purges the node when another shard holds the
- * rest: the pool counts the shards over their share of the option (the option over the
- * shards), and only then sums the node's dirty pages; with none over, the sum is within the
- * option. */
+ * rest: the pool's folded total (each shard within a step of it) says the node may be past the
+ * option, and the return sums the shards. */
 static void quiet_shard_return_purges_the_node(void **state)
 {
 	(void)state;
@@ -1590,20 +1609,6 @@ static void quiet_shard_return_purges_the_node(void **state)
 	np_fake_os_set_cpu(0);
 }
 
-/* Pages of [from, to) the process has resident. */
-static size_t resident_pages(const void *from, const void *to)
-{
-	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = (uintptr_t)from & ~(ps - 1), hi = ((uintptr_t)to + ps - 1) & ~(ps - 1);
-	static unsigned char vec[8192];
-	assert_true((hi - lo) / ps <= sizeof vec);
-	assert_int_equal(mincore((void *)lo, hi - lo, vec), 0);
-	size_t n = 0;
-	for (size_t i = 0; i < (hi - lo) / ps; i++)
-		n += vec[i] & 1;
-	return n;
-}
-
 /* Setting up a pool of 64 shards writes a few pages, not 64 shards' bins: they are written
  * when a shard first holds a run (a review measured 144 KiB more resident at start-up on a
  * 64-CPU node when the bins sat in the shards, 564 KiB on four such nodes). In a child, first
@@ -1616,7 +1621,7 @@ static void sixty_four_shards_start_small(void **state)
 	if (pid == 0) {
 		np_options_reset();
 		size_t before = resident_pages(&np_pools[0], &np_pools[1]);
-		np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:64 pu:1", NULL);
+		load_cpus(64);
 		size_t after = resident_pages(&np_pools[0], &np_pools[1]);
 		_exit(np_pools[0].nshards == 64 && after - before <= 4 ? 0 : 1);
 	}
@@ -1633,7 +1638,7 @@ static void a_clean_node_sums_no_shards(void **state)
 {
 	(void)state;
 	np_options_reset();
-	np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:16 pu:1", NULL);
+	load_cpus(16);
 	np_fake_os_set_cpu(3);
 	struct np_page *big = np_pool_get_run(0, 1280, 1, NULL, true);
 	assert_non_null(big);
@@ -1658,7 +1663,7 @@ static void a_hovering_shard_writes_no_shared_line(void **state)
 {
 	(void)state;
 	np_options_reset();
-	np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:16 pu:1", NULL);
+	load_cpus(16);
 	assert_int_not_equal(offsetof(struct np_pool, dirty_approx) / NP_CACHELINE,
 			     offsetof(struct np_pool, nshards) / NP_CACHELINE);
 	assert_int_not_equal(offsetof(struct np_pool, dirty_approx) / NP_CACHELINE,
@@ -1719,7 +1724,7 @@ static void dirty_total_never_drifts(void **state)
 		np_options_reset();
 		assert_int_equal(np_options_set("PURGE_MB", mbs[m]), 0);
 		assert_int_equal(np_options_set("DECAY_MS", "100000"), 0);
-		np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:7 pu:1", NULL);
+		load_cpus(7);
 		assert_int_equal(np_pools[0].nshards, 7);
 		enum { MAX_HELD = 300, STEPS = 4000 };
 		static struct np_page *held[MAX_HELD];
@@ -1789,13 +1794,13 @@ static void a_run_back_after_a_new_table_is_counted(void **state)
 		skip();
 	np_options_reset();
 	assert_int_equal(np_options_set("PURGE_MB", "1"), 0);
-	np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:16 pu:1", NULL);
+	load_cpus(16);
 	np_fake_os_set_cpu(10);
 	struct np_page *r = np_pool_get_run(0, 100, 1, NULL, true);
 	assert_non_null(r);
 	memset(np_page_addr(r), 1, 100 * NP_PAGE_SIZE);
 	np_fake_os_set_cpu(0);
-	np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:4 pu:1", NULL);
+	load_cpus(4);
 	assert_int_equal(np_pools[0].nshards, 4);
 	check_node(0);
 	np_pool_put_run(r, NULL);
@@ -1813,7 +1818,7 @@ static void a_new_table_clears_every_bin_list(void **state)
 	if (np_config_debug >= 3)
 		skip();
 	np_options_reset();
-	np_test_load_topology("synthetic:pack:1 [numa(memory=4294967296)] core:1 pu:1", NULL);
+	load_cpus(1);
 	struct np_page *r[6];
 	for (int i = 0; i < 6; i++)
 		assert_non_null(r[i] = np_pool_get_run(0, 10, 1, NULL, true));
