@@ -74,7 +74,7 @@ static const struct row rows[] = {
 	{"PCP_BATCH", K_LONG, OFF(pcp_batch), 0, 0, 1 << 16, NULL, "0 (64 pages)",
 	 "pages moved between a thread cache and a node pool at once", true},
 	{"PURGE_MB", K_LONG, OFF(purge_mb), 64, 0, 1L << 30, NULL, "64",
-	 "free MiB a node pool keeps, on top of as much as it has in use, before giving memory back to the OS", false},
+	 "free MiB a node pool keeps, on top of the most it had in use lately, before giving memory back to the OS", false},
 	{"DECAY_MS", K_LONG, OFF(decay_ms), 10000, 0, 1L << 30, NULL, "10000",
 	 "milliseconds freed memory stays resident for reuse before its pages go back: a freed large block, and pool pages free all that while (0: until a budget needs them)", true},
 	{"BIND", K_ENUM, OFF(bind), NP_BIND_PREFERRED, 0, 2, bind_names, "preferred",

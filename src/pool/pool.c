@@ -221,7 +221,7 @@ void np_pool_put_locked(struct np_pool_shard *p, struct np_page *pg, bool clean)
 	size_t idx = (size_t)(pg - c->pages);
 	size_t n = pg->npages;
 	size_t dirty = clean ? 0 : n;
-	uint8_t now = __atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED), period = now;
+	uint8_t now = (uint8_t)__atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED), period = now;
 	/* When the run merges into a free run on its left, its head becomes an interior page
 	 * that nothing rewrites: it must not keep saying USED, or freeing the pointer again
 	 * would pass free()'s state check and insert the run a second time. */
@@ -379,6 +379,7 @@ static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 	c->shard = p->index;
 	c->next = p->chunks;
 	p->chunks = c;
+	p->mapped_pages += NP_CHUNK_DATA_PAGES;
 	__atomic_add_fetch(&np_pools[p->node].mapped_pages, NP_CHUNK_DATA_PAGES, __ATOMIC_RELAXED);
 	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true, 0, 0);
 	return true;
@@ -395,6 +396,31 @@ static bool fits_in_chunk(size_t n, size_t align)
 /* ---- the pool's interface ----------------------------------------------------------------- */
 
 /* The shard of the CPU the calling thread runs on (rseq: one load). */
+/* Pages of shard p's chunks in use: mapped, not free, not out for a purge. Exact under the
+ * lock; without it (relaxed loads) a hint that may be read mid-change. */
+static size_t shard_used(const struct np_pool_shard *p)
+{
+	size_t mapped = __atomic_load_n(&p->mapped_pages, __ATOMIC_RELAXED);
+	size_t out = __atomic_load_n(&p->free_pages, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&p->purging_pages, __ATOMIC_RELAXED);
+	return mapped > out ? mapped - out : 0;
+}
+
+/* After a take: shard p's peak of this decay period (pool.h: peak_used), the last period's
+ * kept when the period moved on by one since the shard last took. */
+static void note_use_locked(struct np_pool_shard *p)
+{
+	uint64_t period = __atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED);
+	if (p->peak_period != period) {
+		__atomic_store_n(&p->peak_before, period - p->peak_period == 1 ? p->peak_used : 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->peak_used, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->peak_period, period, __ATOMIC_RELAXED);
+	}
+	size_t used = shard_used(p);
+	if (used > p->peak_used)
+		__atomic_store_n(&p->peak_used, used, __ATOMIC_RELAXED);
+}
+
 static struct np_pool_shard *home_shard(struct np_pool *p)
 {
 	if (p->nshards == 1)
@@ -422,6 +448,8 @@ static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages,
 		np_pool_mark_used(run, npages, order);
 		out[got++] = run;
 	}
+	if (got)
+		note_use_locked(p);
 	np_pool_debug_check_locked(p, where);
 	np_pool_unlock(p);
 	return got;
@@ -460,9 +488,11 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 			uint8_t period = pg->user;
 			np_pool_remove_free_locked(o, pg);
 			unlink_chunk_locked(o, c);
+			o->mapped_pages -= NP_CHUNK_DATA_PAGES;
 			c->shard = to->index;
 			c->next = to->chunks;
 			to->chunks = c;
+			to->mapped_pages += NP_CHUNK_DATA_PAGES;
 			insert_free_locked(to, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, clean, dirty, period);
 			moved = true;
 			break;
@@ -497,6 +527,7 @@ size_t np_pool_unmap_free_chunks(int node, struct np_vmstat_diffs *st)
 			dirty += np_pool_run_dirty(pg);
 			np_pool_remove_free_locked(p, pg);
 			unlink_chunk_locked(p, c);
+			p->mapped_pages -= NP_CHUNK_DATA_PAGES;
 			c->next = out;
 			out = c;
 		}
@@ -633,6 +664,7 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 		run->npages = (uint32_t)new_npages;
 		run->order = NP_ORDER_NONE;
 		np_chunk_raise_touched(run, new_npages);
+		note_use_locked(p);
 		ok = true;
 	}
 	np_pool_unlock(p);
@@ -647,6 +679,27 @@ size_t np_pool_free_pages(int node)
 	size_t n = 0;
 	for (unsigned k = 0; k < p->nshards; k++)
 		n += __atomic_load_n(&p->shard[k].free_pages, __ATOMIC_RELAXED);
+	return n;
+}
+
+size_t np_pool_used_pages(int node, bool recent)
+{
+	const struct np_pool *p = &np_pools[node];
+	uint64_t period = __atomic_load_n(&p->decay_period, __ATOMIC_RELAXED);
+	size_t n = 0;
+	for (unsigned k = 0; k < p->nshards; k++) {
+		const struct np_pool_shard *sh = &p->shard[k];
+		size_t used = shard_used(sh), peak = 0;
+		if (recent) {
+			uint64_t age = period - __atomic_load_n(&sh->peak_period, __ATOMIC_RELAXED);
+			size_t now = __atomic_load_n(&sh->peak_used, __ATOMIC_RELAXED);
+			if (age == 0)
+				peak = NP_MAX(now, __atomic_load_n(&sh->peak_before, __ATOMIC_RELAXED));
+			else if (age == 1)
+				peak = now;
+		}
+		n += NP_MAX(used, peak);
+	}
 	return n;
 }
 
@@ -726,6 +779,7 @@ void np_pool_atfork_child(void)
 					for (unsigned r = 0; r < b->n; r++)
 						np_pool_put_locked(p, b->runs[r], false);
 				p->purging = NULL;
+				p->purging_pages = 0;
 				np_pool_unlock(p);
 			}
 }
@@ -750,10 +804,20 @@ static const char *check_locked(struct np_pool_shard *p)
 			free_pages += pg->npages;
 		}
 	}
-	for (struct np_chunk *c = p->chunks; c && !err; c = c->next)
+	size_t mapped = 0, purging = 0;
+	for (struct np_chunk *c = p->chunks; c && !err; c = c->next) {
 		err = c->shard != p->index ? "a shard lists another shard's chunk" : np_chunk_check(c);
+		mapped += NP_CHUNK_DATA_PAGES;
+	}
+	for (const struct np_pool_purge_batch *b = p->purging; b; b = b->next)
+		for (unsigned r = 0; r < b->n; r++)
+			purging += b->runs[r]->npages;
 	if (!err && free_pages != p->free_pages)
 		err = "free page count disagrees with the bins";
+	if (!err && mapped != p->mapped_pages)
+		err = "mapped page count disagrees with the chunks";
+	if (!err && purging != p->purging_pages)
+		err = "purging page count disagrees with the purges under way";
 	return err;
 }
 

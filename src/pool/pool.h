@@ -9,7 +9,8 @@
  * chunk. So threads on different CPUs do not queue on one lock, nor write each other's bins
  * and page descriptors (jemalloc's arenas per CPU, per node here). Free memory goes back to
  * the OS (madvise) once a pool's shards hold more dirty free pages together than
- * NUMAPAGE_PURGE_MB plus the pages the pool has in use, and by time: a free run carries the
+ * NUMAPAGE_PURGE_MB plus the most pages the pool had in use in this decay period and the one
+ * before (np_pool_purge_mark), and by time: a free run carries the
  * number of the decay period it was returned in, and when a period of NUMAPAGE_DECAY_MS ends, the dirty runs returned before it began
  * (free all through it: nobody needed them that long) go back; checked on returns and now and
  * then by the malloc slow path (jemalloc's dirty decay, without a background thread). A pool only ever
@@ -69,6 +70,14 @@ struct np_pool_shard {
 	struct np_pool_purge_batch *purging;
 	/* What dirty_pages was when last folded into the pool's dirty_approx (at an unlock: pool.c). */
 	size_t dirty_folded;
+	size_t mapped_pages;         /* data pages of this shard's chunks */
+	size_t purging_pages;        /* pages of the runs listed in `purging` */
+	/* The most pages of this shard's chunks in use at once (mapped, not free, not out for a
+	 * purge) in decay period peak_period, and in the period before it: the purge watermark's
+	 * recent peak (np_pool_used_pages). Written at takes, under the lock; read without it
+	 * (relaxed atomics). */
+	size_t peak_used, peak_before;
+	uint64_t peak_period;
 	struct np_chunk *chunks;     /* this shard's normal chunks */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	/* NP_POOL_BINS lists, kept apart from the shards (pool.c): a pool's shards are a few pages,
@@ -88,7 +97,7 @@ struct np_pool {
 	uint8_t low;                 /* the node is nearly full: verify new chunks page by page (np_pool_set_low) */
 	uint64_t decay_began;        /* relaxed atomic: np_os_clock_ns when the decay period began
 					(0: none yet) */
-	uint8_t decay_period;        /* relaxed atomic: the period's number (mod 256), stamped on
+	uint64_t decay_period;       /* relaxed atomic: the period's number, stamped (mod 256) on
 					every run returned in it */
 	/* The shards' dirty pages as they last folded them (a shard folds at an unlock when its count
 	 * has moved more than dirty_step from what it folded), so the node's dirty pages are within
@@ -182,6 +191,13 @@ size_t np_pool_dirty_pages(int node);
 /* False when node's dirty free pages are surely within NUMAPAGE_PURGE_MB (the pool's folded
  * total, one load); true when they may be past it, which np_pool_dirty_pages then tells. */
 bool np_pool_dirty_may_pass(int node);
+
+/* The dirty free pages node's pool may keep before a return purges it (pool_return.c). */
+size_t np_pool_purge_mark(int node);
+/* Pages of node's chunks in use (not free, not out for a purge), over its shards; recent: each
+ * shard's count is at least its most in use in this decay period and the one before (racy
+ * reads: a hint, exact when no other thread uses the pool). */
+size_t np_pool_used_pages(int node, bool recent);
 
 /* Pages mapped and free over all pools (racy reads: mallinfo2's answer). */
 void np_pool_totals(size_t *mapped_pages, size_t *free_pages);

@@ -28,7 +28,7 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, bool old_o
 	for (;;) {
 		struct np_pool_purge_batch batch = {.n = 0};
 		np_pool_lock(p, st);
-		uint8_t now = __atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED);
+		uint8_t now = (uint8_t)__atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED);
 		for (int b = NP_POOL_BINS - 1; b >= 0 && batch.n < NP_POOL_PURGE_BATCH && p->dirty_pages > keep_pages;
 		     b--) {
 			struct np_page *pg = p->bins[b];
@@ -42,9 +42,13 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, bool old_o
 				pg = next;
 			}
 		}
+		size_t out = 0;
+		for (unsigned i = 0; i < batch.n; i++)
+			out += batch.runs[i]->npages;
 		if (batch.n) {
 			batch.next = p->purging;
 			p->purging = &batch;
+			p->purging_pages += out;
 		}
 		np_pool_unlock(p);
 		if (batch.n == 0)
@@ -63,6 +67,7 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, bool old_o
 				*l = batch.next;
 				break;
 			}
+		p->purging_pages -= out;
 		for (unsigned i = 0; i < batch.n; i++) {
 			if (gone[i])
 				np_chunk_lower_touched(batch.runs[i], batch.runs[i]->npages);
@@ -102,21 +107,32 @@ static size_t purge_node(struct np_pool *pool, size_t keep_pages, struct np_vmst
 	return total;
 }
 
+/* The option in nanoseconds; 0: no decay. */
+static uint64_t decay_period_ns(void)
+{
+	return (uint64_t)np_opt_load(decay_ms) * 1000000u;
+}
+
 /* The dirty free pages a pool may keep: NUMAPAGE_PURGE_MB plus the pages the pool has in use
- * (0 stays 0: nothing is kept). Threads that hold runs also free and take runs again, and
- * with many threads a fixed mark is below what they turn over: on 16 CPUs the page API's
- * 1 MiB blocks, freed and taken again by 16 threads, were purged and faulted in again at every
- * turn, 27 us a block against 8 us with no purge (page_bench), and large-blocks purged 180 MiB
- * against the fixed 64. So a pool's resident memory stays within twice what is in use plus the
- * option, and the decay takes back what stays free. Counts read without the locks: a hint. */
-static size_t watermark(const struct np_pool *pool)
+ * (0 stays 0: nothing is kept), and with the decay on, plus the most it had in use in this
+ * decay period and the one before (each shard's peak, at its takes).
+ * - In use: threads that hold runs also free and take runs again, and with many threads a
+ *   fixed mark is below what they turn over. On 16 CPUs the page API's 1 MiB blocks, freed and
+ *   taken again by 16 threads, were purged and faulted in again at every turn, 27 us a block
+ *   against 8 us with no purge (page_bench), and large-blocks purged 180 MiB against the fixed 64.
+ * - The recent peak: frees lower what is in use as they raise what is dirty, so a burst of
+ *   them (a program between two phases, threads ending while others still run) crossed a mark
+ *   that followed use, and the pages were faulted in again at the next turn: large-blocks/16
+ *   purged 50 MiB as its first threads ended (docs/perf-issue15.md section 24). What the peak
+ *   keeps, the decay gives back once it has stayed free a whole period; with no decay nothing
+ *   would, so the mark then follows use alone, as it does on a node the node layer finds
+ *   nearly full (np_pool_set_low), where other programs may need the pages sooner.
+ * A pool's resident memory stays within twice its recent peak plus the option. Counts read
+ * without the locks: a hint. */
+size_t np_pool_purge_mark(int node)
 {
 	size_t floor = np_pool_purge_pages;
-	if (!floor)
-		return 0;
-	size_t mapped = __atomic_load_n(&pool->mapped_pages, __ATOMIC_RELAXED);
-	size_t free = np_pool_free_pages(pool->node);
-	return floor + (mapped > free ? mapped - free : 0);
+	return floor ? floor + np_pool_used_pages(node, decay_period_ns() != 0 && !np_pool_is_low(node)) : 0;
 }
 
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
@@ -143,12 +159,6 @@ static void decay_node(struct np_pool *pool, uint64_t now, uint64_t period_ns, s
 		return;
 	for (unsigned k = 0; k < pool->nshards; k++)
 		purge_shard(&pool->shard[k], 0, true, st);
-}
-
-/* The option in nanoseconds; 0: no decay. */
-static uint64_t decay_period_ns(void)
-{
-	return (uint64_t)np_opt_load(decay_ms) * 1000000u;
 }
 
 void np_pool_decay(struct np_vmstat_diffs *st)
@@ -192,7 +202,7 @@ void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)
 		if (np_pool_dirty_may_pass(p->node)) {
 			size_t dirty = np_pool_dirty_pages(p->node);
 			if (dirty > np_pool_purge_pages) {
-				size_t mark = watermark(pool);
+				size_t mark = np_pool_purge_mark(p->node);
 				if (dirty > mark)
 					purge_node(pool, mark / 2, st);
 			}

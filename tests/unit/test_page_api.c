@@ -940,7 +940,7 @@ static void fork_in_threaded_program(void **state)
 	check_pools();
 }
 
-/* ---- purge (2node, NUMAPAGE_PURGE_MB=1) ------------------------------------------------------ */
+/* ---- purge (2node, NUMAPAGE_PURGE_MB=1, NUMAPAGE_DECAY_MS=0) ---------------------------------- */
 
 static void purge_and_trim(void **state)
 {
@@ -1186,7 +1186,8 @@ static int run_child(const char *fixture, const char *const *env, const char *gr
 int main(void)
 {
 	int failed = 0;
-	static const char *const purge_env[] = {"NUMAPAGE_PURGE_MB", "1", NULL};
+	/* No decay: the watermark is the option plus what is in use, no recent peak (pool.h). */
+	static const char *const purge_env[] = {"NUMAPAGE_PURGE_MB", "1", "NUMAPAGE_DECAY_MS", "0", NULL};
 	RUN("2node", NULL, cmocka_unit_test(sizes_and_alignment), cmocka_unit_test(size_zero_is_one_page),
 	    cmocka_unit_test(overflowing_sizes_are_enomem), cmocka_unit_test(free_null_and_errno),
 	    cmocka_unit_test(node_of_foreign_pointers), cmocka_unit_test(huge_blocks),

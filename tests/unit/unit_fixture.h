@@ -72,6 +72,7 @@ static inline void np_test_unmap_pools(void)
 				np_chunk_unmap(c);
 			}
 			np_pools[i].shard[k].chunks = NULL;
+			np_pools[i].shard[k].mapped_pages = 0;
 		}
 }
 
