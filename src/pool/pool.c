@@ -35,27 +35,63 @@ void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
 	}
 }
 
-/* Shard s's dirty pages have moved more than its pool's step from what it folded last. */
-static bool dirty_drifted(const struct np_pool *pool, const struct np_pool_shard *s)
+/* Pages of shard p's chunks in use: mapped, not free, not out for a purge. Exact under the
+ * lock; without it (relaxed loads) a hint that may be read mid-change. */
+static size_t shard_used(const struct np_pool_shard *p)
 {
-	return s->dirty_pages > s->dirty_folded + pool->dirty_step || s->dirty_pages + pool->dirty_step < s->dirty_folded;
+	size_t mapped = __atomic_load_n(&p->mapped_pages, __ATOMIC_RELAXED);
+	size_t out = __atomic_load_n(&p->free_pages, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&p->purging_pages, __ATOMIC_RELAXED);
+	return mapped > out ? mapped - out : 0;
 }
 
-/* Folds shard s's dirty pages into its pool's total once they have drifted (pool.h:
- * dirty_approx). At the unlock, not at each change: taking a run out of its bin and putting
- * the rest back would fold twice, both ways. */
-static void fold_dirty_locked(struct np_pool_shard *s)
+/* A count that has moved more than the pool's step from what was folded last. */
+static bool drifted(const struct np_pool *pool, size_t now, size_t folded)
+{
+	return now > folded + pool->dirty_step || now + pool->dirty_step < folded;
+}
+
+/* Raises the slot of the period under way (pool.h: peak) to used pages of the pool. */
+static void note_peak(struct np_pool *pool, size_t used)
+{
+	uint32_t period = (uint32_t)__atomic_load_n(&pool->decay_period, __ATOMIC_RELAXED);
+	uint64_t *slot = &pool->peak[period & 1];
+	uint64_t want = (uint64_t)period << 32 | NP_MIN(used, (size_t)UINT32_MAX);
+	uint64_t old = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	while ((uint32_t)(old >> 32) != period || (uint32_t)old < (uint32_t)want)
+		if (__atomic_compare_exchange_n(slot, &old, want, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			break;
+}
+
+void np_pool_note_period(struct np_pool *pool)
+{
+	note_peak(pool, __atomic_load_n(&pool->used_approx, __ATOMIC_RELAXED));
+}
+
+/* Folds shard s's dirty pages and pages in use into its pool's totals once they have drifted
+ * (pool.h: dirty_approx, used_approx), a new total in use raising the period's peak. At the
+ * unlock, not at each change: taking a run out of its bin and putting the rest back would
+ * fold twice, both ways. */
+static void fold_locked(struct np_pool_shard *s)
 {
 	struct np_pool *pool = &np_pools[s->node];
-	if (dirty_drifted(pool, s)) {
+	if (drifted(pool, s->dirty_pages, s->dirty_folded)) {
 		__atomic_add_fetch(&pool->dirty_approx, s->dirty_pages - s->dirty_folded, __ATOMIC_RELAXED); /* mod 2^64 */
 		s->dirty_folded = s->dirty_pages;
+	}
+	size_t used = shard_used(s);
+	if (drifted(pool, used, s->used_folded)) {
+		bool grew = used > s->used_folded;
+		size_t total = __atomic_add_fetch(&pool->used_approx, used - s->used_folded, __ATOMIC_RELAXED);
+		s->used_folded = used;
+		if (grew)
+			note_peak(pool, total);
 	}
 }
 
 void np_pool_unlock(struct np_pool_shard *s)
 {
-	fold_dirty_locked(s);
+	fold_locked(s);
 	np_unlock(&s->lock);
 }
 
@@ -107,7 +143,7 @@ void np_pool_init(const struct np_topo *t)
 		for (unsigned k = 0; k < shards_upto; k++) {
 			struct np_pool_shard *sh = &p->shard[k];
 			if (k >= nshards && !sh->chunks && !sh->free_pages) {
-				sh->dirty_folded = 0; /* it holds nothing: dirty_approx starts at 0 */
+				sh->dirty_folded = sh->used_folded = 0; /* it holds nothing: the totals start at 0 */
 				continue;
 			}
 			/* Bins a previous table set up (tests) are cleared: a run it handed out may
@@ -124,6 +160,8 @@ void np_pool_init(const struct np_topo *t)
 		}
 		/* Every shard set up again holds nothing; one skipped never held a run. */
 		p->dirty_approx = 0;
+		p->used_approx = 0;
+		p->peak[0] = p->peak[1] = 0;
 	}
 	pool_nodes = upto;
 }
@@ -396,31 +434,6 @@ static bool fits_in_chunk(size_t n, size_t align)
 /* ---- the pool's interface ----------------------------------------------------------------- */
 
 /* The shard of the CPU the calling thread runs on (rseq: one load). */
-/* Pages of shard p's chunks in use: mapped, not free, not out for a purge. Exact under the
- * lock; without it (relaxed loads) a hint that may be read mid-change. */
-static size_t shard_used(const struct np_pool_shard *p)
-{
-	size_t mapped = __atomic_load_n(&p->mapped_pages, __ATOMIC_RELAXED);
-	size_t out = __atomic_load_n(&p->free_pages, __ATOMIC_RELAXED) +
-		     __atomic_load_n(&p->purging_pages, __ATOMIC_RELAXED);
-	return mapped > out ? mapped - out : 0;
-}
-
-/* After a take: shard p's peak of this decay period (pool.h: peak_used), the last period's
- * kept when the period moved on by one since the shard last took. */
-static void note_use_locked(struct np_pool_shard *p)
-{
-	uint64_t period = __atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED);
-	if (p->peak_period != period) {
-		__atomic_store_n(&p->peak_before, period - p->peak_period == 1 ? p->peak_used : 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&p->peak_used, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&p->peak_period, period, __ATOMIC_RELAXED);
-	}
-	size_t used = shard_used(p);
-	if (used > p->peak_used)
-		__atomic_store_n(&p->peak_used, used, __ATOMIC_RELAXED);
-}
-
 static struct np_pool_shard *home_shard(struct np_pool *p)
 {
 	if (p->nshards == 1)
@@ -448,8 +461,6 @@ static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages,
 		np_pool_mark_used(run, npages, order);
 		out[got++] = run;
 	}
-	if (got)
-		note_use_locked(p);
 	np_pool_debug_check_locked(p, where);
 	np_pool_unlock(p);
 	return got;
@@ -499,7 +510,7 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 		}
 		np_pool_debug_check_locked(o, "move_free_chunk");
 		np_pool_debug_check_locked(to, "move_free_chunk");
-		fold_dirty_locked(second);
+		fold_locked(second);
 		np_unlock(&second->lock);
 		np_pool_unlock(first);
 		if (moved)
@@ -664,7 +675,6 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 		run->npages = (uint32_t)new_npages;
 		run->order = NP_ORDER_NONE;
 		np_chunk_raise_touched(run, new_npages);
-		note_use_locked(p);
 		ok = true;
 	}
 	np_pool_unlock(p);
@@ -682,25 +692,21 @@ size_t np_pool_free_pages(int node)
 	return n;
 }
 
-size_t np_pool_used_pages(int node, bool recent)
+void np_pool_used_pages(int node, size_t *now, size_t *recent)
 {
 	const struct np_pool *p = &np_pools[node];
-	uint64_t period = __atomic_load_n(&p->decay_period, __ATOMIC_RELAXED);
-	size_t n = 0;
-	for (unsigned k = 0; k < p->nshards; k++) {
-		const struct np_pool_shard *sh = &p->shard[k];
-		size_t used = shard_used(sh), peak = 0;
-		if (recent) {
-			uint64_t age = period - __atomic_load_n(&sh->peak_period, __ATOMIC_RELAXED);
-			size_t now = __atomic_load_n(&sh->peak_used, __ATOMIC_RELAXED);
-			if (age == 0)
-				peak = NP_MAX(now, __atomic_load_n(&sh->peak_before, __ATOMIC_RELAXED));
-			else if (age == 1)
-				peak = now;
-		}
-		n += NP_MAX(used, peak);
+	uint32_t period = (uint32_t)__atomic_load_n(&p->decay_period, __ATOMIC_RELAXED);
+	*now = 0;
+	for (unsigned k = 0; k < p->nshards; k++)
+		*now += shard_used(&p->shard[k]);
+	*recent = *now;
+	for (int i = 0; i < 2; i++) {
+		/* The period under way or the one before; a newer one than read above (a period
+		 * began meanwhile) counts too. */
+		uint64_t w = __atomic_load_n(&p->peak[i], __ATOMIC_RELAXED);
+		if ((int32_t)(period - (uint32_t)(w >> 32)) <= 1)
+			*recent = NP_MAX(*recent, (size_t)(uint32_t)w);
 	}
-	return n;
 }
 
 bool np_pool_dirty_may_pass(int node)
@@ -835,23 +841,28 @@ const char *np_pool_check(int node)
 {
 	struct np_pool *p = &np_pools[node];
 	const char *err = NULL;
-	size_t folded = 0;
-	/* Every shard's lock at once, in order (as fork takes them): the folded total is then the
-	 * sum of what they folded. Every shard set up, those past nshards too: after a second
+	size_t folded = 0, used_folded = 0;
+	/* Every shard's lock at once, in order (as fork takes them): the folded totals are then the
+	 * sums of what they folded. Every shard set up, those past nshards too: after a second
 	 * table (tests), runs of a chunk such a shard kept come back to it and fold. */
 	unsigned n = p->shards_used;
 	lock_shards(p, n);
 	for (unsigned k = 0; k < n && !err; k++) {
 		struct np_pool_shard *sh = &p->shard[k];
 		folded += sh->dirty_folded;
+		used_folded += sh->used_folded;
 		if (k >= p->nshards) /* a previous table's shard: its runs are the test's doing */
 			continue;
 		err = check_locked(sh);
-		if (!err && dirty_drifted(p, sh))
+		if (!err && drifted(p, sh->dirty_pages, sh->dirty_folded))
 			err = "a shard's dirty pages drifted past a step from what it folded";
+		if (!err && drifted(p, shard_used(sh), sh->used_folded))
+			err = "a shard's pages in use drifted past a step from what it folded";
 	}
 	if (!err && folded != __atomic_load_n(&p->dirty_approx, __ATOMIC_RELAXED))
 		err = "the pool's folded dirty total disagrees with its shards";
+	if (!err && used_folded != __atomic_load_n(&p->used_approx, __ATOMIC_RELAXED))
+		err = "the pool's folded total in use disagrees with its shards";
 	unlock_shards(p, n);
 	return err;
 }

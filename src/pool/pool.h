@@ -72,12 +72,9 @@ struct np_pool_shard {
 	size_t dirty_folded;
 	size_t mapped_pages;         /* data pages of this shard's chunks */
 	size_t purging_pages;        /* pages of the runs listed in `purging` */
-	/* The most pages of this shard's chunks in use at once (mapped, not free, not out for a
-	 * purge) in decay period peak_period, and in the period before it: the purge watermark's
-	 * recent peak (np_pool_used_pages). Written at takes, under the lock; read without it
-	 * (relaxed atomics). */
-	size_t peak_used, peak_before;
-	uint64_t peak_period;
+	/* Pages of this shard's chunks in use (mapped, not free, not out for a purge) when last
+	 * folded into the pool's used_approx (at an unlock, as dirty_folded). */
+	size_t used_folded;
 	struct np_chunk *chunks;     /* this shard's normal chunks */
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	/* NP_POOL_BINS lists, kept apart from the shards (pool.c): a pool's shards are a few pages,
@@ -107,6 +104,18 @@ struct np_pool {
 	 * every shard, the line above is read by every take. Relaxed atomic. */
 	size_t dirty_step;
 	size_t dirty_approx NP_ALIGNED(NP_CACHELINE);
+	/* The pages in use the same way (each shard folds its pages in use, mapped and not free
+	 * nor out for a purge, by the same step), and the most that total reached in a decay
+	 * period: slot period % 2 for the period under way, the other for the one before when its
+	 * stamp says so (np_pool_used_pages: the purge watermark's recent peak). A slot is one word,
+	 * the period's number (mod 2^32) above the pages (capped at 2^32 - 1), raised by a
+	 * compare-and-swap at a fold that passes it and when a period begins (what a program holds
+	 * through a period is a peak of it too); every period's start writes its slot, so no stamp
+	 * is older than the period before. The node's peak, not a sum of the shards' own: a thread
+	 * that moves between CPUs takes from each one's shard in turn, and the shards' peaks summed
+	 * kept 4,800 pages against a real peak of 608 (a helper's review). Relaxed atomics. */
+	size_t used_approx;
+	uint64_t peak[2];
 	struct np_pool_shard shard[NP_POOL_SHARDS];
 };
 
@@ -194,10 +203,11 @@ bool np_pool_dirty_may_pass(int node);
 
 /* The dirty free pages node's pool may keep before a return purges it (pool_return.c). */
 size_t np_pool_purge_mark(int node);
-/* Pages of node's chunks in use (not free, not out for a purge), over its shards; recent: each
- * shard's count is at least its most in use in this decay period and the one before (racy
- * reads: a hint, exact when no other thread uses the pool). */
-size_t np_pool_used_pages(int node, bool recent);
+/* Pages of node's chunks in use (not free, not out for a purge), over its shards: *now, and
+ * *recent, where each shard counts at least its most in use in this decay period and the one
+ * before (each shard's own peak: their sum may pass the node's). Racy reads: hints, exact when
+ * no other thread uses the pool. */
+void np_pool_used_pages(int node, size_t *now, size_t *recent);
 
 /* Pages mapped and free over all pools (racy reads: mallinfo2's answer). */
 void np_pool_totals(size_t *mapped_pages, size_t *free_pages);

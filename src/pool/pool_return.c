@@ -113,9 +113,8 @@ static uint64_t decay_period_ns(void)
 	return (uint64_t)np_opt_load(decay_ms) * 1000000u;
 }
 
-/* The dirty free pages a pool may keep: NUMAPAGE_PURGE_MB plus the pages the pool has in use
- * (0 stays 0: nothing is kept), and with the decay on, plus the most it had in use in this
- * decay period and the one before (each shard's peak, at its takes).
+/* The dirty free pages a pool may keep: NUMAPAGE_PURGE_MB plus the most pages the pool had in
+ * use in this decay period and the one before (0 stays 0: nothing is kept).
  * - In use: threads that hold runs also free and take runs again, and with many threads a
  *   fixed mark is below what they turn over. On 16 CPUs the page API's 1 MiB blocks, freed and
  *   taken again by 16 threads, were purged and faulted in again at every turn, 27 us a block
@@ -123,16 +122,24 @@ static uint64_t decay_period_ns(void)
  * - The recent peak: frees lower what is in use as they raise what is dirty, so a burst of
  *   them (a program between two phases, threads ending while others still run) crossed a mark
  *   that followed use, and the pages were faulted in again at the next turn: large-blocks/16
- *   purged 50 MiB as its first threads ended (docs/perf-issue15.md section 24). What the peak
- *   keeps, the decay gives back once it has stayed free a whole period; with no decay nothing
- *   would, so the mark then follows use alone, as it does on a node the node layer finds
- *   nearly full (np_pool_set_low), where other programs may need the pages sooner.
- * A pool's resident memory stays within twice its recent peak plus the option. Counts read
+ *   purged 50 MiB as its first threads ended (docs/perf-issue15.md section 24). The peak is
+ *   the node's (pool.h: peak). What it keeps, the decay gives back once it has stayed free a
+ *   whole period; the decay runs only when the program calls the allocator, so a program that
+ *   frees its peak and then sleeps keeps it until it calls again or trims, as the huge cache
+ *   and jemalloc's decay do (a capped part was tried: at the option, large-blocks/16 purged
+ *   19-20 K pages again).
+ * - With the decay off nothing would give it back, so the mark follows use alone, as it does
+ *   on a node the node layer finds nearly full (np_pool_set_low: others may need the pages).
+ * So a pool's resident memory stays within twice its recent peak plus the option. Counts read
  * without the locks: a hint. */
 size_t np_pool_purge_mark(int node)
 {
 	size_t floor = np_pool_purge_pages;
-	return floor ? floor + np_pool_used_pages(node, decay_period_ns() != 0 && !np_pool_is_low(node)) : 0;
+	if (!floor)
+		return 0;
+	size_t now, recent;
+	np_pool_used_pages(node, &now, &recent);
+	return floor + (decay_period_ns() == 0 || np_pool_is_low(node) ? now : recent);
 }
 
 size_t np_pool_purge(int node, size_t keep_pages, struct np_vmstat_diffs *st)
@@ -155,6 +162,7 @@ static void decay_node(struct np_pool *pool, uint64_t now, uint64_t period_ns, s
 	    !__atomic_compare_exchange_n(&pool->decay_began, &began, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
 	__atomic_add_fetch(&pool->decay_period, 1, __ATOMIC_RELAXED); /* the elected thread alone */
+	np_pool_note_period(pool);
 	if (!began)
 		return;
 	for (unsigned k = 0; k < pool->nshards; k++)
