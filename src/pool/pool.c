@@ -51,21 +51,30 @@ static bool drifted(const struct np_pool *pool, size_t now, size_t folded)
 	return now > folded + pool->dirty_step || now + pool->dirty_step < folded;
 }
 
-/* Raises the slot of the period under way (pool.h: peak) to used pages of the pool. */
+/* Raises the slot of the period under way (pool.h: peak) to used pages of the pool; a slot a
+ * newer period took (this thread read the period before it began) is left alone. */
 static void note_peak(struct np_pool *pool, size_t used)
 {
 	uint32_t period = (uint32_t)__atomic_load_n(&pool->decay_period, __ATOMIC_RELAXED);
 	uint64_t *slot = &pool->peak[period & 1];
 	uint64_t want = (uint64_t)period << 32 | NP_MIN(used, (size_t)UINT32_MAX);
 	uint64_t old = __atomic_load_n(slot, __ATOMIC_RELAXED);
-	while ((uint32_t)(old >> 32) != period || (uint32_t)old < (uint32_t)want)
+	for (;;) {
+		int32_t age = (int32_t)(period - (uint32_t)(old >> 32));
+		if (age < 0 || (age == 0 && (uint32_t)old >= (uint32_t)want))
+			return;
 		if (__atomic_compare_exchange_n(slot, &old, want, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			break;
+			return;
+	}
 }
 
 void np_pool_note_period(struct np_pool *pool)
 {
-	note_peak(pool, __atomic_load_n(&pool->used_approx, __ATOMIC_RELAXED));
+	/* The shards' own counts (racy reads, once a period), not the folded total: a shard
+	 * holds up to a step it has not folded, half the option over all of them. */
+	size_t now, recent;
+	np_pool_used_pages(pool->node, &now, &recent);
+	note_peak(pool, now);
 }
 
 /* Folds shard s's dirty pages and pages in use into its pool's totals once they have drifted

@@ -113,7 +113,9 @@ struct np_pool {
 	 * through a period is a peak of it too); every period's start writes its slot, so no stamp
 	 * is older than the period before. The node's peak, not a sum of the shards' own: a thread
 	 * that moves between CPUs takes from each one's shard in turn, and the shards' peaks summed
-	 * kept 4,800 pages against a real peak of 608 (a helper's review). Relaxed atomics. */
+	 * kept 4,800 pages against a real peak of 608 (a helper's review). Within half the option
+	 * of the real peak either way: each shard may hold a step it has not folded (up or down).
+	 * Relaxed atomics. */
 	size_t used_approx;
 	uint64_t peak[2];
 	struct np_pool_shard shard[NP_POOL_SHARDS];
@@ -204,9 +206,9 @@ bool np_pool_dirty_may_pass(int node);
 /* The dirty free pages node's pool may keep before a return purges it (pool_return.c). */
 size_t np_pool_purge_mark(int node);
 /* Pages of node's chunks in use (not free, not out for a purge), over its shards: *now, and
- * *recent, where each shard counts at least its most in use in this decay period and the one
- * before (each shard's own peak: their sum may pass the node's). Racy reads: hints, exact when
- * no other thread uses the pool. */
+ * *recent, the larger of *now and the node's most in use in this decay period and the one
+ * before (np_pool.peak: folded by steps, so within half the option either way). Racy reads:
+ * hints, exact when no other thread uses the pool. */
 void np_pool_used_pages(int node, size_t *now, size_t *recent);
 
 /* Pages mapped and free over all pools (racy reads: mallinfo2's answer). */

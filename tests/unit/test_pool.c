@@ -1198,6 +1198,17 @@ static void trim_counts_only_dirty_pages(void **state)
 #define PERIOD_S 100ull
 #define SEC 1000000000ull
 
+/* A one-node topology of `cpus` CPUs with NUMAPAGE_PURGE_MB 1 (256 pages) and decay periods
+ * of 100 s, the first begun. */
+static void start_peaks(int cpus)
+{
+	np_options_reset();
+	assert_int_equal(np_options_set("PURGE_MB", "1"), 0);
+	assert_int_equal(np_options_set("DECAY_MS", "100000"), 0);
+	load_cpus(cpus);
+	np_pool_decay(NULL);
+}
+
 /* n decay periods go by, each begun by a look (np_pool_decay, as a malloc slow path makes). */
 static void next_periods(int n)
 {
@@ -1277,6 +1288,46 @@ static void a_held_working_set_is_a_peak(void **state)
 	check_node(0);
 }
 
+/* A program that frees its peak and sleeps for many periods gives it back at its first look
+ * after the sleep, not one period later (a helper's review: one period began per look, so the
+ * pages stayed a whole period after the program woke). */
+static void a_long_sleep_ends_the_peak_at_the_first_look(void **state)
+{
+	(void)state;
+	start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
+	np_pool_decay(NULL);
+	struct np_page *big = take_on(0, 1000);
+	memset(np_page_addr(big), 0x22, 1000 * NP_PAGE_SIZE);
+	np_pool_put_run(big, NULL);
+	assert_int_equal(np_pool_dirty_pages(0), 1000);
+	np_fake_os_advance_clock(50 * PERIOD_S * SEC);
+	np_pool_decay(NULL); /* the first look after the sleep */
+	assert_int_equal(np_pool_dirty_pages(0), 0);
+	assert_int_equal(np_pool_purge_mark(0), 256);
+	check_node(0);
+}
+
+/* When a period begins, what the shards hold counts in full, the steps they have not folded
+ * too (a helper's review: the folded total missed up to half the option). 8 CPUs, steps of 16:
+ * six shards hold 15 pages each, unfolded, and one holds 250. */
+static void a_period_begins_with_what_every_shard_holds(void **state)
+{
+	(void)state;
+	start_peaks(8);
+	struct np_page *r[7];
+	for (int cpu = 0; cpu < 6; cpu++)
+		r[cpu] = take_on(cpu, 15);
+	r[6] = take_on(7, 250);
+	next_periods(2); /* period 1's peak is gone; period 3 began with 340 pages in use */
+	for (int i = 0; i < 7; i++) {
+		np_fake_os_set_cpu(i < 6 ? i : 7);
+		np_pool_put_run(r[i], NULL);
+	}
+	assert_int_equal(np_pool_purge_mark(0), 256 + 340);
+	np_fake_os_set_cpu(0);
+	check_node(0);
+}
+
 /* The peak is the node's, over its shards; on a node nearly full, the mark counts only what is
  * in use now. */
 static void the_peak_is_the_nodes(void **state)
@@ -1309,11 +1360,7 @@ static void the_peak_is_the_nodes(void **state)
 static void a_thread_moving_between_cpus_peaks_once(void **state)
 {
 	(void)state;
-	np_options_reset();
-	assert_int_equal(np_options_set("PURGE_MB", "1"), 0);
-	assert_int_equal(np_options_set("DECAY_MS", "100000"), 0);
-	load_cpus(8);
-	np_pool_decay(NULL);
+	start_peaks(8);
 	struct np_page *pin[8];
 	for (int round = 0; round < 3; round++) {
 		for (int cpu = 0; cpu < 8; cpu++) {
@@ -1357,11 +1404,7 @@ static void *roll_a_period(void *arg)
 static void a_racing_reader_sees_the_peak(void **state)
 {
 	(void)state;
-	np_options_reset();
-	assert_int_equal(np_options_set("PURGE_MB", "1"), 0);
-	assert_int_equal(np_options_set("DECAY_MS", "100000"), 0);
-	load_cpus(1);
-	np_pool_decay(NULL); /* period 1 begins */
+	start_peaks(1);
 	np_pool_put_run(take_on(0, 1000), NULL);
 	pthread_t t;
 	roll_stop = 0;
@@ -2141,6 +2184,8 @@ int main(void)
 		cmocka_unit_test_teardown(purge_watermark_follows_use, teardown),
 		cmocka_unit_test_teardown(a_burst_of_frees_keeps_the_recent_peak, teardown),
 		cmocka_unit_test_teardown(a_held_working_set_is_a_peak, teardown),
+		cmocka_unit_test_teardown(a_long_sleep_ends_the_peak_at_the_first_look, teardown),
+		cmocka_unit_test_teardown(a_period_begins_with_what_every_shard_holds, teardown),
 		cmocka_unit_test_teardown(the_peak_is_the_nodes, teardown),
 		cmocka_unit_test_teardown(a_thread_moving_between_cpus_peaks_once, teardown),
 		cmocka_unit_test_teardown(a_racing_reader_sees_the_peak, teardown),
