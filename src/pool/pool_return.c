@@ -161,12 +161,13 @@ static void decay_node(struct np_pool *pool, uint64_t now, uint64_t period_ns, s
 	if ((began && (int64_t)(now - began) < (int64_t)period_ns) ||
 	    !__atomic_compare_exchange_n(&pool->decay_began, &began, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	/* The elected thread alone. Two periods when two or more have gone by since this one
-	 * began (the program slept): what came back before the sleep has stayed free a whole
-	 * period, and its peak is over, so both go now, not a period after the program woke (a
-	 * helper's review: a 512 MiB peak freed before a sleep stayed until the second look). */
-	uint64_t ended = began && (int64_t)(now - began) >= 2 * (int64_t)period_ns ? 2 : 1;
-	__atomic_add_fetch(&pool->decay_period, ended, __ATOMIC_RELAXED);
+	/* One period, however long since this one began: a look after two or more could be a
+	 * program waking from a sleep, or one that computed that long on what it holds (no
+	 * allocator call, so no look) and now frees it to take it again; beginning two periods, or
+	 * forgetting the peak, there purged that working set at once (tried after a helper's
+	 * review: docs/perf-issue15.md section 24). So what a program frees before a sleep goes
+	 * one period after it wakes. */
+	__atomic_add_fetch(&pool->decay_period, 1, __ATOMIC_RELAXED); /* the elected thread alone */
 	np_pool_note_period(pool);
 	if (!began)
 		return;
