@@ -68,13 +68,20 @@ static void note_peak(struct np_pool *pool, size_t used)
 	}
 }
 
+/* Pages of p's chunks in use over its shards, from the shards' own counts (racy reads). */
+static size_t used_now(const struct np_pool *p)
+{
+	size_t n = 0;
+	for (unsigned k = 0; k < p->nshards; k++)
+		n += shard_used(&p->shard[k]);
+	return n;
+}
+
 void np_pool_note_period(struct np_pool *pool)
 {
-	/* The shards' own counts (racy reads, once a period), not the folded total: a shard
-	 * holds up to a step it has not folded, half the option over all of them. */
-	size_t now, recent;
-	np_pool_used_pages(pool->node, &now, &recent);
-	note_peak(pool, now);
+	/* The shards' own counts (once a period), not the folded total: a shard holds up to a
+	 * step it has not folded, half the option over all of them. */
+	note_peak(pool, used_now(pool));
 }
 
 /* Folds shard s's dirty pages and pages in use into its pool's totals once they have drifted
@@ -705,9 +712,7 @@ void np_pool_used_pages(int node, size_t *now, size_t *recent)
 {
 	const struct np_pool *p = &np_pools[node];
 	uint32_t period = (uint32_t)__atomic_load_n(&p->decay_period, __ATOMIC_RELAXED);
-	*now = 0;
-	for (unsigned k = 0; k < p->nshards; k++)
-		*now += shard_used(&p->shard[k]);
+	*now = used_now(p);
 	*recent = *now;
 	for (int i = 0; i < 2; i++) {
 		/* The period under way or the one before; a newer one than read above (a period

@@ -36,8 +36,8 @@ void np_pool_put_locked(struct np_pool_shard *s, struct np_page *pg, bool clean)
 /* Marks [pg, pg + n) as one run handed out: head USED (order: its page-cache order, or
  * NP_ORDER_NONE), every other page TAIL. No lock needed: the run is nobody else's. */
 void np_pool_mark_used(struct np_page *pg, size_t n, uint8_t order);
-/* A decay period of pool has begun: what the pool has in use (its folded total) is the first
- * peak of it (pool.h: peak). */
+/* A decay period of pool has begun: what the pool has in use (the shards' own counts, not
+ * the folded total) is the first peak of it (pool.h: peak). */
 void np_pool_note_period(struct np_pool *pool);
 /* debug_level 3: the whole shard after every change made under its lock. */
 void np_pool_debug_check_locked(struct np_pool_shard *s, const char *where);

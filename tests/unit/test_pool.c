@@ -2067,9 +2067,7 @@ static void a_run_back_after_a_new_table_is_counted(void **state)
 	np_options_reset();
 	assert_int_equal(np_options_set("PURGE_MB", "1"), 0);
 	load_cpus(16);
-	np_fake_os_set_cpu(10);
-	struct np_page *r = np_pool_get_run(0, 100, 1, NULL, true);
-	assert_non_null(r);
+	struct np_page *r = take_on(10, 100);
 	memset(np_page_addr(r), 1, 100 * NP_PAGE_SIZE);
 	np_fake_os_set_cpu(0);
 	load_cpus(4);
