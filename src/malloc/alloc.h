@@ -40,7 +40,7 @@ NP_NOINLINE void *np_malloc_slow(size_t size);
 NP_NOINLINE NP_COLD void *np_malloc_bad_link(struct np_slab *s, size_t size);
 NP_NOINLINE void np_free_slow(void *p);
 /* A block of slab s freed by a thread that does not own it, or one the fast path did not
- * take (a block past a large slab's first 64 KiB, or one that looks free). i: a's index in s
+ * take (one that looks free, or is no block start). i: a's index in s
  * as np_slab_index computes it (the caller has it; it may be past the end). */
 NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i);
 NP_NOINLINE void np_ring_emptied(struct np_slab *s);
@@ -146,27 +146,33 @@ NP_INLINE void *np_malloc_fast(size_t size)
 	return np_malloc_slow(size);
 }
 
+/* The free of a, read against s as a slab header: done, or false when s has no owner (not a
+ * live slab's header). */
+NP_INLINE bool np_free_in_slab(struct np_slab *s, uintptr_t a)
+{
+	struct np_thread *self = np_tls.self, *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+	uint64_t i = np_slab_index(s, a);
+	if (NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->end) &&
+	    NP_LIKELY(!np_slab_looks_free(s, a))) {
+		np_free_by_owner(s, a, i);
+		return true;
+	}
+	/* Any owner (a thread, or none for an orphan) makes the slot a live slab's header:
+	 * another thread's block, or one the checks above refused. */
+	if (owner != NULL) {
+		np_free_slab_slow(s, a, i);
+		return true;
+	}
+	return false;
+}
+
 NP_INLINE void np_free_fast(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	if (NP_LIKELY(np_granule_is_start(a))) {
-		/* The slab header by address alone (no page descriptor on the way): it is ours
-		 * exactly when its owner is this thread (np_slab_at_step). */
-		struct np_slab *s = np_slab_at_step(p);
-		struct np_thread *self = np_tls.self, *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-		uint64_t i = np_slab_index(s, a);
-		if (NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->end) &&
-		    NP_LIKELY(!np_slab_looks_free(s, a))) {
-			np_free_by_owner(s, a, i);
-			return;
-		}
-		/* Any owner (a thread, or none for an orphan) makes the slot a live slab's
-		 * header: another thread's block, or one the checks above refused. */
-		if (owner != NULL) {
-			np_free_slab_slow(s, a, i);
-			return;
-		}
-	}
+	/* The slab header by address alone (no page descriptor on the way): it is ours exactly
+	 * when its owner is this thread (np_slab_at_step). */
+	if (NP_LIKELY(np_granule_is_start(a)) && NP_LIKELY(np_free_in_slab(np_slab_at_step(p), a)))
+		return;
 	np_free_slow(p);
 }
 

@@ -32,10 +32,15 @@ static void go_home(unsigned c, uintptr_t b)
 {
 	np_tls.in_use += np_class_size[c];
 	np_slab_clear_block(b);
-	/* The slab by address when b lies in its first 64 KiB (as the free fast path finds it),
-	 * else decoded. */
+	/* The slab by address, as free finds it: the slot of b's 64 KiB step, or the slab that
+	 * step continues (np_slab_lead); else decoded. */
 	struct np_slab *s = np_slab_at_step((const void *)b);
 	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+	struct np_slab *lead = owner == NULL ? np_slab_lead(b) : NULL;
+	if (lead) {
+		s = lead;
+		owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+	}
 	uint64_t i = np_slab_index(s, b);
 	if (owner == NULL || s->cls != c || i >= s->end) {
 		struct np_ptr d;

@@ -50,6 +50,15 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 33);
 }
 
+/* The slots of s's steps after its first name lead (s, or NULL when s is released). */
+static void set_lead(const struct np_slab *s, struct np_slab *lead)
+{
+	size_t steps = np_class_slab_bytes(s->cls) / NP_SLAB_ALIGN;
+	for (size_t k = 1; k < steps; k++)
+		__atomic_store_n(&np_slab_at_step((const void *)(s->start + k * NP_SLAB_ALIGN))->lead, lead,
+				 __ATOMIC_RELAXED);
+}
+
 struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_thread *owner)
 {
 	size_t bytes = np_class_slab_bytes(cls);
@@ -78,6 +87,7 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	np_page_set_state(run, NP_PAGE_SLAB);
 	for (size_t i = 0; i < pages; i++)
 		run[i].owner = s;
+	set_lead(s, s);
 	np_slab_extend(s);
 	return s;
 }
@@ -270,6 +280,7 @@ void np_slab_release(struct np_slab *s, struct np_pcp *pcp)
 	size_t pages = np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
 	for (size_t i = 0; i < pages; i++)
 		run[i].owner = NULL;
+	set_lead(s, NULL);
 	np_page_set_state(run, NP_PAGE_USED);
 	run->clean = 0; /* blocks were written: a calloc served by this run must zero it */
 	__atomic_store_n(&s->owner, NULL, __ATOMIC_RELAXED);
@@ -511,5 +522,10 @@ const char *np_slab_check(const struct np_slab *s)
 		return "used + free + reserved blocks exceed the capacity";
 	if (s->run->state != NP_PAGE_SLAB || s->run->owner != s)
 		return "the slab's run does not point back at it";
+	if (s->lead)
+		return "the slab's own header names a lead";
+	for (size_t k = 1; k < np_class_slab_bytes(s->cls) / NP_SLAB_ALIGN; k++)
+		if (np_slab_lead(s->start + k * NP_SLAB_ALIGN) != s)
+			return "a later step of the slab does not name it";
 	return NULL;
 }

@@ -99,6 +99,11 @@ struct np_slab {
 	uint8_t div_shift;           /* block = odd factor << div_shift */
 	uint8_t cls;
 	uint8_t node;                /* dense node of the memory */
+	/* Set only in the slot of a step after the first of a slab larger than 64 KiB (classes
+	 * above 8 KiB): that slab, so that a free of a block there finds its header from the
+	 * line it read the slot's owner on (np_slab_lead), without the page descriptors. NULL in
+	 * every slab's own header and in the slots of steps no live slab continues into. */
+	struct np_slab *lead;
 	/* Line 3: thread_free, which other threads' frees write, and the fields of ownership
 	 * changes. */
 	_Atomic uintptr_t thread_free NP_ALIGNED(NP_CACHELINE);
@@ -123,7 +128,8 @@ _Static_assert(offsetof(struct np_chunk, no_owner) - offsetof(struct np_chunk, m
  * is a thread: slabs start on 64 KiB (their header is their first step's slot) and a released
  * slab's owner is set to NULL, never-used slots are zero, slot 0 holds the chunk's fields (no
  * owner, see no_owner). Steps after the first of a slab larger than 64 KiB have no header of
- * their own: their slot reads as no owner's, and free() finds their slab the slow way. */
+ * their own: their slot reads as no owner's, and free() finds their slab by the slot's lead
+ * (np_slab_lead), out of line. */
 NP_INLINE struct np_slab *np_slab_at_step(const void *p)
 {
 	/* &np_chunk_of(p)->meta[(p >> NP_META_SHIFT) % slots], with the slot's byte offset taken
@@ -133,6 +139,16 @@ NP_INLINE struct np_slab *np_slab_at_step(const void *p)
 	uintptr_t slot = (a >> (NP_META_SHIFT - __builtin_ctz(NP_META_SIZE))) &
 			 ((NP_CHUNK_SIZE / NP_SLAB_ALIGN - 1) * NP_META_SIZE);
 	return (struct np_slab *)(void *)((uint8_t *)(void *)np_chunk_of(p)->meta + slot);
+}
+
+/* The slab whose later 64 KiB step holds block address a (a in a chunk of ours), or NULL:
+ * a is in a slab's first step, in no slab, or in the chunk's first step (slot 0, the chunk's
+ * own fields, is never read as a slot here). */
+NP_INLINE struct np_slab *np_slab_lead(uintptr_t a)
+{
+	if ((a & (NP_CHUNK_SIZE - 1)) < NP_SLAB_ALIGN)
+		return NULL;
+	return __atomic_load_n(&np_slab_at_step((const void *)a)->lead, __ATOMIC_RELAXED);
 }
 
 /* A slab with no free block: every thread's current slab of every class before its first

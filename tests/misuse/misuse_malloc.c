@@ -210,6 +210,22 @@ int main(int argc, char **argv)
 			b[i] = live_block(14000);
 		M_FREE(b[7]);
 		M_FREE(launder(b[7]));
+	} else if (!strcmp(c, "free_interior_past_64k")) {
+		/* Inside a block past the first 64 KiB of its slab: free finds the slab from that
+		 * step's slot, and the index check refuses the address. */
+		char *b[9];
+		for (int i = 0; i < 9; i++)
+			b[i] = live_block(14000);
+		M_FREE(launder(b[7] + 16));
+	} else if (!strcmp(c, "double_free_remote_past_64k")) {
+		/* The same block, freed by two other threads one after the other. */
+		char *b[9];
+		for (int i = 0; i < 9; i++)
+			b[i] = live_block(14000);
+		free_in_thread(b[7]);
+		free_in_thread(b[7]);
+		for (int i = 0; i < 1000; i++)
+			live_block(14000);
 	} else if (!strcmp(c, "double_free_cached_then_other")) {
 		/* Cached by its owner's free, then freed by another thread. */
 		char *p = live_block(3000);

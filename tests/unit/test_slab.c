@@ -169,6 +169,40 @@ static void every_block_once_then_back(void **state)
 	}
 }
 
+/* A slab above 64 KiB names itself in the slots of its later steps (free finds it there,
+ * np_free_slow), and nothing else does: not its own header, not a 64 KiB slab, not the
+ * chunk's first step (slot 0 holds the chunk's own fields), not a released slab. */
+static void later_steps_name_their_slab(void **state)
+{
+	(void)state;
+	const unsigned classes[] = {27, 35, 36, 47}; /* 4 KiB, 8 KiB (64 KiB slabs); 10 KiB, 64 KiB */
+	for (size_t k = 0; k < NP_ARRAY_SIZE(classes); k++) {
+		struct np_slab *s = np_slab_create(&pcp, classes[k], OWNER);
+		assert_non_null(s);
+		check(s);
+		size_t steps = np_class_slab_bytes(classes[k]) / NP_SLAB_ALIGN;
+		assert_int_equal(steps, k < 2 ? 1 : k == 2 ? 2 : 8);
+		assert_null(np_slab_lead(s->start));
+		assert_null(np_slab_lead(s->start + NP_SLAB_ALIGN - 16));
+		for (size_t j = 1; j < steps; j++) {
+			assert_ptr_equal(np_slab_lead(s->start + j * NP_SLAB_ALIGN), s);
+			assert_ptr_equal(np_slab_lead(s->start + j * NP_SLAB_ALIGN + 4096 + 16), s);
+		}
+		np_slab_release(s, &pcp);
+		for (size_t j = 1; j < steps; j++)
+			assert_null(np_slab_lead(s->start + j * NP_SLAB_ALIGN));
+	}
+	/* Slot 0's bytes where a lead would be are the chunk's (an interleaved chunk's node list):
+	 * never read as one. */
+	struct np_slab *s = np_slab_create(&pcp, 47, OWNER);
+	struct np_slab *slot0 = np_slab_at_step((const void *)(s->start & ~(NP_CHUNK_SIZE - 1)));
+	struct np_slab *saved = slot0->lead;
+	slot0->lead = s;
+	assert_null(np_slab_lead((s->start & ~(NP_CHUNK_SIZE - 1)) + 4096));
+	slot0->lead = saved;
+	np_slab_release(s, &pcp);
+}
+
 static void remote_frees_come_back_in_one_collect(void **state)
 {
 	(void)state;
@@ -615,6 +649,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(every_block_once_then_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(later_steps_name_their_slab, setup, teardown),
 		cmocka_unit_test_setup_teardown(remote_frees_come_back_in_one_collect, setup, teardown),
 		cmocka_unit_test_setup_teardown(released_slab_is_no_remote_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(remote_free_leaves_a_mark, setup, teardown),
