@@ -13,8 +13,9 @@
  *              slot and double-free checks, push on local_free, used-- [45 instructions]
  *     another thread's slab (or refused) -> np_free_slab_slow (free.c): double-free hints,
  *              byte count, one CAS push [~80 instructions]; claims and checks out of line
- *     else  -> np_free_slow (free.c): the pointer decoded once (ptr.c): blocks past the first
- *              64 KiB of a large slab, page runs, chunks, start-up memory, errors
+ *     else  -> np_free_slow (free.c): a block past the first 64 KiB of a larger slab by its
+ *              step's slot (np_slab_lead), as above; else the pointer decoded once (ptr.c):
+ *              page runs, chunks, start-up memory, errors
  * Neither fast path takes a lock, makes a system call or uses an atomic read-modify-write.
  */
 #ifndef NP_ALLOC_H
