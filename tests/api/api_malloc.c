@@ -873,14 +873,6 @@ static void freed_blocks_above_2k_come_back_last_first(void **state)
  * the overflows that send the older half home. Three classes of 64 KiB slabs, then three of
  * 128-512 KiB slabs, whose blocks past the first 64 KiB free finds through the slot of their
  * step (np_slab_lead), and the overflows too. */
-static void stats_exact_for_cached_blocks_of(size_t base, size_t step);
-static void stats_exact_for_cached_blocks(void **state)
-{
-	(void)state;
-	stats_exact_for_cached_blocks_of(5000, 1000);
-	stats_exact_for_cached_blocks_of(12000, 14000);
-}
-
 static void stats_exact_for_cached_blocks_of(size_t base, size_t step)
 {
 	enum { N = 300 };
@@ -907,6 +899,13 @@ static void stats_exact_for_cached_blocks_of(size_t base, size_t step)
 		F_FREE(b[i]);
 	s = np_t_stats();
 	assert_int_equal(s.malloc_in_use, before.malloc_in_use);
+}
+
+static void stats_exact_for_cached_blocks(void **state)
+{
+	(void)state;
+	stats_exact_for_cached_blocks_of(5000, 1000);
+	stats_exact_for_cached_blocks_of(12000, 14000);
 }
 
 /* trim sends the cached blocks home first, so that the slabs they kept from emptying are
