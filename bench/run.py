@@ -119,6 +119,35 @@ def machine_info():
     return info
 
 
+def host_costs(exe):
+    """What this machine charges for a first write and a TLB-missing load (bench/host_costs.c),
+    as a dict of floats; the reason as {"error": ...} when it could not be measured."""
+    try:
+        r = subprocess.run([exe], capture_output=True, text=True, check=False, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": str(e)}
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip() or "exit %d" % r.returncode)[-200:]}
+    try:
+        return {k: float(v) for k, v in (kv.split("=", 1) for kv in r.stdout.split())}
+    except ValueError:
+        return {"error": "unreadable output: %r" % r.stdout[:200]}
+
+
+def host_line(h):
+    """RESULTS.md's header line for host_costs' figures."""
+    if not h:
+        return "- memory costs: not measured (a run before bench/host_costs existed)"
+    if "error" in h:
+        return "- memory costs: bench/host_costs failed: %s" % h["error"]
+    huge = ("%d of %d MiB backed by huge pages" % (h["huge_mib"], h["mib"]) if h["huge_mib"] >= 0
+            else "huge pages unknown")
+    return ("- memory costs (`bench/host_costs`, medians of 3): first write of a 4 KiB page %.2f us, "
+            "%.2f us per 4 KiB with 2 MiB pages (%s); a dependent load to a random page of %d MiB "
+            "%.1f ns with 4 KiB pages, %.1f ns with 2 MiB pages" % (
+                h["fault_4k_us"], h["fault_2m_us"], huge, h["mib"], h["chase_4k_ns"], h["chase_2m_ns"]))
+
+
 def loadavg():
     try:
         with open("/proc/loadavg") as f:
@@ -250,6 +279,7 @@ class Suite:
         self.page_bench = os.path.join(self.build, "bench", "page_bench")
         self.vmstat_bench = os.path.join(self.build, "bench", "vmstat_bench")
         self.probe = os.path.join(self.build, "bench", "libnpbench_probe.so")
+        self.host_costs = os.path.join(self.build, "bench", "host_costs")
         self.glibc_shim = os.path.join(self.build, "bench", "libnpbench_glibc.so")
         global SPAWN
         SPAWN = os.path.join(self.build, "bench", "npbench_spawn")
@@ -1126,6 +1156,7 @@ def header(suite):
                                     False: "placed by the scheduler (`--no-pin`)"}.get(
             m.get("pinned"), "placed by the scheduler (a run before `--pin` existed)"),
         "- packages: %s" % ", ".join("%s %s" % kv_ for kv_ in sorted(m["packages"].items())),
+        host_line(m.get("host")),
         "- run took %.0f s; load average (1, 5, 15 min) at start %s, at end %s (other work on the "
         "machine makes the numbers noisier)" % (m["elapsed_s"], m["loadavg_start"], m["loadavg_end"]),
     ]
@@ -1188,7 +1219,8 @@ def main():
                       "packages": package_versions(),
                       "command": "python3 bench/run.py " + " ".join(sys.argv[1:]),
                       "scale": a.scale, "rounds": a.rounds, "loadavg_start": loadavg(),
-                      "pinned": not a.no_pin}
+                      "pinned": not a.no_pin,
+                      "host": host_costs(suite.host_costs)}
         suite.run()
         suite.meta["elapsed_s"] = time.time() - t0
         suite.meta["loadavg_end"] = loadavg()
