@@ -789,13 +789,15 @@ class Report:
 
 
 def summarize(suite):
-    """(workload, threads) -> allocator -> {median, min, max, rss} over the successful rounds."""
+    """(workload, threads) -> allocator -> {median, min, max, rss} over the successful rounds, and
+    by_round: round -> time."""
     groups = {}
     for r in suite.runs:
         g = groups.setdefault((r["workload"], r["threads"]), {}).setdefault(
-            r["allocator"], {"t": [], "rss": [], "cpu": [], "fail": []})
+            r["allocator"], {"t": [], "rss": [], "cpu": [], "fail": [], "by_round": {}})
         if r["ok"]:
             g["t"].append(r["time_s"])
+            g["by_round"][r["round"]] = r["time_s"]
             g["rss"].append(r["maxrss_kb"])
             if r.get("cpu_s") is not None:
                 g["cpu"].append(r["cpu_s"])
@@ -805,7 +807,7 @@ def summarize(suite):
     for key, per in groups.items():
         out[key] = {}
         for al, g in per.items():
-            s = {"n": len(g["t"]), "fail": g["fail"]}
+            s = {"n": len(g["t"]), "fail": g["fail"], "by_round": g["by_round"]}
             if g["t"]:
                 s.update(median=statistics.median(g["t"]), min=min(g["t"]), max=max(g["t"]),
                          rss=statistics.median(g["rss"]), rss_min=min(g["rss"]), rss_max=max(g["rss"]))
@@ -953,6 +955,16 @@ def markdown(suite, summary):
 BEST_PEER_LIMIT = 1.25  # issue 15: no workload more than 1.25x the best peer's time
 
 
+def paired_ratio(mine, other):
+    """The median over the rounds both ran of mine's time over other's in the same round (None
+    without such a round). A round runs one workload under every allocator back to back, so a
+    drift of the machine's speed between rounds cancels in each round's ratio; a ratio of two
+    medians can take them from rounds of different speeds (docs/perf-issue15.md, section 26)."""
+    a, b = mine.get("by_round", {}), other.get("by_round", {})
+    rs = [a[k] / b[k] for k in a if k in b and b[k] > 0]
+    return statistics.median(rs) if rs else None
+
+
 def best_peer_markdown(suite, summary, keys):
     """Issue 15's targets: libnumapage's time geometric mean at or below each peer's, its peak-RSS
     geometric mean at or below mimalloc's, and no benchmark above 1.25x the best peer's median
@@ -972,7 +984,7 @@ def best_peer_markdown(suite, summary, keys):
         if g:
             L.append("| peak RSS libnumapage/mimalloc, geometric mean ≤ 1.00 | %.2f %s |" % (
                 1 / g, "met" if 1 / g <= 1.0 else "not met"))
-    rows, over = [], 0
+    rows, over, over_paired = [], 0, 0
     for key in keys:
         per = summary[key]
         b = per.get(BASELINE, {})
@@ -982,19 +994,29 @@ def best_peer_markdown(suite, summary, keys):
         r = b["median"] / best[0]
         mark = " **over**" if r > BEST_PEER_LIMIT else ""
         over += bool(mark)
+        pr = paired_ratio(b, per[best[1]])
+        pmark = " **over**" if pr is not None and pr > BEST_PEER_LIMIT else ""
+        over_paired += bool(pmark)
+        paired = "%.2f%s" % (pr, pmark) if pr is not None else "-"
         bc = per[best[1]].get("cpu")
         cpu = "%.2f" % (b["cpu"] / bc) if b.get("cpu") and bc else "-"
-        rows.append("| %s | %s | %s %s | %.2f%s | %s |" % (label(key), fmt_time(b["median"]), best[1],
-                                                           fmt_time(best[0]), r, mark, cpu))
+        rows.append("| %s | %s | %s %s | %.2f%s | %s | %s |" % (label(key), fmt_time(b["median"]), best[1],
+                                                                fmt_time(best[0]), r, mark, paired, cpu))
     L.append("| benchmarks above %.2fx the best peer's time | %d of %d %s |" % (
         BEST_PEER_LIMIT, over, len(rows), "met" if over == 0 else "not met"))
+    L.append("| the same, each round's ratio to that peer, median over the rounds | %d of %d %s |" % (
+        over_paired, len(rows), "met" if over_paired == 0 else "not met"))
     L += ["", "Time of libnumapage over the best peer's (the fastest other allocator's median); "
           "**over**: above %.2f. cpu: the same ratio of the median CPU time (user + system of the "
           "whole process, start-up included): on a busy machine wall time also counts the time a "
-          "process waited for a CPU, CPU time does not (it keeps spinning and the kernel's work)."
+          "process waited for a CPU, CPU time does not (it keeps spinning and the kernel's work). "
+          "paired: libnumapage's time over that peer's in the same round, the median over the rounds: "
+          "a round runs the workload under every allocator back to back, so a change of the "
+          "machine's speed between rounds (this host has fast and slow phases) cancels in it, "
+          "where the ratio of medians may take the two from different phases."
           % BEST_PEER_LIMIT, "",
-          "| benchmark | libnumapage | best peer | libnumapage / best | cpu: libnumapage / best |",
-          "|---|---:|---:|---:|---:|"]
+          "| benchmark | libnumapage | best peer | libnumapage / best | paired | cpu: libnumapage / best |",
+          "|---|---:|---:|---:|---:|---:|"]
     L += rows
     L.append("")
     return L
