@@ -8,15 +8,18 @@
  *   fault_4k_us  the first write to a 4 KiB page of an anonymous mapping advised MADV_NOHUGEPAGE,
  *                per page
  *   fault_2m_us  the same per 4 KiB of a mapping advised MADV_HUGEPAGE (what NUMAPAGE_THP asks)
- *   huge_mib     of that mapping's MiB, those the kernel backed with huge pages (AnonHugePages
- *                of /proc/self/smaps_rollup; 0: the kernel's THP setting is "never", or no huge
- *                page was free; -1: unknown)
- *   chase_4k_ns  a load that depends on the previous one, each to a random page of 32 MiB: the
- *                TLB miss and the cache miss of a program walking memory it holds
+ *   huge_4k_mib  of the first mapping's MiB, those the kernel backed with huge pages anyway (0
+ *                unless the advice was refused; -1: unknown, from AnonHugePages of
+ *                /proc/self/smaps_rollup)
+ *   huge_mib     the same for the second mapping (0: the kernel's THP setting is "never", or
+ *                no huge page was free, and fault_2m_us is a 4 KiB page's price too)
+ *   chase_4k_ns  a load that depends on the previous one, each to one line of a random page of
+ *                32 MiB: 8,192 lines, which stay in the caches, so the figure is mostly the TLB
+ *                miss and its page walk
  *   chase_2m_ns  the same in the huge-page mapping
  *   mib          the size of each mapping
- * Each figure is the median of three passes (first writes: over three fresh mappings).
- * Exit 0, or 1 with a message when a mapping fails.
+ * Each figure is the median of three passes, the two kinds of mapping taking turns (a change of
+ * the machine's speed meets both). Exits 0, or non-zero with a message on stderr.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -72,8 +75,9 @@ static double first_writes(char *p, size_t size)
 }
 
 /* Seconds per load of a chain through one line of every page of [p, p + size), the pages in a
- * random order (a fixed seed) and the line within each page varied, so that neither the
- * prefetchers nor one cache set serve it. */
+ * random order and the line within each page drawn at random too (a fixed seed), so that
+ * neither the prefetchers nor a pattern of cache sets serve it: a line chosen by the page's
+ * own number (page % 64) measured 20% slower with 4 KiB pages, its frames' sets aliasing. */
 static double chase(char *p, size_t size)
 {
 	size_t n = size / PAGE;
@@ -88,11 +92,17 @@ static double chase(char *p, size_t size)
 		order[i] = order[j];
 		order[j] = t;
 	}
-#define AT(k) ((void **)(p + order[k] * PAGE + (order[k] % (PAGE / 64)) * 64))
+	size_t *line = malloc(n * sizeof *line);
+	if (!line)
+		bench_fail("host_costs: no memory for the chain's lines");
+	for (size_t i = 0; i < n; i++)
+		line[i] = bench_rng_range(&rng, 0, PAGE / 64 - 1);
+#define AT(k) ((void **)(p + order[k] * PAGE + line[order[k]] * 64))
 	for (size_t i = 0; i < n; i++)
 		*AT(i) = AT((i + 1) % n);
 	void **q = AT(0);
 #undef AT
+	free(line);
 	free(order);
 	for (size_t i = 0; i < n; i++) /* one lap first: the chain's lines and entries warm */
 		q = *q;
@@ -111,44 +121,53 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* One kind of mapping (advice): the median of ROUNDS first-write passes over fresh mappings,
- * and of ROUNDS chases over the last of them; *huge_mib: what the kernel backed with huge
- * pages in that last mapping (-1: unknown). False when a mapping failed. */
+/* One kind of mapping: its advice, the first-write time and huge-page count of each pass, its
+ * last mapping (kept for the chases) and the chases' times. */
 #define ROUNDS 3
-static bool measure(int advice, double *fault, double *load, long *huge_mib)
+struct kind {
+	int advice;
+	double fault[ROUNDS], load[ROUNDS];
+	long huge_mib;
+	char *p;
+};
+
+/* Pass r of first writes over a fresh mapping of kind k (the pass before's is unmapped). False
+ * when the mapping failed. */
+static bool fault_pass(struct kind *k, int r)
 {
-	double f[ROUNDS], c[ROUNDS];
-	char *p = NULL;
-	long before = -1, after = -1;
-	for (int r = 0; r < ROUNDS; r++) {
-		if (p)
-			munmap(p, SIZE);
-		if (!(p = map_aligned(SIZE, advice)))
-			return false;
-		before = anon_huge_kib();
-		f[r] = first_writes(p, SIZE);
-		after = anon_huge_kib();
-	}
-	for (int r = 0; r < ROUNDS; r++)
-		c[r] = chase(p, SIZE);
-	munmap(p, SIZE);
-	qsort(f, ROUNDS, sizeof f[0], by_value);
-	qsort(c, ROUNDS, sizeof c[0], by_value);
-	*fault = f[ROUNDS / 2];
-	*load = c[ROUNDS / 2];
-	*huge_mib = before >= 0 && after >= before ? (after - before) >> 10 : -1;
+	if (k->p)
+		munmap(k->p, SIZE);
+	if (!(k->p = map_aligned(SIZE, k->advice)))
+		return false;
+	long before = anon_huge_kib();
+	k->fault[r] = first_writes(k->p, SIZE);
+	long after = anon_huge_kib();
+	k->huge_mib = before >= 0 && after >= before ? (after - before) >> 10 : -1;
 	return true;
+}
+
+static double median(double *x)
+{
+	qsort(x, ROUNDS, sizeof x[0], by_value);
+	return x[ROUNDS / 2];
 }
 
 int main(void)
 {
-	double f4k, f2m, c4k, c2m;
-	long h4k, h2m;
-	if (!measure(MADV_NOHUGEPAGE, &f4k, &c4k, &h4k) || !measure(MADV_HUGEPAGE, &f2m, &c2m, &h2m)) {
-		fprintf(stderr, "host_costs: mmap of %zu MiB failed\n", SIZE >> 20);
-		return 1;
+	struct kind small = {.advice = MADV_NOHUGEPAGE}, huge = {.advice = MADV_HUGEPAGE};
+	for (int r = 0; r < ROUNDS; r++) {
+		if (!fault_pass(&small, r) || !fault_pass(&huge, r)) {
+			fprintf(stderr, "host_costs: mmap of %zu MiB failed\n", SIZE >> 20);
+			return 1;
+		}
 	}
-	printf("fault_4k_us=%.2f fault_2m_us=%.2f huge_mib=%ld chase_4k_ns=%.1f chase_2m_ns=%.1f mib=%zu\n",
-	       f4k * 1e6, f2m * 1e6, h2m, c4k * 1e9, c2m * 1e9, SIZE >> 20);
+	for (int r = 0; r < ROUNDS; r++) {
+		small.load[r] = chase(small.p, SIZE);
+		huge.load[r] = chase(huge.p, SIZE);
+	}
+	printf("fault_4k_us=%.2f fault_2m_us=%.2f huge_4k_mib=%ld huge_mib=%ld chase_4k_ns=%.1f "
+	       "chase_2m_ns=%.1f mib=%zu\n",
+	       median(small.fault) * 1e6, median(huge.fault) * 1e6, small.huge_mib, huge.huge_mib,
+	       median(small.load) * 1e9, median(huge.load) * 1e9, SIZE >> 20);
 	return 0;
 }

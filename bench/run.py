@@ -119,9 +119,13 @@ def machine_info():
     return info
 
 
+HOST_KEYS = ("fault_4k_us", "fault_2m_us", "huge_4k_mib", "huge_mib", "chase_4k_ns", "chase_2m_ns", "mib")
+
+
 def host_costs(exe):
     """What this machine charges for a first write and a TLB-missing load (bench/host_costs.c),
-    as a dict of floats; the reason as {"error": ...} when it could not be measured."""
+    as a dict of its HOST_KEYS' values; the reason as {"error": ...} when it could not be
+    measured or its output lacks a figure."""
     try:
         r = subprocess.run([exe], capture_output=True, text=True, check=False, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -129,22 +133,30 @@ def host_costs(exe):
     if r.returncode != 0:
         return {"error": (r.stderr.strip() or "exit %d" % r.returncode)[-200:]}
     try:
-        return {k: float(v) for k, v in (kv.split("=", 1) for kv in r.stdout.split())}
+        h = {k: float(v) for k, v in (kv.split("=", 1) for kv in r.stdout.split())}
     except ValueError:
         return {"error": "unreadable output: %r" % r.stdout[:200]}
+    missing = [k for k in HOST_KEYS if k not in h or not math.isfinite(h[k])]
+    if missing:
+        return {"error": "no %s in its output %r" % (", ".join(missing), r.stdout[:200])}
+    return h
 
 
 def host_line(h):
-    """RESULTS.md's header line for host_costs' figures."""
+    """RESULTS.md's header line for host_costs' figures (a run's meta may predate any of them)."""
     if not h:
         return "- memory costs: not measured (a run before bench/host_costs existed)"
-    if "error" in h:
-        return "- memory costs: bench/host_costs failed: %s" % h["error"]
-    huge = ("%d of %d MiB backed by huge pages" % (h["huge_mib"], h["mib"]) if h["huge_mib"] >= 0
-            else "huge pages unknown")
+    if "error" in h or any(k not in h for k in HOST_KEYS if k != "huge_4k_mib"):
+        return "- memory costs: bench/host_costs failed: %s" % h.get("error", "figures missing")
+    if h["huge_mib"] <= 0:
+        huge = "no huge page granted: both figures are of 4 KiB pages"
+    else:
+        huge = "%d of %d MiB backed by huge pages" % (h["huge_mib"], h["mib"])
+    if h.get("huge_4k_mib", 0) != 0:  # absent from the first version's output
+        huge += "; the 4 KiB mapping had %d MiB of huge pages too" % h["huge_4k_mib"]
     return ("- memory costs (`bench/host_costs`, medians of 3): first write of a 4 KiB page %.2f us, "
-            "%.2f us per 4 KiB with 2 MiB pages (%s); a dependent load to a random page of %d MiB "
-            "%.1f ns with 4 KiB pages, %.1f ns with 2 MiB pages" % (
+            "%.2f us per 4 KiB with 2 MiB pages (%s); a dependent load to a line of a random page "
+            "of %d MiB (mostly the TLB miss) %.1f ns with 4 KiB pages, %.1f ns with 2 MiB pages" % (
                 h["fault_4k_us"], h["fault_2m_us"], huge, h["mib"], h["chase_4k_ns"], h["chase_2m_ns"]))
 
 
@@ -956,13 +968,13 @@ BEST_PEER_LIMIT = 1.25  # issue 15: no workload more than 1.25x the best peer's 
 
 
 def paired_ratio(mine, other):
-    """The median over the rounds both ran of mine's time over other's in the same round (None
-    without such a round). A round runs one workload under every allocator back to back, so a
+    """The median over the rounds both ran of mine's time over other's in the same round, and the
+    number of such rounds ((None, 0) without one). A round runs one workload under every allocator back to back, so a
     drift of the machine's speed between rounds cancels in each round's ratio; a ratio of two
     medians can take them from rounds of different speeds (docs/perf-issue15.md, section 26)."""
     a, b = mine.get("by_round", {}), other.get("by_round", {})
     rs = [a[k] / b[k] for k in a if k in b and b[k] > 0]
-    return statistics.median(rs) if rs else None
+    return (statistics.median(rs), len(rs)) if rs else (None, 0)
 
 
 def best_peer_markdown(suite, summary, keys):
@@ -984,7 +996,7 @@ def best_peer_markdown(suite, summary, keys):
         if g:
             L.append("| peak RSS libnumapage/mimalloc, geometric mean ≤ 1.00 | %.2f %s |" % (
                 1 / g, "met" if 1 / g <= 1.0 else "not met"))
-    rows, over, over_paired = [], 0, 0
+    rows, over, over_paired, unpaired = [], 0, 0, 0
     for key in keys:
         per = summary[key]
         b = per.get(BASELINE, {})
@@ -994,18 +1006,23 @@ def best_peer_markdown(suite, summary, keys):
         r = b["median"] / best[0]
         mark = " **over**" if r > BEST_PEER_LIMIT else ""
         over += bool(mark)
-        pr = paired_ratio(b, per[best[1]])
+        pr, pairs = paired_ratio(b, per[best[1]])
         pmark = " **over**" if pr is not None and pr > BEST_PEER_LIMIT else ""
         over_paired += bool(pmark)
+        unpaired += pr is None
         paired = "%.2f%s" % (pr, pmark) if pr is not None else "-"
+        if pr is not None and pairs < suite.rounds:
+            paired += " (%d of %d rounds)" % (pairs, suite.rounds)
         bc = per[best[1]].get("cpu")
         cpu = "%.2f" % (b["cpu"] / bc) if b.get("cpu") and bc else "-"
         rows.append("| %s | %s | %s %s | %.2f%s | %s | %s |" % (label(key), fmt_time(b["median"]), best[1],
                                                                 fmt_time(best[0]), r, mark, paired, cpu))
     L.append("| benchmarks above %.2fx the best peer's time | %d of %d %s |" % (
         BEST_PEER_LIMIT, over, len(rows), "met" if over == 0 else "not met"))
-    L.append("| the same, each round's ratio to that peer, median over the rounds | %d of %d %s |" % (
-        over_paired, len(rows), "met" if over_paired == 0 else "not met"))
+    L.append("| the same, each round's ratio to that peer, median over the rounds | %d of %d%s %s |" % (
+        over_paired, len(rows) - unpaired,
+        " (%d without a round both ran)" % unpaired if unpaired else "",
+        "met" if over_paired == 0 and unpaired == 0 else "not met"))
     L += ["", "Time of libnumapage over the best peer's (the fastest other allocator's median); "
           "**over**: above %.2f. cpu: the same ratio of the median CPU time (user + system of the "
           "whole process, start-up included): on a busy machine wall time also counts the time a "
