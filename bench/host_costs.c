@@ -1,8 +1,8 @@
 /*
  * host_costs — what this machine charges for the memory events the allocators trade against
  * each other, measured once per run of the suite (bench/run.py writes it into RESULTS.md's
- * header) so that the run's ratios can be read: on a virtual machine a page fault may cost ten
- * times what it does on bare metal, and 2 MiB pages may or may not shorten a load that misses
+ * header) so that the run's ratios can be read: on a virtual machine a page fault may cost tens
+ * of times what it does on bare metal, and 2 MiB pages may or may not shorten a load that misses
  * the TLB (docs/perf-issue15.md, section 26). run.py runs it with no allocator preloaded; the
  * memory it measures is mapped here (mmap). It prints one line of key=value pairs:
  *   fault_4k_us  the first write to a 4 KiB page of an anonymous mapping advised MADV_NOHUGEPAGE,
@@ -25,7 +25,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #include "bench.h"
@@ -57,10 +56,11 @@ static char *map_aligned(size_t size, int advice)
 	if (raw == MAP_FAILED)
 		return NULL;
 	char *p = (char *)(((uintptr_t)raw + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
-	if (p > raw) /* the slack of the alignment, so that munmap(p, size) leaves nothing */
+	/* The slack on either side of [p, p + size), so that munmap(p, size) leaves nothing: p is
+	 * below raw + HUGE, so the tail is never empty. */
+	if (p > raw)
 		munmap(raw, (size_t)(p - raw));
-	if (p + size < raw + size + HUGE)
-		munmap(p + size, (size_t)(raw + size + HUGE - (p + size)));
+	munmap(p + size, (size_t)(raw + HUGE - p));
 	(void)madvise(p, size, advice); /* refused (no THP in this kernel): measured as it is */
 	return p;
 }
@@ -74,15 +74,16 @@ static double first_writes(char *p, size_t size)
 	return (bench_now() - t0) / (double)(size / PAGE);
 }
 
-/* Seconds per load of a chain through one line of every page of [p, p + size), the pages in a
- * random order and the line within each page drawn at random too (a fixed seed), so that
- * neither the prefetchers nor a pattern of cache sets serve it: a line chosen by the page's
- * own number (page % 64) measured 20% slower with 4 KiB pages, its frames' sets aliasing. */
-static double chase(char *p, size_t size)
+/* Links a chain through one line of every page of [p, p + size) and returns its start: the
+ * pages in a random order and the line within each page drawn at random too (a fixed seed), so
+ * that neither the prefetchers nor a pattern of cache sets serve it: a line chosen by the
+ * page's own number (page % 64) measured 20% slower with 4 KiB pages, its frames' sets
+ * aliasing. */
+static void **chain(char *p, size_t size)
 {
 	size_t n = size / PAGE;
-	size_t *order = malloc(n * sizeof *order);
-	if (!order)
+	size_t *order = malloc(n * sizeof *order), *line = malloc(n * sizeof *line);
+	if (!order || !line)
 		bench_fail("host_costs: no memory for the chain's order");
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
@@ -92,9 +93,6 @@ static double chase(char *p, size_t size)
 		order[i] = order[j];
 		order[j] = t;
 	}
-	size_t *line = malloc(n * sizeof *line);
-	if (!line)
-		bench_fail("host_costs: no memory for the chain's lines");
 	for (size_t i = 0; i < n; i++)
 		line[i] = bench_rng_range(&rng, 0, PAGE / 64 - 1);
 #define AT(k) ((void **)(p + order[k] * PAGE + line[order[k]] * 64))
@@ -104,7 +102,14 @@ static double chase(char *p, size_t size)
 #undef AT
 	free(line);
 	free(order);
-	for (size_t i = 0; i < n; i++) /* one lap first: the chain's lines and entries warm */
+	return q;
+}
+
+/* Seconds per load of the chain from q, after one lap of size / PAGE loads that warms its lines
+ * and TLB entries. */
+static double chase(void **q, size_t size)
+{
+	for (size_t i = 0; i < size / PAGE; i++)
 		q = *q;
 	double t0 = bench_now();
 	for (long i = 0; i < CHASE_LOADS; i++)
@@ -121,8 +126,8 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* One kind of mapping: its advice, the first-write time and huge-page count of each pass, its
- * last mapping (kept for the chases) and the chases' times. */
+/* One kind of mapping: its advice, the first-write time of each pass and the huge-page count
+ * of the last, its last mapping (kept for the chases) and the chases' times. */
 #define ROUNDS 3
 struct kind {
 	int advice;
@@ -161,9 +166,10 @@ int main(void)
 			return 1;
 		}
 	}
+	void **small_chain = chain(small.p, SIZE), **huge_chain = chain(huge.p, SIZE);
 	for (int r = 0; r < ROUNDS; r++) {
-		small.load[r] = chase(small.p, SIZE);
-		huge.load[r] = chase(huge.p, SIZE);
+		small.load[r] = chase(small_chain, SIZE);
+		huge.load[r] = chase(huge_chain, SIZE);
 	}
 	printf("fault_4k_us=%.2f fault_2m_us=%.2f huge_4k_mib=%ld huge_mib=%ld chase_4k_ns=%.1f "
 	       "chase_2m_ns=%.1f mib=%zu\n",

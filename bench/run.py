@@ -969,9 +969,10 @@ BEST_PEER_LIMIT = 1.25  # issue 15: no workload more than 1.25x the best peer's 
 
 def paired_ratio(mine, other):
     """The median over the rounds both ran of mine's time over other's in the same round, and the
-    number of such rounds ((None, 0) without one). A round runs one workload under every allocator back to back, so a
-    drift of the machine's speed between rounds cancels in each round's ratio; a ratio of two
-    medians can take them from rounds of different speeds (docs/perf-issue15.md, section 26)."""
+    number of such rounds ((None, 0) without one). A round runs one workload under every
+    allocator back to back, so a drift of the machine's speed between rounds cancels in each
+    round's ratio; a ratio of two medians can take them from rounds of different speeds
+    (docs/perf-issue15.md, section 26)."""
     a, b = mine.get("by_round", {}), other.get("by_round", {})
     rs = [a[k] / b[k] for k in a if k in b and b[k] > 0]
     return (statistics.median(rs), len(rs)) if rs else (None, 0)
@@ -1029,7 +1030,7 @@ def best_peer_markdown(suite, summary, keys):
           "process waited for a CPU, CPU time does not (it keeps spinning and the kernel's work). "
           "paired: libnumapage's time over that peer's in the same round, the median over the rounds: "
           "a round runs the workload under every allocator back to back, so a change of the "
-          "machine's speed between rounds (this host has fast and slow phases) cancels in it, "
+          "machine's speed between rounds (a shared or virtual machine has fast and slow phases) cancels in it, "
           "where the ratio of medians may take the two from different phases."
           % BEST_PEER_LIMIT, "",
           "| benchmark | libnumapage | best peer | libnumapage / best | paired | cpu: libnumapage / best |",
