@@ -42,12 +42,13 @@
 static void count(struct np_thread *th, struct np_slab *s)
 {
 	int32_t blocks = (int32_t)(s->used - s->counted);
-	if (blocks == 0 && s->requested == 0)
-		return; /* np_slab_empty, never written, among them */
+	int64_t beat = (int64_t)NP_SLAB_BEAT * s->block, asked = s->requested + beat;
+	if (blocks == 0 && asked == 0)
+		return; /* never written since */
 	th->in_use[s->node] += (int64_t)blocks * s->block;
-	th->requested[s->node] += s->requested;
+	th->requested[s->node] += (uint64_t)asked;
 	s->counted = s->used;
-	s->requested = 0;
+	s->requested = -beat; /* the next beat starts */
 }
 
 void np_ring_count(struct np_thread *th, bool every)
@@ -199,7 +200,7 @@ void np_ring_periodic(struct np_thread *th)
 	count_for_orphans(NP_RING_PERIOD);
 }
 
-void *np_ring_alloc(struct np_thread *th, unsigned c)
+static void *ring_take(struct np_thread *th, unsigned c)
 {
 	if (np_config_debug >= 3) {
 		const char *err = np_ring_check(th);
@@ -252,6 +253,18 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 		return NULL;
 	make_current(th, s, true);
 	return take_from(s);
+}
+
+void *np_ring_alloc(struct np_thread *th, unsigned c)
+{
+	/* The current slab's remote frees, taken in even while its free list lasts: the owner's
+	 * frees go back onto it, so it may never run out (a slab miss made due by NP_SLAB_BEAT). */
+	if (th->ring[c])
+		np_slab_collect(th->ring[c]);
+	void *b = ring_take(th, c);
+	if (b) /* the fast path's slab again, when the beat had replaced it with the empty one */
+		np_tls.cur[c] = th->ring[c];
+	return b;
 }
 
 void np_ring_emptied(struct np_slab *s)
@@ -431,7 +444,7 @@ const char *np_ring_check(const struct np_thread *th)
 		const struct np_slab *s = th->ring[c];
 		if (!s)
 			continue;
-		if (np_tls.self == th && np_tls.cur[c] != s)
+		if (np_tls.self == th && np_tls.cur[c] != s && np_tls.cur[c] != &np_slab_empty)
 			return "the fast path's current slab is not the ring's";
 		const struct np_slab *t = s;
 		do {

@@ -35,12 +35,6 @@ static void orphans_init(void)
 		np_lock_init(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
 }
 
-/* The address of the owner's local_free list's first block, or 0. */
-static uintptr_t local_head(const struct np_slab *s, uint16_t local_free)
-{
-	return local_free == s->end ? 0 : np_slab_block(s, local_free);
-}
-
 static uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -75,6 +69,7 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	s->run = run;
 	s->start = (uintptr_t)np_page_addr(run);
 	s->reserved = s->capacity;
+	s->requested = -(int64_t)NP_SLAB_BEAT * block;
 	/* Keyed by a process secret: an address and a count alone do not give it away. */
 	static uint64_t counter;
 	s->key = (uintptr_t)mix64(s->start ^ key_seed ^
@@ -82,7 +77,6 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	/* Through another secret: a block's two words do not give the key away more than its link. */
 	s->mark = (uintptr_t)mix64(s->key ^ mark_secret) | 1;
 	s->owner = owner;
-	s->local_free = s->end;
 	atomic_init(&s->thread_free, NP_SLAB_OWNED);
 	np_page_set_state(run, NP_PAGE_SLAB);
 	for (size_t i = 0; i < pages; i++)
@@ -131,14 +125,10 @@ NP_COLD static void pin_corrupt(struct np_slab *s, uintptr_t b)
 
 uint32_t np_slab_collect(struct np_slab *s)
 {
-	if (!s->free) {
-		/* Everything the lists held was handed out (or cut off, and the slab pinned): a block
-		 * pushed twice earlier has had its second copy reached (np_slab_pop). */
-		if (s->local_free == s->end)
-			s->unchecked = 0;
-		s->free = local_head(s, s->local_free);
-		s->local_free = s->end;
-	}
+	/* Everything the list held was handed out (or cut off, and the slab pinned): a block
+	 * pushed twice earlier has had its second copy reached (np_slab_pop). */
+	if (!s->free)
+		s->unchecked = 0;
 	uintptr_t old = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
 	if (!(old & NP_SLAB_LIST_MASK))
 		return 0;
@@ -149,7 +139,7 @@ uint32_t np_slab_collect(struct np_slab *s)
 	 * counted them and kept the oldest, so nothing is read from the list: its blocks were
 	 * written by other CPUs, and each read is a cache miss before the pops take the same misses
 	 * again (issue 15: a walk was 77% of collect's time; the read of the oldest block's link
-	 * to check it, 54%). With free empty (most collects, from the slow path) the list becomes
+	 * to check it, 54%). With free empty (a slab that ran out) the list becomes
 	 * free as it is; else its oldest block is linked to free's head, a store. What a read
 	 * found is found otherwise:
 	 *  - a block freed twice by other threads (the marks and the racy walk at the second free
@@ -198,26 +188,24 @@ bool np_slab_confirm_empty(struct np_slab *s)
 		return false;
 	if (!s->unchecked)
 		return true;
-	/* Every block handed out must be on free or local_free, once: a block in use is found by
-	 * its link (zeroed when it was handed out), one freed twice by the bitmap. */
+	/* Every block not handed out must be on free, once: a block in use is found by its link
+	 * (zeroed when it was handed out), one freed twice by the bitmap. */
 	uint64_t seen[NP_SLAB_ALIGN / 16 / 64] = {0}; /* a bit per block: capacity <= 64 KiB / 16 */
 	np_assert(s->capacity <= sizeof seen * 8);
 	uint32_t count = 0;
-	uintptr_t heads[2] = {s->free, local_head(s, s->local_free)};
-	for (int k = 0; k < 2; k++)
-		for (uintptr_t x = heads[k]; x;) {
-			uint64_t i = np_slab_index(s, x);
-			if (seen[i >> 6] >> (i & 63) & 1)
-				remote_double_free(s);
-			seen[i >> 6] |= 1ULL << (i & 63);
-			count++;
-			uint64_t link = np_slab_link(s, x);
-			if (link > s->end) {
-				pin_corrupt(s, x); /* kept */
-				return false;
-			}
-			x = link < s->end ? np_slab_block(s, link) : 0;
+	for (uintptr_t x = s->free; x;) {
+		uint64_t i = np_slab_index(s, x);
+		if (seen[i >> 6] >> (i & 63) & 1)
+			remote_double_free(s);
+		seen[i >> 6] |= 1ULL << (i & 63);
+		count++;
+		uint64_t link = np_slab_link(s, x);
+		if (link > s->end) {
+			pin_corrupt(s, x); /* kept */
+			return false;
 		}
+		x = link < s->end ? np_slab_block(s, link) : 0;
+	}
 	if (count != (uint32_t)(s->capacity - s->reserved))
 		remote_double_free(s); /* a block in use, not on the lists, not counted */
 	s->unchecked = 0;
@@ -239,22 +227,19 @@ size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
 	if (s->block <= NP_PAGE_SIZE + NP_SLAB_LINK_BYTES || s->used >= NP_SLAB_PINNED)
 		return 0;
 	np_slab_collect(s);
-	uint32_t digest = (uint32_t)mix64(s->free ^ ((uint64_t)s->local_free << 48) ^ ((uint64_t)s->used << 16) ^
-					  s->reserved) | 1;
+	uint32_t digest = (uint32_t)mix64(s->free ^ ((uint64_t)s->used << 16) ^ s->reserved) | 1;
 	if (digest == s->purged)
 		return 0;
 	s->purged = digest;
 	size_t pages = 0;
 	uint32_t walked = 0;
-	uintptr_t heads[2] = {s->free, local_head(s, s->local_free)};
-	for (int k = 0; k < 2; k++)
-		for (uintptr_t x = heads[k]; x && walked < s->capacity; walked++) {
-			uint64_t link = np_slab_link(s, x);
-			if (link > s->end)
-				break; /* corrupt: left for the malloc that reaches it to report */
-			pages += purge_inside(x + NP_SLAB_LINK_BYTES, x + s->block);
-			x = link < s->end ? np_slab_block(s, link) : 0;
-		}
+	for (uintptr_t x = s->free; x && walked < s->capacity; walked++) {
+		uint64_t link = np_slab_link(s, x);
+		if (link > s->end)
+			break; /* corrupt: left for the malloc that reaches it to report */
+		pages += purge_inside(x + NP_SLAB_LINK_BYTES, x + s->block);
+		x = link < s->end ? np_slab_block(s, link) : 0;
+	}
 	/* Blocks never handed out hold no link, nor does the run's tail past the last block. */
 	if (s->reserved)
 		pages += purge_inside(np_slab_block(s, (uint64_t)(s->capacity - s->reserved)),
@@ -472,7 +457,7 @@ static bool list_holds(const struct np_slab *s, uintptr_t head, uintptr_t b, uin
 
 bool np_slab_holds_free(const struct np_slab *s, uintptr_t b)
 {
-	return list_holds(s, s->free, b, NULL) || list_holds(s, local_head(s, s->local_free), b, NULL);
+	return list_holds(s, s->free, b, NULL);
 }
 
 bool np_slab_confirm_free(struct np_slab *s, uintptr_t b, const struct np_thread *self)
@@ -486,15 +471,11 @@ bool np_slab_confirm_free(struct np_slab *s, uintptr_t b, const struct np_thread
 
 bool np_slab_holds_free_racy(const struct np_slab *s, uintptr_t b)
 {
-	uintptr_t lists[3] = {
-		__atomic_load_n(&s->free, __ATOMIC_RELAXED),
-		local_head(s, __atomic_load_n(&s->local_free, __ATOMIC_RELAXED)),
-		0,
-	};
+	uintptr_t lists[2] = {__atomic_load_n(&s->free, __ATOMIC_RELAXED), 0};
 	uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
 	if (np_slab_rlen(tf))
-		lists[2] = np_slab_block(s, np_slab_rhead(tf));
-	for (int k = 0; k < 3; k++)
+		lists[1] = np_slab_block(s, np_slab_rhead(tf));
+	for (int k = 0; k < 2; k++)
 		if ((lists[k] == 0 || np_slab_is_block(s, lists[k])) && list_holds(s, lists[k], b, NULL))
 			return true;
 	return false;
@@ -507,23 +488,18 @@ const char *np_slab_check(const struct np_slab *s)
 	 * a corruption that np_slab_pop cuts (and counts) when it gets there. */
 	if (s->free && !np_slab_is_block(s, s->free))
 		return "the free list's head is no block of the slab";
-	if (s->local_free > s->end)
-		return "the local free list's head is no block of the slab";
 	uint32_t count = 0;
-	uintptr_t heads[2] = {s->free, local_head(s, s->local_free)};
-	for (int k = 0; k < 2; k++) {
-		uint32_t len = 0;
-		list_holds(s, heads[k], 0, &len); /* 0 is no block: walks the whole list */
-		if (len > s->capacity)
-			return "a free list is longer than the slab (cycle: double free?)";
-		count += len;
-	}
+	list_holds(s, s->free, 0, &count); /* 0 is no block: walks the whole list */
+	if (count > s->capacity)
+		return "the free list is longer than the slab (cycle: double free?)";
 	if (s->used < NP_SLAB_PINNED && (uint64_t)count + s->used + s->reserved > s->capacity)
 		return "used + free + reserved blocks exceed the capacity";
 	if (s->run->state != NP_PAGE_SLAB || s->run->owner != s)
 		return "the slab's run does not point back at it";
 	if (s->lead)
 		return "the slab's own header names a lead";
+	if (s->requested < -(int64_t)NP_SLAB_BEAT * s->block)
+		return "requested is below the start of its beat (NP_SLAB_BEAT)";
 	for (size_t k = 1; k < np_class_slab_bytes(s->cls) / NP_SLAB_ALIGN; k++)
 		if (np_slab_lead(s->start + k * NP_SLAB_ALIGN) != s)
 			return "a later step of the slab does not name it";

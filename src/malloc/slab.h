@@ -3,9 +3,10 @@
  * the chunk's metadata slot of the run (never inside the run), so blocks are naturally aligned:
  * a block of a power-of-two class is aligned to its size, up to the slab size.
  *
- * Three free lists, as in mimalloc: `free` (the owner allocates from it), `local_free` (the
- * owner's frees) and `thread_free` (other threads' frees, a lock-free stack). thread_free is
- * one word: the remote list as block indices (its length, newest block and oldest block, kept
+ * Two free lists: `free`, which the owner allocates from and frees onto, last freed first (the
+ * next malloc of the class hands out the block just freed, whose lines are still in this
+ * CPU's cache, as tcmalloc's and glibc's caches do), and `thread_free` (other threads' frees,
+ * a lock-free stack). thread_free is one word: the remote list as block indices (its length, newest block and oldest block, kept
  * by the pushers), so the owner takes it whole without reading its blocks, and in its low bits the
  * slab's ownership state:
  *   OWNED     owner is a live thread; it collects thread_free in its slow path
@@ -66,6 +67,17 @@ struct np_thread;
 #define NP_SLAB_PINNED (1u << 24)
 /* The owner of a slab nobody owns: never equal to a thread, nor to NULL (no state yet). */
 #define NP_NO_OWNER ((struct np_thread *)(uintptr_t)8)
+/* A slab miss is due once the owner's mallocs from a slab have asked for this many of its
+ * blocks' worth of bytes since its counts were last taken (np_ring_count). The owner's frees
+ * go back onto `free`, so a thread whose mallocs and frees balance may never run out of
+ * blocks; but a slab miss is where a thread notices a move to another node's CPU, takes in
+ * its current slab's remote frees and has its fast paths' bytes counted. `requested` counts
+ * up from minus this many blocks' worth, and the malloc that takes it past 0 sends the class's
+ * next malloc to the slow path: the beat costs the fast path one branch on the add it makes
+ * anyway. Larger than a slab's blocks (a slab miss comes at least this often where the
+ * mallocs run through slabs); a beat every 64 blocks cost churn/1 6% against every 1024
+ * (docs/perf-issue15.md, section 27). */
+#define NP_SLAB_BEAT 1024
 
 struct np_slab {
 	/* Line 1, the owner's: what its fast paths write on every call, and its slow paths' fields.
@@ -73,19 +85,19 @@ struct np_slab {
 	 * (np_slab_holds_free_racy). */
 	uintptr_t free;              /* address of the first block to allocate (plain), or 0 */
 	/* Bytes the owner's mallocs asked of this slab since its statistics were last taken
-	 * (np_ring_count): on the line malloc writes anyway, so the fast path's byte counting is
-	 * one add, with no test of which node the slab is on. */
-	uint64_t requested;
+	 * (np_ring_count), less NP_SLAB_BEAT blocks' worth: on the line malloc writes anyway, so
+	 * the fast path's byte counting is one add, with no test of which node the slab is on,
+	 * and its sign says when a slab miss is due. */
+	int64_t requested;
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
-	uint32_t used;               /* blocks handed out and not yet back in free/local_free */
+	uint32_t used;               /* blocks handed out and not yet back in free */
 	/* `used` as the statistics last counted it: the owner's mallocs and frees since then,
 	 * (used - counted) blocks, are in no counter yet (np_ring_count). Blocks other threads
 	 * freed are counted by them, so a collect takes them off both. */
 	uint32_t counted;
-	uint16_t local_free;         /* index of the owner's last free (plain), or `end` */
 	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
-	uint8_t unchecked;           /* remote lists taken in since free and local_free were last
-					empty: see np_slab_confirm_empty */
+	uint8_t unchecked;           /* remote lists taken in since free was last empty: see
+					np_slab_confirm_empty */
 	/* Line 2, read by every free, by other threads too: written only when the slab is made
 	 * or changes hands, so a remote free's reads leave it shared, not taken from the owner. */
 	struct np_thread *owner NP_ALIGNED(NP_CACHELINE); /* relaxed atomic: read by any thread in free() */
@@ -152,7 +164,8 @@ NP_INLINE struct np_slab *np_slab_lead(uintptr_t a)
 }
 
 /* A slab with no free block: every thread's current slab of every class before its first
- * allocation, so the fast path needs no "initialised?" test. Never written. */
+ * allocation, and of a class whose slab miss is due (NP_SLAB_BEAT), so the fast path needs no
+ * "initialised?" test. Never written. */
 extern struct np_slab np_slab_empty;
 
 /* Sets the block size and capacity of s and the constants of np_slab_offset_ok. */
@@ -199,8 +212,8 @@ NP_INLINE uintptr_t np_slab_block(const struct np_slab *s, uint64_t i)
  * block of the same slab, on a block boundary, by construction. A write after free (the
  * everyday `n->next = NULL`), a one-byte overflow from the neighbour, or a forged address
  * decodes to some 64-bit value that is almost never a valid index: it is caught before it is
- * followed (np_slab_bad_link). The list heads are the allocator's own: `free` an address (the
- * malloc fast path needs it), `local_free` an index (the free fast path has it).
+ * followed (np_slab_bad_link). The list head, `free`, is the allocator's own: an address (the
+ * malloc fast path needs it).
  */
 #define NP_SLAB_LINK_ROT 29
 extern NP_HIDDEN uintptr_t np_slab_secret;
@@ -272,11 +285,11 @@ NP_INLINE uintptr_t np_slab_pop(struct np_slab *s)
 	return b;
 }
 
-/* The owner frees block b, of index i: onto local_free. */
-NP_INLINE void np_slab_push_local(struct np_slab *s, uintptr_t b, uint64_t i)
+/* The owner frees block b: at the head of free, where the next malloc takes it. */
+NP_INLINE void np_slab_push_free(struct np_slab *s, uintptr_t b)
 {
-	np_slab_set_link(s, b, s->local_free);
-	s->local_free = (uint16_t)i;
+	np_slab_set_link(s, b, np_slab_index_or_end(s, s->free));
+	s->free = b;
 }
 
 /* True when the first word of block b decodes to a block of this slab or to the end of a
@@ -302,8 +315,7 @@ NP_INLINE bool np_slab_has_mark(const struct np_slab *s, uintptr_t b)
 
 /* Creates a slab of class cls for thread-owner `owner` from the owner's page cache. */
 struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_thread *owner);
-/* Moves local_free (when free is empty) and, atomically, thread_free into free: the remote
- * list is taken whole, in front, from the length and tail the pushers kept, without walking
+/* Moves thread_free, atomically, into free: the remote list is taken whole, in front, from the length and tail the pushers kept, without walking
  * it. Returns blocks collected from other threads. Aborts when the list cannot be the one
  * its pushes built (a block pushed twice: a double free by other threads) or is longer than
  * the blocks in use. */
@@ -427,10 +439,10 @@ void np_slab_atfork_prepare(void);
 void np_slab_atfork_parent(void);
 void np_slab_atfork_child(void);
 
-/* True when b is on one of s's free lists (owner only: walks free and local_free). */
+/* True when b is on s's free list (owner only). */
 bool np_slab_holds_free(const struct np_slab *s, uintptr_t b);
 /* The same question asked by a thread that does not own s, while the owner may be changing its
- * lists: walks free, local_free and thread_free with relaxed reads, every link checked before
+ * lists: walks free and thread_free with relaxed reads, every link checked before
  * it is followed and each walk bounded by the capacity. True means b was free at some moment
  * during the walk, so a free of it now is a second free; false may miss one that races. */
 bool np_slab_holds_free_racy(const struct np_slab *s, uintptr_t b);

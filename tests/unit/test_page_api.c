@@ -616,8 +616,17 @@ static int mallocs_until_node(size_t size, int node, int limit)
 	return k;
 }
 
+/* Mallocs of `size` after which a slab miss is due (NP_SLAB_BEAT) when each one's block is
+ * freed before the next: the slab's list never runs out then. */
+static int beat_mallocs(size_t size)
+{
+	return (int)(NP_SLAB_BEAT * np_class_size[np_size_class(size)] / size) + 2;
+}
+
 /* A thread that moves to another node's CPU: large blocks from the new node at once, small
- * blocks of every class within one slab's worth (its slabs of the old node leave its rings). */
+ * blocks of every class within one slab's worth or one beat (its slabs of the old node leave
+ * its rings at the next slab miss: when the current slab runs out, or when NP_SLAB_BEAT makes
+ * one due). */
 static void migrate_fn(void *arg)
 {
 	(void)arg;
@@ -641,9 +650,10 @@ static void migrate_fn(void *arg)
 	/* Small classes: noticed at the first slab miss (here the large calls above already did). */
 	for (size_t i = 0; i < NP_ARRAY_SIZE(small); i++) {
 		int slab_blocks = (int)(np_class_slab_bytes(np_size_class(small[i])) / np_class_size[np_size_class(small[i])]);
-		int k = mallocs_until_node(small[i], 1, slab_blocks + 1);
+		int limit = slab_blocks + 1 + beat_mallocs(small[i]);
+		int k = mallocs_until_node(small[i], 1, limit);
 		if (k < 0)
-			fail_msg("malloc(%zu) still on node 0 after %d allocations", small[i], slab_blocks + 1);
+			fail_msg("malloc(%zu) still on node 0 after %d allocations", small[i], limit);
 	}
 	/* The old node's blocks are still good, and free as remote frees. */
 	for (size_t i = 0; i < NP_ARRAY_SIZE(small); i++)
@@ -662,10 +672,56 @@ static void migrate_small_only_fn(void *arg)
 	assert_int_equal(numa_page_node_of(keep), 0);
 	np_fake_os_set_cpu(3);
 	int blocks = (int)(np_class_slab_bytes(np_size_class(100)) / np_class_size[np_size_class(100)]);
-	int k = mallocs_until_node(100, 1, blocks + 1);
+	int k = mallocs_until_node(100, 1, blocks + 1 + beat_mallocs(100));
 	assert_true(k >= 0);
 	assert_int_equal(numa_page_home_node(), 1);
 	numa_page_free(keep);
+}
+
+/* The owner's free of a block puts it at the head of its slab's list: the next malloc of the
+ * class hands it out again (its lines are still in this CPU's cache), across slab misses too.
+ * A slab miss comes every beat (NP_SLAB_BEAT) even though the list never runs out, where a move
+ * is noticed (above) and the slab's remote frees are taken in: a block another thread freed
+ * comes back within a beat. */
+static void *free_it(void *p)
+{
+	numa_page_free(p);
+	return NULL;
+}
+
+static void lifo_fn(void *arg)
+{
+	(void)arg;
+	void *held = numa_page_malloc(100); /* the class's first malloc here: a slab miss */
+	void *x = numa_page_malloc(100), *r = numa_page_malloc(100);
+	for (int i = 0; i < 3 * beat_mallocs(100); i++) {
+		numa_page_free(x);
+		void *y = numa_page_malloc(100);
+		if (y != x)
+			fail_msg("free %d of the current slab's block %p: malloc gave %p", i, x, y);
+	}
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, free_it, r), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	int k = 0;
+	for (;; k++) {
+		numa_page_free(x);
+		void *y = numa_page_malloc(100);
+		if (y == r)
+			break;
+		assert_ptr_equal(y, x);
+		if (k > beat_mallocs(100))
+			fail_msg("a remote free of the current slab not taken in after %d mallocs", k);
+	}
+	numa_page_free(r); /* handed out again; x was freed in the last step */
+	numa_page_free(held);
+}
+
+static void owner_frees_come_back_first(void **state)
+{
+	(void)state;
+	run_on_cpu(0, lifo_fn, NULL);
+	check_pools();
 }
 
 static void thread_follows_migration(void **state)
@@ -1192,6 +1248,7 @@ int main(void)
 	    cmocka_unit_test(overflowing_sizes_are_enomem), cmocka_unit_test(free_null_and_errno),
 	    cmocka_unit_test(node_of_foreign_pointers), cmocka_unit_test(huge_blocks),
 	    cmocka_unit_test(home_node_set_and_follow), cmocka_unit_test(thread_follows_migration),
+	    cmocka_unit_test(owner_frees_come_back_first),
 	    cmocka_unit_test(statistics_match_allocations), cmocka_unit_test(every_cpu_gets_nearest_memory),
 	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
 	    cmocka_unit_test(interleaved_round_robin), cmocka_unit_test(free_from_unknown_thread),

@@ -1,7 +1,7 @@
 /*
  * Unit tests of src/malloc/slab.c, the slab state machine, on the fake OS with np_slab_check run
  * after every step: a new slab hands out every block once (extending a page at a time), its
- * owner's frees come back through local_free, other threads' frees through the lock-free remote
+ * owner's frees come back at the head of free, other threads' frees through the lock-free remote
  * list (collect takes them in one exchange); OWNED -> FLOATING when the owner lets a full slab go
  * (refused while remote frees are pending), -> ORPHAN when the first remote free claims it, ->
  * OWNED again when a thread adopts it from its node's orphans; the orphan sweep releases the
@@ -95,7 +95,7 @@ static uintptr_t take(struct np_slab *s)
 
 static void free_local(struct np_slab *s, uintptr_t b)
 {
-	np_slab_push_local(s, b, np_slab_index(s, b));
+	np_slab_push_free(s, b);
 	s->used--;
 	check(s);
 }
@@ -305,7 +305,7 @@ static void dup_first_of_list(void)
 	 * the oldest, b[0], cuts b[1] off the list; used is 1 while b[2] and b[3] are live. The
 	 * owner's free of b[2] makes it 0, and the count before the release finds the list short. */
 	np_slab_collect(s);
-	np_slab_push_local(s, b[2], np_slab_index(s, b[2]));
+	np_slab_push_free(s, b[2]);
 	if (--s->used == 0)
 		np_slab_confirm_empty(s);
 }
@@ -573,7 +573,7 @@ static void corrupt_local_link_is_cut(void **state)
 		take(s);
 	free_local(s, b[1]);
 	free_local(s, b[2]);
-	free_local(s, b[3]); /* local_free: 3 -> 2 -> 1 */
+	free_local(s, b[3]); /* free: 3 -> 2 -> 1 */
 	uint64_t before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt);
 	*(uintptr_t *)b[2] = 0; /* n->next = NULL after free */
 	check(s);              /* heads sound: not an invariant of ours that broke */
