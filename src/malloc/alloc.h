@@ -5,15 +5,15 @@
  *
  * Call tree:
  *   malloc(n) -> np_malloc_fast: class, pop np_tls.cur[c]->free, its link checked
- *              [hit: 34 instructions with gcc 12 -O2, no branch at a list's end; the byte
- *              counts are the slab's `used` and one add to its `requested` (np_ring_count),
- *              whose sign makes a slab miss due (NP_SLAB_BEAT)]
+ *              [hit: 37 instructions with gcc 12 -O2, no branch at a list's end; the byte
+ *              counts are the slab's `used` and one add to its `requested` (np_ring_count);
+ *              a decrement of its `beat` makes a slab miss due (NP_SLAB_BEAT)]
  *     miss  -> np_malloc_slow (alloc.c): thread init, the slab ring (ring.c: the current
  *              slab's remote frees, other slabs, orphans, a new slab from the page cache),
  *              large blocks (large.c)
  *   free(p) -> np_free_fast: granule byte, slab header of p's 64 KiB, owner == me,
  *              slot and double-free checks, push on free (the next malloc of the class
- *              takes it: the old head's index is a multiply), used-- [59 instructions]
+ *              takes it), used-- [50 instructions]
  *     another thread's slab (or refused) -> np_free_slab_slow (free.c): double-free hints,
  *              byte count, one CAS push [~80 instructions]; claims and checks out of line
  *     else  -> np_free_slow (free.c): a block past the first 64 KiB of a larger slab by its
@@ -52,12 +52,12 @@ NP_NOINLINE void np_ring_emptied(struct np_slab *s);
 /* Frees p, already decoded (realloc has done it). */
 void np_free_decoded(const struct np_ptr *d, void *p);
 
-/* The owner's free of block a of s, its checks done: at the head of free, where the next
- * malloc of the class takes it; counted by `used` (np_ring_count), and a slab it empties goes
- * to np_ring_emptied. */
-NP_INLINE void np_slab_free_own(struct np_slab *s, uintptr_t a)
+/* The owner's free of block a (index i) of s, its checks done: at the head of free, where the
+ * next malloc of the class takes it; counted by `used` (np_ring_count), and a slab it empties
+ * goes to np_ring_emptied. */
+NP_INLINE void np_slab_free_own(struct np_slab *s, uintptr_t a, uint64_t i)
 {
-	np_slab_push_free(s, a);
+	np_slab_push_free(s, a, i);
 	if (NP_UNLIKELY(--s->used == 0))
 		np_ring_emptied(s);
 }
@@ -74,7 +74,7 @@ NP_INLINE void np_free_by_owner(struct np_slab *s, uintptr_t a, uint64_t i)
 	}
 	if (np_config_debug >= 1)
 		memset((void *)(a + sizeof(uintptr_t)), 0xdf, s->block - sizeof(uintptr_t));
-	np_slab_free_own(s, a);
+	np_slab_free_own(s, a, i);
 }
 
 /* errno = ENOMEM, and NULL. */
@@ -95,15 +95,22 @@ struct np_thread *np_thread_or_init(void);
  * alone (a larger block after the exit hook): the caller lets it go (np_ring_leave). */
 struct np_thread *np_thread_or_boot(size_t size, size_t align, void **boot, bool *leave);
 
+/* A fast-path malloc from s, the calling thread's current slab of its class: once the slab's
+ * beat is over (NP_SLAB_BEAT), the class's next malloc is a slab miss (its current slab is the
+ * empty one until np_ring_alloc puts it back). */
+NP_INLINE void np_slab_beat_down(struct np_slab *s)
+{
+	if (NP_UNLIKELY(--s->beat < 0))
+		np_tls.cur[s->cls] = &np_slab_empty;
+}
+
 /* Block b of slab s, just taken (used counted it) for a request of size bytes: the bytes asked
- * for counted in the slab (np_ring_count takes both into the statistics), and b handed out.
- * When they pass the slab's beat (NP_SLAB_BEAT), the class's next malloc is a slab miss: its
- * current slab is the empty one until np_ring_alloc puts it back. */
+ * for counted in the slab (np_ring_count takes both into the statistics), the beat counted
+ * down, and b handed out. */
 NP_INLINE void *np_malloc_counted(struct np_slab *s, uintptr_t b, size_t size)
 {
-	s->requested += (int64_t)size;
-	if (NP_UNLIKELY(s->requested >= 0))
-		np_tls.cur[s->cls] = &np_slab_empty;
+	s->requested += size;
+	np_slab_beat_down(s);
 	if (np_config_debug >= 1) /* junk: reads of uninitialised memory show */
 		memset((void *)b, 0xa5, s->block);
 	return (void *)b;
@@ -142,6 +149,7 @@ NP_INLINE void *np_malloc_fast(size_t size)
 			uint64_t more = (uint64_t)((int64_t)(link - s->end) >> 63);
 			uintptr_t next = np_slab_block(s, link) & more;
 			s->free = next;
+			s->free_i = (uint16_t)link;
 			/* The next malloc of the class reads that block's link and hands it out:
 			 * its line is fetched now, while the program works (a prefetch of 0 at the
 			 * list's end is harmless). Most of malloc's samples in rptest/2 were the

@@ -51,7 +51,7 @@ static void go_home(unsigned c, uintptr_t b)
 		owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	}
 	if (owner == np_tls.self)
-		np_slab_free_own(s, b);
+		np_slab_free_own(s, b, i);
 	else
 		np_free_slab_slow(s, b, i);
 }
@@ -128,13 +128,13 @@ void np_cache_put_slow(struct np_slab *s, uintptr_t a, uint64_t i)
 			np_cache_flush();
 			np_tls.cache_streak = NP_CACHE_STREAK + 1;
 		}
-		np_slab_free_own(s, a);
+		np_slab_free_own(s, a, i);
 		return;
 	}
 	/* Another node's block, or no cache yet (np_cache_init not run: a unit test's piecemeal
 	 * start-up): the slab's list. */
 	if (s->node != np_tls.count_node || !np_cache_cap[k]) {
-		np_slab_free_own(s, a);
+		np_slab_free_own(s, a, i);
 		return;
 	}
 	/* Full: the newer half stays (it is what the next mallocs want), the older goes home. The

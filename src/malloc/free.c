@@ -143,7 +143,7 @@ NP_INLINE void push_home(struct np_thread *th, struct np_slab *s, struct np_thre
 NP_NOINLINE static void free_into_exit_orphan(struct np_thread *th, struct np_slab *s, uintptr_t a, uint64_t i)
 {
 	if (np_ring_adopt_on_free(th, s))
-		np_slab_free_own(s, a);
+		np_slab_free_own(s, a, i);
 	else
 		push_home(th, s, NP_NO_OWNER, a, i);
 }

@@ -31,7 +31,9 @@ static void *aligned_for(struct np_thread *th, size_t alignment, size_t size)
 			c++;
 		np_home_follow(th);
 		struct np_slab *s = np_tls.cur[c];
-		void *p = s->free ? (void *)np_slab_pop(s) : NULL;
+		void *p = NULL;
+		if (s->free && (p = (void *)np_slab_pop(s)) != NULL)
+			np_slab_beat_down(s); /* as the fast path's malloc */
 		if (!p)
 			p = np_ring_alloc(th, c);
 		if (!p)

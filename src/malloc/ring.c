@@ -42,13 +42,13 @@
 static void count(struct np_thread *th, struct np_slab *s)
 {
 	int32_t blocks = (int32_t)(s->used - s->counted);
-	int64_t beat = (int64_t)NP_SLAB_BEAT * s->block, asked = s->requested + beat;
-	if (blocks == 0 && asked == 0)
-		return; /* never written since */
+	s->beat = np_slab_beat(s); /* counted: the next beat starts */
+	if (blocks == 0 && s->requested == 0)
+		return;
 	th->in_use[s->node] += (int64_t)blocks * s->block;
-	th->requested[s->node] += (uint64_t)asked;
+	th->requested[s->node] += s->requested;
 	s->counted = s->used;
-	s->requested = -beat; /* the next beat starts */
+	s->requested = 0;
 }
 
 void np_ring_count(struct np_thread *th, bool every)

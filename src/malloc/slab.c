@@ -69,7 +69,7 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	s->run = run;
 	s->start = (uintptr_t)np_page_addr(run);
 	s->reserved = s->capacity;
-	s->requested = -(int64_t)NP_SLAB_BEAT * block;
+	s->beat = np_slab_beat(s);
 	/* Keyed by a process secret: an address and a count alone do not give it away. */
 	static uint64_t counter;
 	s->key = (uintptr_t)mix64(s->start ^ key_seed ^
@@ -77,6 +77,7 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	/* Through another secret: a block's two words do not give the key away more than its link. */
 	s->mark = (uintptr_t)mix64(s->key ^ mark_secret) | 1;
 	s->owner = owner;
+	s->free_i = s->end;
 	atomic_init(&s->thread_free, NP_SLAB_OWNED);
 	np_page_set_state(run, NP_PAGE_SLAB);
 	for (size_t i = 0; i < pages; i++)
@@ -97,8 +98,9 @@ void np_slab_extend(struct np_slab *s)
 	uintptr_t b = np_slab_block(s, first);
 	for (uint32_t i = first + 1; i < first + n; i++, b += s->block)
 		np_slab_set_link(s, b, i);
-	np_slab_set_link(s, b, np_slab_index_or_end(s, s->free));
+	np_slab_set_link(s, b, s->free_i);
 	s->free = np_slab_block(s, first);
+	s->free_i = (uint16_t)first;
 	s->reserved -= n;
 }
 
@@ -157,10 +159,10 @@ uint32_t np_slab_collect(struct np_slab *s)
 	uint32_t n = np_slab_rlen(old);
 	if (NP_UNLIKELY(n > s->used))
 		remote_double_free(s);
-	uintptr_t head = np_slab_block(s, np_slab_rhead(old));
 	if (s->free)
-		np_slab_set_link(s, np_slab_block(s, np_slab_rtail(old)), np_slab_index(s, s->free));
-	s->free = head;
+		np_slab_set_link(s, np_slab_block(s, np_slab_rtail(old)), s->free_i);
+	s->free = np_slab_block(s, np_slab_rhead(old));
+	s->free_i = (uint16_t)np_slab_rhead(old);
 	s->used -= n;
 	s->counted -= n; /* their freers counted them */
 	s->unchecked = 1;
@@ -176,6 +178,7 @@ void np_slab_double_push(const struct np_slab *s, uintptr_t b)
 void np_slab_bad_link(struct np_slab *s, uintptr_t b)
 {
 	s->free = 0;
+	s->free_i = s->end;
 	pin_corrupt(s, b);
 }
 
@@ -488,6 +491,8 @@ const char *np_slab_check(const struct np_slab *s)
 	 * a corruption that np_slab_pop cuts (and counts) when it gets there. */
 	if (s->free && !np_slab_is_block(s, s->free))
 		return "the free list's head is no block of the slab";
+	if (s->free_i != np_slab_index_or_end(s, s->free))
+		return "free_i is not the index of free's head";
 	uint32_t count = 0;
 	list_holds(s, s->free, 0, &count); /* 0 is no block: walks the whole list */
 	if (count > s->capacity)
@@ -498,8 +503,8 @@ const char *np_slab_check(const struct np_slab *s)
 		return "the slab's run does not point back at it";
 	if (s->lead)
 		return "the slab's own header names a lead";
-	if (s->requested < -(int64_t)NP_SLAB_BEAT * s->block)
-		return "requested is below the start of its beat (NP_SLAB_BEAT)";
+	if (s->beat > np_slab_beat(s))
+		return "the beat is longer than NP_SLAB_BEAT or the capacity";
 	for (size_t k = 1; k < np_class_slab_bytes(s->cls) / NP_SLAB_ALIGN; k++)
 		if (np_slab_lead(s->start + k * NP_SLAB_ALIGN) != s)
 			return "a later step of the slab does not name it";

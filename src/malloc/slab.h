@@ -67,16 +67,14 @@ struct np_thread;
 #define NP_SLAB_PINNED (1u << 24)
 /* The owner of a slab nobody owns: never equal to a thread, nor to NULL (no state yet). */
 #define NP_NO_OWNER ((struct np_thread *)(uintptr_t)8)
-/* A slab miss is due once the owner's mallocs from a slab have asked for this many of its
- * blocks' worth of bytes since its counts were last taken (np_ring_count). The owner's frees
- * go back onto `free`, so a thread whose mallocs and frees balance may never run out of
- * blocks; but a slab miss is where a thread notices a move to another node's CPU, takes in
- * its current slab's remote frees and has its fast paths' bytes counted. `requested` counts
- * up from minus this many blocks' worth, and the malloc that takes it past 0 sends the class's
- * next malloc to the slow path: the beat costs the fast path one branch on the add it makes
- * anyway. Larger than a slab's blocks (a slab miss comes at least this often where the
- * mallocs run through slabs); a beat every 64 blocks cost churn/1 6% against every 1024
- * (docs/perf-issue15.md, section 27). */
+/* A slab miss is due once the owner has taken this many blocks from a slab by the fast paths
+ * since its counts were last taken (np_ring_count), or its capacity if that is fewer. The
+ * owner's frees go back onto `free`, so a thread whose mallocs and frees balance may never
+ * run out of blocks; but a slab miss is where a thread notices a move to another node's CPU,
+ * takes in its current slab's remote frees and has its fast paths' counts taken (which other
+ * threads' exact reads lack until then: at most a slab's blocks' worth, as when the list ran
+ * out at least that often). `beat` counts down, and the malloc that takes it below 0 sends the
+ * class's next malloc to the slow path: one decrement and a branch on the fast path. */
 #define NP_SLAB_BEAT 1024
 
 struct np_slab {
@@ -85,10 +83,9 @@ struct np_slab {
 	 * (np_slab_holds_free_racy). */
 	uintptr_t free;              /* address of the first block to allocate (plain), or 0 */
 	/* Bytes the owner's mallocs asked of this slab since its statistics were last taken
-	 * (np_ring_count), less NP_SLAB_BEAT blocks' worth: on the line malloc writes anyway, so
-	 * the fast path's byte counting is one add, with no test of which node the slab is on,
-	 * and its sign says when a slab miss is due. */
-	int64_t requested;
+	 * (np_ring_count): on the line malloc writes anyway, so the fast path's byte counting is
+	 * one add, with no test of which node the slab is on. */
+	uint64_t requested;
 	struct np_slab *next, *prev; /* owner's ring for the class, or the orphan list */
 	uint32_t used;               /* blocks handed out and not yet back in free */
 	/* `used` as the statistics last counted it: the owner's mallocs and frees since then,
@@ -98,6 +95,11 @@ struct np_slab {
 	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
 	uint8_t unchecked;           /* remote lists taken in since free was last empty: see
 					np_slab_confirm_empty */
+	/* free's head as a link: its index, or `end` when free is empty. Kept beside it by every
+	 * writer of free, so that the owner's free links its block to the head without a
+	 * multiply (the malloc fast path has the index at hand: it is the link it followed). */
+	uint16_t free_i;
+	int32_t beat;                /* fast-path mallocs left before a slab miss is due (NP_SLAB_BEAT) */
 	/* Line 2, read by every free, by other threads too: written only when the slab is made
 	 * or changes hands, so a remote free's reads leave it shared, not taken from the owner. */
 	struct np_thread *owner NP_ALIGNED(NP_CACHELINE); /* relaxed atomic: read by any thread in free() */
@@ -230,6 +232,12 @@ NP_INLINE uint64_t np_slab_decode(const struct np_slab *s, uintptr_t word)
 	return ((x >> NP_SLAB_LINK_ROT) | (x << (64 - NP_SLAB_LINK_ROT))) ^ s->key;
 }
 
+/* Fast-path mallocs of s between two slab misses (NP_SLAB_BEAT). */
+NP_INLINE int32_t np_slab_beat(const struct np_slab *s)
+{
+	return s->capacity < NP_SLAB_BEAT ? s->capacity : NP_SLAB_BEAT;
+}
+
 /* The link stored in free block b, decoded (an index, end, or garbage). */
 NP_INLINE uint64_t np_slab_link(const struct np_slab *s, uintptr_t b)
 {
@@ -279,17 +287,19 @@ NP_INLINE uintptr_t np_slab_pop(struct np_slab *s)
 		return 0;
 	}
 	s->free = link < s->end ? np_slab_block(s, link) : 0;
+	s->free_i = (uint16_t)link;
 	__builtin_prefetch((const void *)s->free, 1); /* the next pop's line (np_malloc_fast) */
 	np_slab_clear_block(b);
 	s->used++;
 	return b;
 }
 
-/* The owner frees block b: at the head of free, where the next malloc takes it. */
-NP_INLINE void np_slab_push_free(struct np_slab *s, uintptr_t b)
+/* The owner frees block b, of index i: at the head of free, where the next malloc takes it. */
+NP_INLINE void np_slab_push_free(struct np_slab *s, uintptr_t b, uint64_t i)
 {
-	np_slab_set_link(s, b, np_slab_index_or_end(s, s->free));
+	np_slab_set_link(s, b, s->free_i);
 	s->free = b;
+	s->free_i = (uint16_t)i;
 }
 
 /* True when the first word of block b decodes to a block of this slab or to the end of a

@@ -95,7 +95,7 @@ static uintptr_t take(struct np_slab *s)
 
 static void free_local(struct np_slab *s, uintptr_t b)
 {
-	np_slab_push_free(s, b);
+	np_slab_push_free(s, b, np_slab_index(s, b));
 	s->used--;
 	check(s);
 }
@@ -305,7 +305,7 @@ static void dup_first_of_list(void)
 	 * the oldest, b[0], cuts b[1] off the list; used is 1 while b[2] and b[3] are live. The
 	 * owner's free of b[2] makes it 0, and the count before the release finds the list short. */
 	np_slab_collect(s);
-	np_slab_push_free(s, b[2]);
+	np_slab_push_free(s, b[2], np_slab_index(s, b[2]));
 	if (--s->used == 0)
 		np_slab_confirm_empty(s);
 }
