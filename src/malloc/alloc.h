@@ -48,7 +48,6 @@ NP_NOINLINE void np_free_slow(void *p);
  * as np_slab_index computes it (the caller has it; it may be past the end). */
 NP_NOINLINE void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i);
 NP_NOINLINE void np_ring_emptied(struct np_slab *s);
-
 /* Frees p, already decoded (realloc has done it). */
 void np_free_decoded(const struct np_ptr *d, void *p);
 

@@ -6,9 +6,9 @@
  * Two free lists: `free`, which the owner allocates from and frees onto, last freed first (the
  * next malloc of the class hands out the block just freed, whose lines are still in this
  * CPU's cache, as tcmalloc's and glibc's caches do), and `thread_free` (other threads' frees,
- * a lock-free stack). thread_free is one word: the remote list as block indices (its length, newest block and oldest block, kept
- * by the pushers), so the owner takes it whole without reading its blocks, and in its low bits the
- * slab's ownership state:
+ * a lock-free stack). thread_free is one word: the remote list as block indices (its length,
+ * newest block and oldest block, kept by the pushers), so the owner takes it whole without
+ * reading its blocks, and in its low bits the slab's ownership state:
  *   OWNED     owner is a live thread; it collects thread_free in its slow path
  *   FLOATING  the owner found it full and let go of it; it is in no list, and the first thread
  *             that frees into it claims it (takes it back if it is the one that let go of it,
@@ -325,10 +325,10 @@ NP_INLINE bool np_slab_has_mark(const struct np_slab *s, uintptr_t b)
 
 /* Creates a slab of class cls for thread-owner `owner` from the owner's page cache. */
 struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_thread *owner);
-/* Moves thread_free, atomically, into free: the remote list is taken whole, in front, from the length and tail the pushers kept, without walking
- * it. Returns blocks collected from other threads. Aborts when the list cannot be the one
- * its pushes built (a block pushed twice: a double free by other threads) or is longer than
- * the blocks in use. */
+/* Moves thread_free, atomically, into free: the remote list is taken whole, in front, from the
+ * length and tail the pushers kept, without walking it. Returns blocks collected from other
+ * threads. Aborts when the list cannot be the one its pushes built (a block pushed twice: a
+ * double free by other threads) or is longer than the blocks in use. */
 uint32_t np_slab_collect(struct np_slab *s);
 /* s->used is 0: true when its pages may be given back. A slab that took in remote lists since
  * its lists were last empty may hold a block twice (a double free no check at the free

@@ -616,12 +616,18 @@ static int mallocs_until_node(size_t size, int node, int limit)
 	return k;
 }
 
+/* Blocks in a slab of the class that serves malloc(size). */
+static int slab_blocks_of(size_t size)
+{
+	unsigned c = np_size_class(size ? size : 1);
+	return (int)(np_class_slab_bytes(c) / np_class_size[c]);
+}
+
 /* Mallocs of `size` after which a slab miss is due (NP_SLAB_BEAT) when each one's block is
  * freed before the next: the slab's list never runs out then. */
 static int beat_mallocs(size_t size)
 {
-	unsigned c = np_size_class(size ? size : 1);
-	int capacity = (int)(np_class_slab_bytes(c) / np_class_size[c]);
+	int capacity = slab_blocks_of(size);
 	return (capacity < NP_SLAB_BEAT ? capacity : NP_SLAB_BEAT) + 2;
 }
 
@@ -651,8 +657,7 @@ static void migrate_fn(void *arg)
 	assert_int_equal(numa_page_node_of(h), 1);
 	/* Small classes: noticed at the first slab miss (here the large calls above already did). */
 	for (size_t i = 0; i < NP_ARRAY_SIZE(small); i++) {
-		int slab_blocks = (int)(np_class_slab_bytes(np_size_class(small[i])) / np_class_size[np_size_class(small[i])]);
-		int limit = slab_blocks + 1 + beat_mallocs(small[i]);
+		int limit = slab_blocks_of(small[i]) + 1 + beat_mallocs(small[i]);
 		int k = mallocs_until_node(small[i], 1, limit);
 		if (k < 0)
 			fail_msg("malloc(%zu) still on node 0 after %d allocations", small[i], limit);
@@ -673,9 +678,7 @@ static void migrate_small_only_fn(void *arg)
 	void *keep = numa_page_malloc(size);
 	assert_int_equal(numa_page_node_of(keep), 0);
 	np_fake_os_set_cpu(3);
-	unsigned c = np_size_class(size ? size : 1);
-	int blocks = (int)(np_class_slab_bytes(c) / np_class_size[c]);
-	int k = mallocs_until_node(size, 1, blocks + 1 + beat_mallocs(size));
+	int k = mallocs_until_node(size, 1, slab_blocks_of(size) + 1 + beat_mallocs(size));
 	assert_true(k >= 0);
 	assert_int_equal(numa_page_home_node(), 1);
 	numa_page_free(keep);
