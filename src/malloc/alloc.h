@@ -11,12 +11,12 @@
  *     miss  -> np_malloc_slow (alloc.c): thread init, the slab ring (ring.c: the current
  *              slab's remote frees, other slabs, orphans, a new slab from the page cache),
  *              large blocks (large.c)
- *   free(p) -> np_free_fast: granule byte, slab header of p's 64 KiB, owner == me,
+ *   free(p) -> np_free_fast: granule byte, slab header of p's 128 KiB step, owner == me,
  *              slot and double-free checks, push on free (the next malloc of the class
  *              takes it), used-- [50 instructions]
  *     another thread's slab (or refused) -> np_free_slab_slow (free.c): double-free hints,
  *              byte count, one CAS push [~80 instructions]; claims and checks out of line
- *     else  -> np_free_slow (free.c): a block past the first 64 KiB of a larger slab by its
+ *     else  -> np_free_slow (free.c): a block past the first step of a larger slab by its
  *              step's slot (np_slab_lead), as above; else the pointer decoded once (ptr.c):
  *              page runs, chunks, start-up memory, errors
  * Neither fast path takes a lock, makes a system call or uses an atomic read-modify-write.

@@ -32,7 +32,7 @@ static void go_home(unsigned c, uintptr_t b)
 {
 	np_tls.in_use += np_class_size[c];
 	np_slab_clear_block(b);
-	/* The slab by address, as free finds it: the slot of b's 64 KiB step, or the slab that
+	/* The slab by address, as free finds it: the slot of b's step, or the slab that
 	 * step continues (np_slab_lead); else decoded. */
 	struct np_slab *s = np_slab_at_step((const void *)b);
 	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);

@@ -3,7 +3,7 @@
  * slab (a lock-free push on its remote list, and the claim of a full slab its owner let go;
  * or, for a slab an exited thread left, its adoption by the freeing thread: ring.c),
  * a block of our own that the fast path refused (it looks free: a double free is confirmed
- * before it is reported), a block in a later 64 KiB step of a larger slab (found from that
+ * before it is reported), a block in a later step of a larger slab (found from that
  * step's slot), page runs, chunks of their own, start-up memory, and what is none of those
  * (reported, then abort). Pointers are decoded once (ptr.h) and the result passed down. No
  * system call but in the pools' purges (errno is kept).
@@ -198,7 +198,7 @@ void np_free_slow(void *p)
 {
 	if (!p)
 		return;
-	/* A block in a later 64 KiB step of a slab above 64 KiB (classes above 8 KiB): its slab
+	/* A block in a later step of a slab longer than a step (classes above 16 KiB): its slab
 	 * from the step's slot, whose line the fast path just read, as the fast path would have
 	 * done with the slab's own slot. Else the page descriptors (np_ptr_decode: 1.3% of
 	 * rptest/1's instructions, 2% of its cache misses, docs/perf-issue15.md section 25). */

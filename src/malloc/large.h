@@ -28,7 +28,7 @@
 _Static_assert(NP_LARGE_RUN_MAX <= NP_CHUNK_DATA_PAGES, "a run fits behind a chunk's header");
 /* The same when the address space is limited (np_chunk_tight): an eighth of a chunk's data, so
  * that runs of one length fill at least 8/9 of a chunk; longer ones get a chunk of their own
- * sized to the page (its 64 KiB of metadata slots are under 4% of them). In 4 MiB chunks, 1 MiB
+ * sized to the page (its 32 KiB of metadata slots are under 2% of them). In 4 MiB chunks, 1 MiB
  * blocks under `ulimit -v 262144` fitted 163 with thirds (three to a chunk), where glibc fits
  * 252; a quarter left 683 KiB blocks at 85% of the space (five to a chunk). With 16 MiB chunks
  * and eighths: 254 of 1 MiB, 118 of 2 MiB (stress_malloc address_limit). */

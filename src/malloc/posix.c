@@ -25,7 +25,7 @@ static void *aligned_for(struct np_thread *th, size_t alignment, size_t size)
 	np_thread_fold_bytes(th);
 	if (size <= NP_SMALL_MAX && alignment <= NP_SMALL_MAX) {
 		/* Blocks of a class whose size is a multiple of the alignment are aligned, since
-		 * slabs start on a boundary of at least 64 KiB. */
+		 * slabs start on a step's boundary, 128 KiB. */
 		unsigned c = np_size_class(size > alignment ? size : alignment);
 		while (np_class_size[c] % alignment)
 			c++;

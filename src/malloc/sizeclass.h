@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "pool/chunk.h"
 
 #define NP_NCLASSES 48
 #define NP_SMALL_MAX 65536
@@ -45,11 +46,12 @@ NP_INLINE unsigned np_size_class(size_t size)
 	return 36 + (lg - 13) * 4 + (unsigned)(((size - 1) >> (lg - 2)) & 3);
 }
 
-/* Bytes of the slab (a 64 KiB-aligned page run) of a class: at least 64 KiB and 8 blocks. */
+/* Bytes of the slab of a class (a page run aligned to a metadata slot, pool/chunk.h): at
+ * least a slot's 128 KiB and 8 blocks. */
 NP_INLINE size_t np_class_slab_bytes(unsigned c)
 {
 	size_t want = (size_t)np_class_size[c] * 8;
-	size_t b = (size_t)64 << 10;
+	size_t b = (size_t)1 << NP_META_SHIFT;
 	while (b < want)
 		b <<= 1;
 	return b;

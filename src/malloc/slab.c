@@ -57,7 +57,9 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 {
 	size_t bytes = np_class_slab_bytes(cls);
 	size_t pages = bytes >> NP_PAGE_SHIFT;
-	struct np_page *run = pages == 16 ? np_pcp_get(pcp, 4, -1) : np_pcp_get_run(pcp, pages, pages, -1);
+	/* A slab fits the page cache's orders, or is one of the long runs it keeps (pcp.h). */
+	struct np_page *run = pages <= 1u << (NP_PCP_ORDERS - 1) ? np_pcp_get(pcp, (unsigned)__builtin_ctzl(pages), -1)
+								 : np_pcp_get_run(pcp, pages, pages, -1);
 	if (!run)
 		return NULL;
 	struct np_slab *s = np_page_meta(run);
@@ -193,7 +195,7 @@ bool np_slab_confirm_empty(struct np_slab *s)
 		return true;
 	/* Every block not handed out must be on free, once: a block in use is found by its link
 	 * (zeroed when it was handed out), one freed twice by the bitmap. */
-	uint64_t seen[NP_SLAB_ALIGN / 16 / 64] = {0}; /* a bit per block: capacity <= 64 KiB / 16 */
+	uint64_t seen[NP_SLAB_ALIGN / 16 / 64] = {0}; /* a bit per block: capacity <= a step / 16 */
 	np_assert(s->capacity <= sizeof seen * 8);
 	uint32_t count = 0;
 	for (uintptr_t x = s->free; x;) {

@@ -1,5 +1,6 @@
 /*
- * slab.h — a 64 KiB-aligned page run carved into blocks of one size class. The header lives in
+ * slab.h — a page run carved into blocks of one size class, aligned to a 128 KiB step (one
+ * metadata slot per step, pool/chunk.h: NP_META_SHIFT). The header lives in
  * the chunk's metadata slot of the run (never inside the run), so blocks are naturally aligned:
  * a block of a power-of-two class is aligned to its size, up to the slab size.
  *
@@ -113,8 +114,8 @@ struct np_slab {
 	uint8_t div_shift;           /* block = odd factor << div_shift */
 	uint8_t cls;
 	uint8_t node;                /* dense node of the memory */
-	/* Set only in the slot of a step after the first of a slab larger than 64 KiB (classes
-	 * above 8 KiB): that slab, so that a free of a block there finds its header from the
+	/* Set only in the slot of a step after the first of a slab larger than a step (classes
+	 * above 16 KiB): that slab, so that a free of a block there finds its header from the
 	 * line it read the slot's owner on (np_slab_lead), without the page descriptors. NULL in
 	 * every slab's own header and in the slots of steps no live slab continues into. */
 	struct np_slab *lead;
@@ -138,10 +139,10 @@ _Static_assert(offsetof(struct np_slab, thread_free) == 2 * NP_CACHELINE, "three
 _Static_assert(offsetof(struct np_chunk, no_owner) - offsetof(struct np_chunk, meta) == offsetof(struct np_slab, owner),
 	       "slot 0's chunk fields read as a slab header with no owner");
 
-/* The metadata slot of p's 64 KiB step read as a slab header. It is one exactly when its owner
- * is a thread: slabs start on 64 KiB (their header is their first step's slot) and a released
+/* The metadata slot of p's step read as a slab header. It is one exactly when its owner
+ * is a thread: slabs start on a step (their header is their first step's slot) and a released
  * slab's owner is set to NULL, never-used slots are zero, slot 0 holds the chunk's fields (no
- * owner, see no_owner). Steps after the first of a slab larger than 64 KiB have no header of
+ * owner, see no_owner). Steps after the first of a slab larger than a step have no header of
  * their own: their slot reads as no owner's, and free() finds their slab by the slot's lead
  * (np_slab_lead), out of line. */
 NP_INLINE struct np_slab *np_slab_at_step(const void *p)
@@ -155,7 +156,7 @@ NP_INLINE struct np_slab *np_slab_at_step(const void *p)
 	return (struct np_slab *)(void *)((uint8_t *)(void *)np_chunk_of(p)->meta + slot);
 }
 
-/* The slab whose later 64 KiB step holds block address a (a in a chunk of ours), or NULL:
+/* The slab whose later step holds block address a (a in a chunk of ours), or NULL:
  * a is in a slab's first step, in no slab, or in the chunk's first step (slot 0, the chunk's
  * own fields, is never read as a slot here). */
 NP_INLINE struct np_slab *np_slab_lead(uintptr_t a)

@@ -30,7 +30,11 @@
 #define NP_CHUNK_SIZE ((size_t)1 << NP_CHUNK_SHIFT)
 #define NP_CHUNK_PAGES (NP_CHUNK_SIZE / NP_PAGE_SIZE)
 #define NP_CHUNK_MAGIC 0x4e554d41u /* "NUMA" */
-#define NP_META_SHIFT 16 /* one metadata slot per 64 KiB */
+/* One metadata slot per 128 KiB: a slab starts on that boundary and is at least that long
+ * (malloc/sizeclass.h). With 64 KiB slabs a class of 512-1,024-byte blocks held 64-128 of them
+ * per slab, and a thread whose frees land at random across its slabs took a slab miss every
+ * 8-10 mallocs (larson, mstress: docs/perf-issue15.md, section 28). */
+#define NP_META_SHIFT 17
 /* A slot holds a slab header: three cache lines, the owner's, the read-mostly one every free
  * reads, and the remote list's (malloc/slab.h), rounded up to a power of two. */
 #define NP_META_SIZE 256
@@ -68,14 +72,14 @@ struct np_page {
  * its memory belongs to nobody, so a free of it is a double free. */
 enum np_chunk_kind { NP_CHUNK_NORMAL = 1, NP_CHUNK_HUGE = 2, NP_CHUNK_INTERLEAVE = 3, NP_CHUNK_CACHED = 4 };
 
-/* A normal chunk starts with its metadata slots (64 KiB), then its page descriptors (128 KiB).
- * The chunk's own fields live in metadata slot 0, the slot of the chunk's first 64 KiB, which
- * is header: no run starts there, and no slab starts in any 64 KiB step the header reaches
+/* A normal chunk starts with its metadata slots (32 KiB), then its page descriptors (128 KiB).
+ * The chunk's own fields live in metadata slot 0, the slot of the chunk's first 128 KiB step,
+ * which is header: no run starts there, and no slab starts in any step the header reaches
  * into (slabs start on a step), so the slots of those steps are never a slab's header. The
  * descriptors of header pages stay zero: state NP_PAGE_HEADER, owner NULL. A huge chunk has
  * the same metadata slots (all but slot 0 zero, so free() never reads its data as a slab
- * header), then its data at data_offset: no descriptors, so a huge block costs 64 KiB of
- * address space beyond its own (what `ulimit -v` counts), not the whole header's 192 KiB. */
+ * header), then its data at data_offset: no descriptors, so a huge block costs 32 KiB of
+ * address space beyond its own (what `ulimit -v` counts), not the whole header's 160 KiB. */
 struct np_chunk {
 	union {
 		struct {
@@ -91,7 +95,7 @@ struct np_chunk {
 			 * runs where they need the fewest such pages (pool.c, take_locked). */
 			uint32_t touched;
 			/* Always NULL: where a slab header in this slot would hold its owner, so that
-			 * free(), which reads the metadata slot of any pointer's 64 KiB as a slab
+			 * free(), which reads the metadata slot of any pointer's step as a slab
 			 * header, never takes slot 0 for a slab of the calling thread (slab.h). */
 			void *no_owner NP_ALIGNED(NP_CACHELINE);
 			size_t size;               /* bytes mapped, header included */
@@ -103,8 +107,9 @@ struct np_chunk {
 			size_t dirty;
 			uint64_t cached_at;
 		};
-		/* Room for the layer above (the malloc layer's slab headers): one slot per 64 KiB,
-		 * for runs that start on a 64 KiB boundary. Untouched slots cost no memory. */
+		/* Room for the layer above (the malloc layer's slab headers): one slot per step
+		 * of 1 << NP_META_SHIFT bytes, for runs that start on a step. Untouched slots cost
+		 * no memory. */
 		uint8_t meta[NP_CHUNK_SIZE >> NP_META_SHIFT][NP_META_SIZE];
 	};
 	struct np_page pages[NP_CHUNK_PAGES]; /* NORMAL only */
@@ -164,7 +169,7 @@ NP_INLINE void *np_page_addr(const struct np_page *pg)
 	return (char *)c + ((size_t)(pg - c->pages) << NP_PAGE_SHIFT);
 }
 
-/* The metadata slot of the 64 KiB-aligned run starting at page descriptor pg. */
+/* The metadata slot of the step-aligned run (NP_META_SHIFT) starting at page descriptor pg. */
 NP_INLINE void *np_page_meta(struct np_page *pg)
 {
 	struct np_chunk *c = np_chunk_of(pg);

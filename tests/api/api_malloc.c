@@ -870,9 +870,9 @@ static void freed_blocks_above_2k_come_back_last_first(void **state)
 
 /* The cache's blocks count free in the statistics, and in use again once malloc hands them
  * out, whose requests count then: exact at the thread's own read through pushes, pops and
- * the overflows that send the older half home. Three classes of 64 KiB slabs, then three of
- * 128-512 KiB slabs, whose blocks past the first 64 KiB free finds through the slot of their
- * step (np_slab_lead), and the overflows too. */
+ * the overflows that send the older half home. Three classes of one-step slabs (128 KiB), then
+ * three of 256-512 KiB slabs, whose blocks past the first step free finds through the slot of
+ * their step (np_slab_lead), and the overflows too. */
 static void stats_exact_for_cached_blocks_of(size_t base, size_t step)
 {
 	enum { N = 300 };
@@ -905,7 +905,7 @@ static void stats_exact_for_cached_blocks(void **state)
 {
 	(void)state;
 	stats_exact_for_cached_blocks_of(5000, 1000);
-	stats_exact_for_cached_blocks_of(12000, 14000);
+	stats_exact_for_cached_blocks_of(20000, 10000); /* 20,480, 32,768 and 40,960-byte classes */
 }
 
 /* trim sends the cached blocks home first, so that the slabs they kept from emptying are
@@ -943,7 +943,7 @@ static void trim_gives_back_the_slabs_of_cached_blocks(void **state)
  * thread's trim, against +288 before the cache: blocks of twelve classes above 2 KiB, 64
  * slabs each, freed slab by slab in turn (block j of every slab, then j + 1). A run of frees
  * without a malloc from the cache now sends the cache home and stops caching. */
-enum { IDLE_CLASSES = 12, IDLE_SLABS = 64 };
+enum { IDLE_CLASSES = 12, IDLE_SLABS = 64, SLAB_BYTES = 128 * 1024 /* these classes' slabs */ };
 static sem_t idle_freed, idle_done;
 static void *free_and_idle(void *arg)
 {
@@ -952,7 +952,7 @@ static void *free_and_idle(void *arg)
 						  5632, 6144, 6656, 7168, 7680, 8192};
 	void **b[IDLE_CLASSES];
 	for (int c = 0; c < IDLE_CLASSES; c++) {
-		size_t n = 65536 / size[c] * IDLE_SLABS;
+		size_t n = SLAB_BYTES / size[c] * IDLE_SLABS;
 		b[c] = F_MALLOC(n * sizeof(void *));
 		assert_non_null(b[c]);
 		for (size_t i = 0; i < n; i++) {
@@ -963,7 +963,7 @@ static void *free_and_idle(void *arg)
 	}
 	/* Then every block, with no malloc in between (no slow path ages the cache). */
 	for (int c = 0; c < IDLE_CLASSES; c++) {
-		size_t per_slab = 65536 / size[c];
+		size_t per_slab = SLAB_BYTES / size[c];
 		for (size_t j = 0; j < per_slab; j++)
 			for (size_t s = 0; s < IDLE_SLABS; s++)
 				F_FREE(b[c][s * per_slab + j]);

@@ -418,12 +418,12 @@ static void step(struct np_fz_in *in)
 }
 
 /* Pages a trimmed thread may keep in use with nothing allocated: the current slab of each
- * class (a slab is a power of two of at least 64 KiB and 8 blocks, sizeclass.h). */
+ * class (a slab is a power of two of at least 128 KiB and 8 blocks, sizeclass.h). */
 static int64_t current_slab_pages(void)
 {
 	int64_t pages = 0;
 	for (unsigned c = 0; c < NP_FZ_NCLASSES; c++) {
-		size_t bytes = (size_t)64 << 10;
+		size_t bytes = (size_t)128 << 10;
 		while (bytes < 8 * np_fz_class_size(c))
 			bytes <<= 1;
 		pages += (int64_t)(bytes >> 12);

@@ -202,30 +202,31 @@ int main(int argc, char **argv)
 		char *p = live_block(3000);
 		M_FREE(p);
 		M_FREE(launder(p));
-	} else if (!strcmp(c, "double_free_cached_past_64k")) {
-		/* A block past the first 64 KiB of its 128 KiB slab (the 14,336-byte class): the
-		 * fast path hands its frees to the slow one, which caches it too. */
+	} else if (!strcmp(c, "double_free_cached_past_first_step")) {
+		/* A block past the first 128 KiB step of its 256 KiB slab (the 20,480-byte class:
+		 * block 7 starts at 140 KiB): the fast path hands its frees to the slow one, which
+		 * caches it too. */
 		char *b[9];
 		for (int i = 0; i < 9; i++)
-			b[i] = live_block(14000);
+			b[i] = live_block(20000);
 		M_FREE(b[7]);
 		M_FREE(launder(b[7]));
-	} else if (!strcmp(c, "free_interior_past_64k")) {
-		/* Inside a block past the first 64 KiB of its slab: free finds the slab from that
+	} else if (!strcmp(c, "free_interior_past_first_step")) {
+		/* Inside a block past the first step of its slab: free finds the slab from that
 		 * step's slot, and the index check refuses the address. */
 		char *b[9];
 		for (int i = 0; i < 9; i++)
-			b[i] = live_block(14000);
+			b[i] = live_block(20000);
 		M_FREE(launder(b[7] + 16));
-	} else if (!strcmp(c, "double_free_remote_past_64k")) {
+	} else if (!strcmp(c, "double_free_remote_past_first_step")) {
 		/* The same block, freed by two other threads one after the other. */
 		char *b[9];
 		for (int i = 0; i < 9; i++)
-			b[i] = live_block(14000);
+			b[i] = live_block(20000);
 		free_in_thread(b[7]);
 		free_in_thread(b[7]);
 		for (int i = 0; i < 1000; i++)
-			live_block(14000);
+			live_block(20000);
 	} else if (!strcmp(c, "double_free_cached_then_other")) {
 		/* Cached by its owner's free, then freed by another thread. */
 		char *p = live_block(3000);

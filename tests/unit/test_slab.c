@@ -169,19 +169,20 @@ static void every_block_once_then_back(void **state)
 	}
 }
 
-/* A slab above 64 KiB names itself in the slots of its later steps (free finds it there,
- * np_free_slow), and nothing else does: not its own header, not a 64 KiB slab, not the
+/* A slab longer than a slot's 128 KiB names itself in the slots of its later steps (free finds
+ * it there, np_free_slow), and nothing else does: not its own header, not a one-step slab, not the
  * chunk's first step (slot 0 holds the chunk's own fields), not a released slab. */
 static void later_steps_name_their_slab(void **state)
 {
 	(void)state;
-	const unsigned classes[] = {27, 35, 36, 47}; /* 4 KiB, 8 KiB (64 KiB slabs); 10 KiB, 64 KiB */
+	/* 4 KiB, 16 KiB (128 KiB slabs, one step); 20 KiB (256 KiB, two), 64 KiB (512 KiB, four) */
+	const unsigned classes[] = {27, 39, 40, 47};
 	for (size_t k = 0; k < NP_ARRAY_SIZE(classes); k++) {
 		struct np_slab *s = np_slab_create(&pcp, classes[k], OWNER);
 		assert_non_null(s);
 		check(s);
 		size_t steps = np_class_slab_bytes(classes[k]) / NP_SLAB_ALIGN;
-		assert_int_equal(steps, k < 2 ? 1 : k == 2 ? 2 : 8);
+		assert_int_equal(steps, k < 2 ? 1 : k == 2 ? 2 : 4);
 		assert_null(np_slab_lead(s->start));
 		assert_null(np_slab_lead(s->start + NP_SLAB_ALIGN - 16));
 		for (size_t j = 1; j < steps; j++) {

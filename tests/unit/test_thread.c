@@ -124,7 +124,7 @@ static void lifecycle(void **state)
 	for (int c = 0; c < CLASSES; c += 2) {
 		bool adopted = false;
 		for (int i = 0; i < KEPT; i++)
-			adopted |= (((uintptr_t)b.first[c] ^ (uintptr_t)a.kept[i]) >> 16) == 0; /* one 64 KiB slab */
+			adopted |= (((uintptr_t)b.first[c] ^ (uintptr_t)a.kept[i]) >> NP_META_SHIFT) == 0; /* one slab */
 		assert_true(adopted);
 	}
 
@@ -150,7 +150,7 @@ static void lifecycle(void **state)
  * thread's periodic point (every 64 of its own): not before, and then it finds what emptied,
  * even when no one thread lived long enough (a pool's short jobs). */
 enum { OS_SLABS = 40, OS_SIZE = 3000 };
-static void *os_blocks[OS_SLABS * 32];
+static void *os_blocks[OS_SLABS * ((1 << NP_META_SHIFT) / OS_SIZE + 1)];
 static int os_n;
 
 static void *os_leave_orphans(void *arg)
@@ -165,8 +165,8 @@ static void *os_leave_orphans(void *arg)
 		void *p = numa_page_malloc(OS_SIZE);
 		if (!p || os_n == (int)(sizeof os_blocks / sizeof os_blocks[0]))
 			abort(); /* cmocka's asserts belong to the main thread */
-		if (((uintptr_t)p >> 16) != last) {
-			last = (uintptr_t)p >> 16;
+		if (((uintptr_t)p >> NP_META_SHIFT) != last) {
+			last = (uintptr_t)p >> NP_META_SHIFT;
 			if (++slabs > OS_SLABS) {
 				numa_page_free(p);
 				return NULL;
@@ -223,7 +223,7 @@ static size_t os_empty_orphans(void)
 	/* Full slabs floated at their owner's slow paths; a free claims each for the orphans. */
 	uintptr_t last = 0;
 	for (int i = 0; i < os_n; i++) {
-		uintptr_t slab = (uintptr_t)os_blocks[i] >> 16;
+		uintptr_t slab = (uintptr_t)os_blocks[i] >> NP_META_SHIFT;
 		if (slab != last) {
 			numa_page_free(os_blocks[i]);
 			os_blocks[i] = NULL;
@@ -345,8 +345,8 @@ static void *ao_leave(void *arg)
 		void *p = numa_page_malloc(AO_SIZE);
 		if (!p || l->n == AO_MAX)
 			abort(); /* cmocka's asserts belong to the main thread */
-		if (((uintptr_t)p >> 16) != last) {
-			last = (uintptr_t)p >> 16;
+		if (((uintptr_t)p >> NP_META_SHIFT) != last) {
+			last = (uintptr_t)p >> NP_META_SHIFT;
 			if (++slabs > l->slabs) {
 				numa_page_free(p);
 				break;
@@ -515,7 +515,7 @@ static void exit_orphans_go_to_the_freeing_successor(void **state)
 
 /* ---- a thread whose full slabs other threads' frees claim keeps more of them (ring.c) ---- */
 
-enum { KF_SIZE = 256, KF_BLOCKS = 256 * 80 }; /* 80 slabs of the class */
+enum { KF_SIZE = 256, KF_BLOCKS = (1 << NP_META_SHIFT) / KF_SIZE * 80 }; /* 80 slabs of the class */
 struct kf_life {
 	pthread_barrier_t step;
 	bool claims; /* the other thread frees its first blocks; else it frees them itself */
