@@ -7,7 +7,7 @@
  * thread's node; above, page runs and chunks of their own, large.c):
  *   np_malloc_slow -> np_thread_or_init (the process's first allocation initialises it)
  *     small: np_home_follow (a thread the scheduler moved is re-homed), then
- *            np_ring_alloc -> the ring's other slabs, orphans, np_slab_create -> np_pcp_get_run
+ *            np_ring_alloc -> the ring's other slabs, orphans, np_slab_create -> np_pcp_get
  *     large: np_large_alloc -> np_pcp_get / np_pcp_get_run / a huge chunk (np_node_walk)
  */
 #include "malloc/alloc.h"

@@ -14,7 +14,7 @@
 #include "pool/pool.h"
 #include "topology/topology.h"
 
-#define SMALL_RUN_PAGES 16 /* runs up to this many pages go through the page cache */
+#define SMALL_RUN_PAGES NP_PCP_LONG_MIN /* runs up to this many pages go through the page cache's orders */
 
 static unsigned order_of(size_t npages)
 {

@@ -390,10 +390,12 @@ static void keep_run(struct np_pcp *pcp, struct np_page *r)
 	pcp->run_pages += (int)r->npages;
 }
 
-/* A run of npages is one the cache keeps (longer than the orders, at most half its pages). */
+/* A run of npages is one the cache keeps (longer than NP_PCP_LONG_MIN pages, at most half its
+ * pages). A run of 32 pages is kept when it has no order (a large block's, not aligned to 128
+ * KiB); a slab's run of 32 goes to its order's list (np_pcp_put_held). */
 static bool keepable(size_t npages)
 {
-	return npages > 1u << (NP_PCP_ORDERS - 1) && npages <= NP_PCP_RUN_PAGES / 2;
+	return npages > NP_PCP_LONG_MIN && npages <= NP_PCP_RUN_PAGES / 2;
 }
 
 struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_pages, int node)

@@ -657,7 +657,7 @@ static void exact_stats(void)
 
 /* ---- orphans emptied by remote frees ----------------------------------------------------- */
 
-#define OR_BLOCKS 20000 /* 48-byte blocks: 15 slabs */
+#define OR_BLOCKS 20000 /* 48-byte blocks: 8 slabs */
 
 static void *or_blocks[OR_BLOCKS];
 

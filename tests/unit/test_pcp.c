@@ -556,7 +556,7 @@ static void memoryless_home_shares_its_group_in_turn(void **state)
 }
 
 /* Threads of memoryless nodes 1 and 3 (2990wx: both 16 from memory nodes 0 and 2), two caches
- * per node, taking and freeing single pages and 64 KiB runs in turn (fixed seeds, one
+ * per node, taking and freeing single pages and 128 KiB runs in turn (fixed seeds, one
  * simulated run per seed, fresh pools each time): the pages they hold at the end must split
  * between nodes 0 and 2 within 40/60 in every run, as sharing in turn makes them.
  * The VM guests showed 97/3, 21/79 and 88/12 (issue 14), and 100/0 since. */

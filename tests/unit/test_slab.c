@@ -138,7 +138,8 @@ static bool aborts_with(void (*fn)(void), const char *msg)
 static void every_block_once_then_back(void **state)
 {
 	(void)state;
-	const unsigned classes[] = {0, 5, 19, 27, 39}; /* 16 B, 96 B, 1 KiB, 4 KiB, 32 KiB */
+	/* 16 B, 96 B, 1 KiB, 4 KiB, 16 KiB; 20 KiB, a slab of two steps */
+	const unsigned classes[] = {0, 5, 19, 27, 39, 40};
 	for (size_t k = 0; k < NP_ARRAY_SIZE(classes); k++) {
 		struct np_slab *s = np_slab_create(&pcp, classes[k], OWNER);
 		assert_non_null(s);

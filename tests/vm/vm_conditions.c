@@ -462,11 +462,11 @@ static const size_t mig_sizes[] = {24, 100, 4096};
 #define MIG_NCLS (sizeof mig_sizes / sizeof mig_sizes[0])
 #define MIG_WINDOW 8 /* blocks a churning thread holds at once */
 
-/* Bytes of the slab of a class whose blocks are `bsize` (malloc_usable_size): at least 64 KiB
+/* Bytes of the slab of a class whose blocks are `bsize` (malloc_usable_size): at least 128 KiB
  * and 8 blocks, a power of two (src/malloc/sizeclass.h, np_class_slab_bytes). */
 static size_t slab_bytes_of(size_t bsize)
 {
-	size_t b = 64 * KiB;
+	size_t b = 128 * KiB;
 	while (b < bsize * 8)
 		b <<= 1;
 	return b;
