@@ -391,8 +391,8 @@ static void keep_run(struct np_pcp *pcp, struct np_page *r)
 }
 
 /* A run of npages is one the cache keeps (longer than NP_PCP_LONG_MIN pages, at most half its
- * pages). A run of 32 pages is kept when it has no order (a large block's, not aligned to 128
- * KiB); a slab's run of 32 goes to its order's list (np_pcp_put_held). */
+ * pages). A run of 32 pages is kept only when it has no order (a large block's, taken at any
+ * alignment); a slab's run of 32 has order 5 and goes to that list (np_pcp_put_held). */
 static bool keepable(size_t npages)
 {
 	return npages > NP_PCP_LONG_MIN && npages <= NP_PCP_RUN_PAGES / 2;

@@ -31,15 +31,15 @@
 /* 4 KiB .. 128 KiB: the last order is a one-step slab's run (malloc/sizeclass.h), so that slabs
  * come in batches from lists of their own, whatever long runs the program also asks for. */
 #define NP_PCP_ORDERS 6
-/* Runs longer than NP_PCP_LONG_MIN pages that are no order's run (a page-API call or a large
- * malloc of 68 KiB and more, a slab of 256 KiB) that a thread keeps
- * after freeing them, for the next request of the same length: up to this many, this many
- * pages in all; a request that finds none of its length gives them all back. Without them every
- * such call took the node's pool lock twice. They move to and from the pool in batches, one
- * lock hold each: a full cache gives its older half back, and a second miss in a row for the
- * same length takes up to NP_PCP_RUNS / 2 runs of it (one for the request, the rest kept). */
-#define NP_PCP_RUNS 8
+/* Runs of more than NP_PCP_LONG_MIN pages that are no order's run (a page-API call or a large
+ * malloc of 68 KiB and more, a slab of 256 KiB) that a thread keeps after freeing them, for
+ * the next request of the same length: up to NP_PCP_RUNS of them, NP_PCP_RUN_PAGES pages in
+ * all; a request that finds none of its length gives them all back. Without them every such
+ * call took the node's pool lock twice. They move to and from the pool in batches, one lock
+ * hold each: a full cache gives its older half back, and a second miss in a row for the same
+ * length takes up to NP_PCP_RUNS / 2 runs of it (one for the request, the rest kept). */
 #define NP_PCP_LONG_MIN 16
+#define NP_PCP_RUNS 8
 #define NP_PCP_RUN_PAGES 1024
 #define NP_PCP_BATCH_DEFAULT 64
 #define NP_PCP_HIGH_FACTOR 6
