@@ -102,10 +102,10 @@ NUMA_PAGE_API int numa_page_posix_memalign(void **out, size_t alignment, size_t 
 NUMA_PAGE_API void *numa_page_aligned_alloc(size_t alignment, size_t size);
 NUMA_PAGE_API void *numa_page_memalign(size_t alignment, size_t size);
 NUMA_PAGE_API size_t numa_page_usable_size(const void *p);
-/* Gives free memory held by the library back to the operating system: free pages, and the
- * pages inside free blocks of more than a page, in the calling thread's slabs and in those
- * exited threads left with live blocks. Returns 1 if any memory
- * was released, 0 otherwise (as malloc_trim). */
+/* Gives free memory held by the library back to the operating system: free pages, and, in the
+ * calling thread's slabs and in those exited threads left with live blocks, every page that
+ * only free blocks cover (blocks up to 16 KiB) and the pages inside free blocks of more than
+ * 16 KiB. Returns 1 if any memory was released, 0 otherwise (as malloc_trim). */
 NUMA_PAGE_API int numa_page_trim(void);
 
 /* ---- Statistics ----------------------------------------------------------------------------- */

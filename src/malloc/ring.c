@@ -123,12 +123,7 @@ static void ring_unlink(struct np_thread *th, struct np_slab *s)
 
 static bool has_free(struct np_slab *s)
 {
-	if (!s->free) {
-		np_slab_collect(s);
-		if (!s->free && s->reserved)
-			np_slab_extend(s);
-	}
-	return s->free != 0;
+	return s->free || np_slab_refill(s);
 }
 
 /* A block from s, or NULL when it has none: a pop refused for a bad link (np_slab_pop) is asked

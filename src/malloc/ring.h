@@ -43,7 +43,7 @@ NP_NOINLINE void np_ring_emptied(struct np_slab *s);
  * frees emptied (all but each class's current slab). Returns slabs released. */
 unsigned np_ring_sweep(struct np_thread *th);
 /* malloc_trim's part in th's rings: the free pages inside its slabs given back
- * (np_slab_purge_free: classes over a page). Returns the pages. */
+ * (np_slab_purge_free). Returns the pages. */
 size_t np_ring_purge(struct np_thread *th);
 /* A free by th claimed floating slab s, which th itself had let go: back into th's ring,
  * behind the current slab, with the claiming free collected. */

@@ -111,9 +111,7 @@ NP_NORETURN static void remote_double_free(const struct np_slab *s)
 	np_fatal("free: double free or corruption (blocks freed by other threads) in slab %p", (void *)s->start);
 }
 
-/* A list of s is corrupt at block b, which is cut off with the blocks behind it: s is pinned
- * (see NP_SLAB_PINNED), freelist_corrupt counted, and the first time reported. */
-NP_COLD static void pin_corrupt(struct np_slab *s, uintptr_t b)
+void np_slab_pin_corrupt(struct np_slab *s, uintptr_t b, const char *what)
 {
 	static int reported;
 	if (s->used < NP_SLAB_PINNED) {
@@ -122,9 +120,16 @@ NP_COLD static void pin_corrupt(struct np_slab *s, uintptr_t b)
 	}
 	np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_freelist_corrupt, 1);
 	if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
-		np_warn("malloc: a free list of %u-byte blocks is corrupt at %p (a write to freed memory, or a "
-			"double free?): cut before it, the blocks from there on abandoned (reported once)",
-			s->block, (void *)b);
+		np_warn("malloc: %s of %u-byte blocks %s at %p (a write to freed memory, or a double free?): %s "
+			"(reported once)",
+			what ? "free blocks" : "a free list", s->block, what ? "were written" : "is corrupt", (void *)b,
+			what ? what : "cut before it, the blocks from there on abandoned");
+}
+
+/* A list of s is corrupt at block b, which is cut off with the blocks behind it. */
+NP_COLD static void pin_corrupt(struct np_slab *s, uintptr_t b)
+{
+	np_slab_pin_corrupt(s, b, NULL);
 }
 
 uint32_t np_slab_collect(struct np_slab *s)
@@ -193,11 +198,12 @@ bool np_slab_confirm_empty(struct np_slab *s)
 		return false;
 	if (!s->unchecked)
 		return true;
-	/* Every block not handed out must be on free, once: a block in use is found by its link
-	 * (zeroed when it was handed out), one freed twice by the bitmap. */
+	/* Every block not handed out must be on free, once, or on a page trim gave back
+	 * (`hidden`, and then on no list): a block in use is found by its link (zeroed when it
+	 * was handed out), one freed twice by the bitmap. */
 	uint64_t seen[NP_SLAB_ALIGN / 16 / 64] = {0}; /* a bit per block: capacity <= a step / 16 */
 	np_assert(s->capacity <= sizeof seen * 8);
-	uint32_t count = 0;
+	uint32_t count = s->hidden ? np_slab_mark_hidden(s, seen) : 0;
 	for (uintptr_t x = s->free; x;) {
 		uint64_t i = np_slab_index(s, x);
 		if (seen[i >> 6] >> (i & 63) & 1)
@@ -215,43 +221,6 @@ bool np_slab_confirm_empty(struct np_slab *s)
 		remote_double_free(s); /* a block in use, not on the lists, not counted */
 	s->unchecked = 0;
 	return true;
-}
-
-/* Gives back the whole pages in [lo, hi): 0 when there are none or madvise refused. */
-static size_t purge_inside(uintptr_t lo, uintptr_t hi)
-{
-	lo = (lo + NP_PAGE_SIZE - 1) & ~(uintptr_t)(NP_PAGE_SIZE - 1);
-	hi &= ~(uintptr_t)(NP_PAGE_SIZE - 1);
-	if (hi <= lo || np_os_purge((void *)lo, hi - lo) != 0)
-		return 0;
-	return (hi - lo) >> NP_PAGE_SHIFT;
-}
-
-size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
-{
-	if (s->block <= NP_PAGE_SIZE + NP_SLAB_LINK_BYTES || s->used >= NP_SLAB_PINNED)
-		return 0;
-	np_slab_collect(s);
-	uint32_t digest = (uint32_t)mix64(s->free ^ ((uint64_t)s->used << 16) ^ s->reserved) | 1;
-	if (digest == s->purged)
-		return 0;
-	s->purged = digest;
-	size_t pages = 0;
-	uint32_t walked = 0;
-	for (uintptr_t x = s->free; x && walked < s->capacity; walked++) {
-		uint64_t link = np_slab_link(s, x);
-		if (link > s->end)
-			break; /* corrupt: left for the malloc that reaches it to report */
-		pages += purge_inside(x + NP_SLAB_LINK_BYTES, x + s->block);
-		x = link < s->end ? np_slab_block(s, link) : 0;
-	}
-	/* Blocks never handed out hold no link, nor does the run's tail past the last block. */
-	if (s->reserved)
-		pages += purge_inside(np_slab_block(s, (uint64_t)(s->capacity - s->reserved)),
-				      s->start + np_class_slab_bytes(s->cls));
-	if (pages)
-		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
-	return pages;
 }
 
 void np_slab_init_secret(void)
@@ -499,8 +468,25 @@ const char *np_slab_check(const struct np_slab *s)
 	list_holds(s, s->free, 0, &count); /* 0 is no block: walks the whole list */
 	if (count > s->capacity)
 		return "the free list is longer than the slab (cycle: double free?)";
-	if (s->used < NP_SLAB_PINNED && (uint64_t)count + s->used + s->reserved > s->capacity)
-		return "used + free + reserved blocks exceed the capacity";
+	uint32_t hidden = 0;
+	if (s->hidden) {
+		if (np_class_slab_bytes(s->cls) != NP_SLAB_ALIGN)
+			return "a slab longer than a step has hidden pages";
+		uint64_t bits[NP_SLAB_ALIGN / 16 / 64] = {0};
+		hidden = np_slab_mark_hidden(s, bits);
+		if (s->used < NP_SLAB_PINNED && hidden + (uint64_t)s->reserved > s->capacity)
+			return "hidden blocks reach into the never-used ones";
+		uint32_t k = 0;
+		for (uintptr_t x = s->free; x && k <= s->capacity; k++) {
+			uint64_t i = np_slab_index(s, x);
+			if (s->used < NP_SLAB_PINNED && (bits[i >> 6] >> (i & 63) & 1))
+				return "a block on the free list lies on a hidden page (a double free?)";
+			uint64_t link = np_slab_link(s, x);
+			x = link < s->end ? np_slab_block(s, link) : 0;
+		}
+	}
+	if (s->used < NP_SLAB_PINNED && (uint64_t)count + hidden + s->used + s->reserved > s->capacity)
+		return "used + free + hidden + reserved blocks exceed the capacity";
 	if (s->run->state != NP_PAGE_SLAB || s->run->owner != s)
 		return "the slab's run does not point back at it";
 	if (s->lead)

@@ -127,6 +127,11 @@ struct np_slab {
 					an odd tag for an orphan its owner's exit or move left
 					(np_slab_exit_tag) */
 	uint32_t purged;             /* digest of the lists when np_slab_purge_free last ran; 0: never */
+	/* Pages of a one-step slab (bit k: the k-th page of the run) that trim gave back with the
+	 * free blocks on them: a block any of whose bytes lie on one is on no list (its link would
+	 * make the page resident again), and comes back when np_slab_refill revives the page.
+	 * Written and read by the owner (or by trim's sweep, for an orphan it holds). */
+	uint32_t hidden;
 	/* On its node's orphan list (next and prev its links there) exactly when listed is set
 	 * and list_gen is the list's generation, which a sweep that takes the list whole moves
 	 * on: under that list's lock. 64 bits: a slab a sweep holds (for good, in a fork's child
@@ -337,16 +342,51 @@ uint32_t np_slab_collect(struct np_slab *s);
  * each block once (aborts on one found twice, or on fewer blocks than it handed out). False
  * for a pinned slab and when the count finds a corrupt link (the slab is pinned then). */
 bool np_slab_confirm_empty(struct np_slab *s);
+/* s is pinned (NP_SLAB_PINNED: never given back, its counts no longer trusted),
+ * freelist_corrupt counted, and the first time in the process reported: freed blocks were
+ * written at b, and `what` says what became of them (NULL: a list is corrupt at b, cut
+ * before it). */
+NP_COLD void np_slab_pin_corrupt(struct np_slab *s, uintptr_t b, const char *what);
+/* The pages of s's run that block i covers, as `hidden` bits (one-step slabs only). */
+NP_INLINE uint32_t np_slab_block_pages(const struct np_slab *s, uint64_t i)
+{
+	uint64_t lo = i * s->block, hi = lo + s->block - 1;
+	return (uint32_t)((2ULL << (hi >> NP_PAGE_SHIFT)) - (1ULL << (lo >> NP_PAGE_SHIFT)));
+}
+/* Sets the bit of every block of s that `hidden` keeps off the lists in bits (a bit per
+ * block, by index); returns how many there are. */
+uint32_t np_slab_mark_hidden(const struct np_slab *s, uint64_t *bits);
 /* Adds up to a page worth of never-used blocks to free. */
 void np_slab_extend(struct np_slab *s);
+/* free is empty: the lowest pages trim gave back (`hidden`) are taken back until one has
+ * blocks to link into free. A hidden page that became resident since trim gave it back was
+ * written through a dangling pointer (a double free, or a write after free): its blocks are
+ * not handed out again, and the slab is pinned and reported as a corrupt list is
+ * (np_slab_bad_link). */
+NP_NOINLINE void np_slab_revive(struct np_slab *s);
+/* free is empty: the remote frees collected, else the blocks of a page trim gave back, else a
+ * page of never-used blocks. True when free has a block then. Inline: the slab miss's ring
+ * walk asks it of every slab it passes (a call more cost larson/1 1% of its instructions). */
+NP_INLINE bool np_slab_refill(struct np_slab *s)
+{
+	np_slab_collect(s);
+	if (NP_UNLIKELY(!s->free && s->hidden))
+		np_slab_revive(s);
+	if (!s->free && s->reserved)
+		np_slab_extend(s);
+	return s->free != 0;
+}
 /* Bytes at a free block's start that its lists use: the link, and a remote free's mark. */
 #define NP_SLAB_LINK_BYTES 16
 /* The owner (or trim's sweep, for an orphan it holds off the lists) gives back (madvise) the
- * whole pages inside s's free blocks past their first NP_SLAB_LINK_BYTES, and those of its
- * never-used blocks (malloc_trim), counted in st's pages_purged. Remote frees are collected
- * first. Returns the pages given back; 0 for a pinned slab, for classes whose blocks hold no
- * whole page besides the link, and when the lists are as the last call left them (nothing was
- * freed since: a second trim has nothing to give back). */
+ * free memory of s that stays resident while s is in use (malloc_trim), counted in st's
+ * pages_purged: in a one-step slab (classes up to 16 KiB), every page that only free blocks
+ * cover, whose blocks leave the lists (`hidden`); in a longer one, the whole pages inside its
+ * free blocks past their first NP_SLAB_LINK_BYTES; in both, those of its never-used blocks.
+ * Remote frees are collected first. Returns the pages given back; 0 for a pinned slab, for
+ * lists that a walk finds odd (a bad link, a block twice: left for the pops to report), and
+ * when the lists are as the last call left them (nothing was freed since: a second trim has
+ * nothing to give back). */
 size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st);
 /* Gives the slab's pages back (used must be 0). pcp: the releasing thread's cache or NULL. */
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp);

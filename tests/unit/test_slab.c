@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,23 +75,24 @@ static void check(const struct np_slab *s)
 		fail_msg("slab %p: %s", (void *)s->start, err);
 }
 
-/* A block, as malloc's slow path takes one: collect and extend when free is empty, and again
+/* A block, as malloc's slow path takes one: refill when free is empty, and again
  * when the pop found the head's link bad (the list ends before it). */
-static uintptr_t take(struct np_slab *s)
+static uintptr_t take_as(struct np_slab *s, bool checked)
 {
 	for (;;) {
-		if (!s->free) {
-			np_slab_collect(s);
-			if (!s->free && s->reserved)
-				np_slab_extend(s);
-		}
-		if (!s->free)
+		if (!s->free && !np_slab_refill(s))
 			return 0;
 		uintptr_t b = np_slab_pop(s);
-		check(s);
+		if (checked)
+			check(s);
 		if (b)
 			return b;
 	}
+}
+
+static uintptr_t take(struct np_slab *s)
+{
+	return take_as(s, true);
 }
 
 static void free_local(struct np_slab *s, uintptr_t b)
@@ -634,6 +636,163 @@ static void double_frees_are_found(void **state)
 	assert_false(np_slab_looks_free(s, c));
 }
 
+/* The pages of slab s that only blocks with kept[i] == 0 cover, worked out here by overlap. */
+static uint32_t pages_only_freed_cover(const struct np_slab *s, const uint8_t *kept)
+{
+	uint32_t pages = 0;
+	for (unsigned p = 0; p < NP_SLAB_ALIGN_PAGES; p++) {
+		uint64_t lo = (uint64_t)p * 4096, hi = lo + 4096;
+		bool any = false, ok = true;
+		for (uint32_t i = 0; i < s->capacity; i++) {
+			uint64_t a = (uint64_t)i * s->block, b = a + s->block;
+			if (a < hi && b > lo) {
+				any = true;
+				ok = ok && !kept[i];
+			}
+		}
+		if (any && ok)
+			pages |= 1U << p;
+	}
+	return pages;
+}
+
+static bool page_resident(uintptr_t a)
+{
+	unsigned char v;
+	assert_int_equal(mincore((void *)(a & ~(uintptr_t)4095), 4096, &v), 0);
+	return v & 1;
+}
+
+/* trim gives back the pages of a one-step slab that only free blocks cover (blocks of 1 KiB,
+ * four to a page; 112 and 3,072 bytes, which straddle pages; 12 KiB, three pages a block), and
+ * those blocks leave the lists (`hidden`); refill takes the pages back when the slab runs out:
+ * every freed block is handed out again, once, and no kept one. */
+static void trim_hides_pages_and_refill_takes_them_back(void **state)
+{
+	(void)state;
+	const unsigned classes[] = {19, 6, 25, 37};
+	for (size_t k = 0; k < NP_ARRAY_SIZE(classes); k++) {
+		struct np_slab *s = np_slab_create(&pcp, classes[k], OWNER);
+		assert_non_null(s);
+		uint32_t cap = s->capacity;
+		uint8_t *kept = calloc(cap + 1, 1), *seen = calloc(cap + 1, 1);
+		uintptr_t *b = calloc(cap, sizeof *b);
+		for (uint32_t i = 0; i < cap; i++) {
+			b[i] = take(s);
+			memset((void *)b[i], 0x5a, s->block);
+		}
+		/* Keep blocks 0, 1, a third of the way in and the last: the rest is freed. */
+		uint32_t last = cap - 1;
+		assert_true(last >= 8 && last < cap);
+		kept[0] = kept[1] = kept[cap / 3] = kept[last % cap] = 1;
+		for (uint32_t i = 0; i < cap; i++)
+			if (!kept[np_slab_index(s, b[i])])
+				free_local(s, b[i]);
+		uint32_t want = pages_only_freed_cover(s, kept);
+		assert_true(want != 0);
+		size_t pages = np_slab_purge_free(s, st);
+		check(s);
+		assert_int_equal(s->hidden, want);
+		assert_int_equal(pages, (size_t)__builtin_popcount(want));
+		for (unsigned p = 0; p < NP_SLAB_ALIGN_PAGES; p++)
+			if ((want >> p) & 1)
+				assert_false(page_resident(s->start + (uintptr_t)p * 4096));
+		assert_int_equal(np_slab_purge_free(s, st), 0); /* nothing freed since */
+		/* Every block free and not hidden is on free; refill brings back the rest. */
+		uint32_t taken = 0;
+		for (uintptr_t x; (x = take(s)) != 0; taken++) {
+			uint64_t i = np_slab_index(s, x);
+			assert_false(kept[i]);
+			assert_false(seen[i]);
+			seen[i] = 1;
+			memset((void *)x, 0x6b, s->block);
+		}
+		assert_int_equal(taken, cap - 4);
+		assert_int_equal(s->hidden, 0);
+		assert_int_equal(s->used, cap);
+		assert_true(s->used < NP_SLAB_PINNED);
+		/* All back: the slab empties, and every block is accounted for. */
+		for (uint32_t i = 0; i < cap; i++)
+			free_local(s, np_slab_block(s, i));
+		s->unchecked = 1; /* count the lists */
+		assert_true(np_slab_confirm_empty(s));
+		np_slab_release(s, &pcp);
+		free(kept);
+		free(seen);
+		free(b);
+	}
+}
+
+/* A slab that empties with pages still hidden is counted whole and given back. */
+static void slab_with_hidden_pages_empties(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 19, OWNER);
+	uint32_t cap = s->capacity;
+	uintptr_t *b = calloc(cap, sizeof *b);
+	for (uint32_t i = 0; i < cap; i++)
+		b[i] = take(s);
+	for (uint32_t i = 1; i < cap; i++)
+		free_local(s, b[i]);
+	assert_true(np_slab_purge_free(s, st) > 0);
+	assert_true(s->hidden != 0);
+	check(s);
+	free_local(s, b[0]);
+	s->unchecked = 1;
+	assert_true(np_slab_confirm_empty(s));
+	np_slab_release(s, &pcp);
+	free(b);
+}
+
+/* A dangling pointer writes to a hidden block: the owner frees a block that trim hid (a
+ * double free: its link makes the page resident) and takes it again, or the program writes
+ * the first bytes of a hidden block that lie on a page still resident (a 3,072-byte block
+ * that starts on a kept block's page). Refill does not hand those blocks out again: the slab
+ * is pinned and the write counted as a corrupt list is. */
+static void writes_to_hidden_blocks_are_caught(void **state)
+{
+	(void)state;
+	for (int straddle = 0; straddle < 2; straddle++) {
+		struct np_slab *s = np_slab_create(&pcp, straddle ? 25 : 19, OWNER);
+		uint32_t cap = s->capacity;
+		uintptr_t *b = calloc(cap, sizeof *b);
+		uint8_t *seen = calloc(cap, 1);
+		for (uint32_t i = 0; i < cap; i++)
+			b[i] = take(s);
+		/* Block 0 kept: with 3,072 bytes, block 1 starts on page 0 and reaches page 1. */
+		for (uint32_t i = 0; i < cap; i++)
+			if (np_slab_index(s, b[i]) != 0)
+				free_local(s, b[i]);
+		assert_true(np_slab_purge_free(s, st) > 0);
+		uintptr_t victim = np_slab_block(s, straddle ? 1 : 8);
+		assert_true(np_slab_block_pages(s, straddle ? 1 : 8) & s->hidden);
+		assert_false(np_slab_looks_free(s, victim)); /* reads as zeros: a free of it is taken */
+		uint64_t before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt);
+		if (straddle) {
+			memset((void *)victim, 0x77, 16); /* a write after free */
+		} else {
+			/* The double free, and the block handed out again: the counts are the program's
+			 * to break now, so np_slab_check is not asked until the slab is pinned. */
+			np_slab_push_free(s, victim, 8);
+			s->used--;
+			assert_int_equal(take_as(s, false), victim);
+			seen[8] = 1;
+			memset((void *)victim, 0, 16); /* its program stores zeros there */
+		}
+		for (uintptr_t x; (x = take_as(s, false)) != 0;) {
+			uint64_t i = np_slab_index(s, x);
+			assert_false(seen[i]);
+			seen[i] = 1;
+		}
+		assert_true(straddle ? !seen[1] : seen[8]);
+		assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt), before + 1);
+		assert_true(s->used >= NP_SLAB_PINNED);
+		check(s);
+		free(b);
+		free(seen);
+	}
+}
+
 static void links_are_not_plain_addresses(void **state)
 {
 	(void)state;
@@ -666,6 +825,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(corrupt_remote_link_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(double_frees_are_found, setup, teardown),
 		cmocka_unit_test_setup_teardown(links_are_not_plain_addresses, setup, teardown),
+		cmocka_unit_test_setup_teardown(trim_hides_pages_and_refill_takes_them_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(slab_with_hidden_pages_empties, setup, teardown),
+		cmocka_unit_test_setup_teardown(writes_to_hidden_blocks_are_caught, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

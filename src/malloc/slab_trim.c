@@ -1,0 +1,214 @@
+/*
+ * slab_trim.c — the free memory of a slab still in use, given back by trim and taken again by
+ * the owner's refill (see slab.h: np_slab_purge_free, np_slab_refill).
+ *
+ * A one-step slab (classes up to 16 KiB) gives back every page that only free blocks cover.
+ * Free blocks hold their list's link in their first bytes, so a page given back would read as
+ * zeros and a link there would make it resident again: the blocks on such a page leave the
+ * lists, and `hidden` keeps the page. When the owner runs out of blocks, refill takes a hidden
+ * page back before it extends into never-used ones: its blocks are linked again, in address
+ * order. A block that straddles two pages stays hidden while either is.
+ *
+ * A hidden page is written by nobody but a dangling pointer: the program writing a freed
+ * block, or freeing one again (a free writes its link). A block whose first bytes lie on a
+ * hidden page reads as zeros there, so it does not look free and such a free is taken: the
+ * page is then resident when refill comes to it, and its blocks are not handed out again
+ * (one may be in use by then: linking it would hand it out twice). A hidden block whose first
+ * bytes lie on a page still resident has them zeroed when it is hidden, and is checked the
+ * same way, by those bytes. Either way the slab is pinned and the write reported.
+ *
+ * Longer slabs (classes above 16 KiB) give back the whole pages inside each free block past its
+ * link, as the blocks are larger than a page: they stay on the lists.
+ */
+#include "malloc/slab.h"
+
+#include "os.h"
+#include "vmstat/vmstat.h"
+
+_Static_assert(NP_SLAB_ALIGN_PAGES <= 32, "hidden has a bit per page of a one-step slab");
+
+/* The blocks of s that cover page p (first <= last), or false when none does. */
+static bool blocks_of_page(const struct np_slab *s, unsigned p, uint32_t *first, uint32_t *last)
+{
+	uint64_t lo = ((uint64_t)p << NP_PAGE_SHIFT) / s->block;
+	uint64_t hi = (((uint64_t)(p + 1) << NP_PAGE_SHIFT) - 1) / s->block;
+	if (lo >= s->capacity)
+		return false;
+	*first = (uint32_t)lo;
+	*last = (uint32_t)(hi < s->capacity ? hi : s->capacity - 1U);
+	return true;
+}
+
+NP_INLINE bool bit(const uint64_t *bits, uint64_t i)
+{
+	return (bits[i >> 6] >> (i & 63)) & 1;
+}
+
+uint32_t np_slab_mark_hidden(const struct np_slab *s, uint64_t *bits)
+{
+	uint32_t n = 0;
+	for (uint32_t h = s->hidden; h; h &= h - 1) {
+		uint32_t first, last;
+		if (!blocks_of_page(s, (unsigned)__builtin_ctz(h), &first, &last))
+			continue;
+		for (uint32_t i = first; i <= last; i++)
+			if (!bit(bits, i)) {
+				bits[i >> 6] |= 1ULL << (i & 63);
+				n++;
+			}
+	}
+	return n;
+}
+
+/* Gives back the whole pages in [lo, hi): 0 when there are none or madvise refused. */
+static size_t purge_inside(uintptr_t lo, uintptr_t hi)
+{
+	lo = (lo + NP_PAGE_SIZE - 1) & ~(uintptr_t)(NP_PAGE_SIZE - 1);
+	hi &= ~(uintptr_t)(NP_PAGE_SIZE - 1);
+	if (hi <= lo || np_os_purge((void *)lo, hi - lo) != 0)
+		return 0;
+	return (hi - lo) >> NP_PAGE_SHIFT;
+}
+
+/* A one-step slab's pages that only free blocks cover, given back and hidden (see the top of
+ * this file). The pages of never-used blocks are left to the caller. Returns the pages. */
+static size_t hide_free_pages(struct np_slab *s)
+{
+	uint64_t bits[NP_SLAB_ALIGN / 16 / 64] = {0}; /* a bit per free block: capacity <= a step / 16 */
+	np_assert(s->capacity <= sizeof bits * 8);
+	uint32_t walked = 0;
+	for (uintptr_t x = s->free; x; walked++) {
+		uint64_t i = np_slab_index(s, x);
+		uint64_t link = np_slab_link(s, x);
+		/* A bad link, a block twice or on a hidden page (a double free): left as it is, for
+		 * the pops to cut or the release to report. */
+		if (walked >= s->capacity || link > s->end || bit(bits, i) || (np_slab_block_pages(s, i) & s->hidden))
+			return 0;
+		bits[i >> 6] |= 1ULL << (i & 63);
+		x = link < s->end ? np_slab_block(s, link) : 0;
+	}
+	np_slab_mark_hidden(s, bits); /* free too */
+	uint32_t handed = (uint32_t)(s->capacity - s->reserved); /* blocks below this one were handed out */
+	uint32_t want = 0;
+	for (unsigned p = 0; p < NP_SLAB_ALIGN_PAGES; p++) {
+		uint32_t first, last;
+		if ((s->hidden >> p) & 1 || !blocks_of_page(s, p, &first, &last) || last >= handed)
+			continue;
+		uint32_t i = first;
+		while (i <= last && bit(bits, i))
+			i++;
+		if (i > last)
+			want |= 1U << p;
+	}
+	/* Runs of pages in one madvise each; a run it refuses stays as it is. */
+	for (uint32_t w = want; w;) {
+		unsigned a = (unsigned)__builtin_ctz(w), b = a;
+		while (b + 1 < NP_SLAB_ALIGN_PAGES && ((w >> (b + 1)) & 1))
+			b++;
+		uint32_t run = (uint32_t)((2ULL << b) - (1ULL << a));
+		if (np_os_purge((void *)(s->start + ((uintptr_t)a << NP_PAGE_SHIFT)), (size_t)(b - a + 1) << NP_PAGE_SHIFT))
+			want &= ~run;
+		w &= ~run;
+	}
+	if (!want)
+		return 0;
+	uint32_t was = s->hidden;
+	s->hidden |= want;
+	/* free again from the bits, in address order, without what is hidden now: the links on
+	 * the pages given back read as zeros. */
+	uint32_t head = s->end;
+	for (uint32_t i = handed; i-- > 0;) {
+		if (!bit(bits, i))
+			continue;
+		uintptr_t b = np_slab_block(s, i);
+		uint32_t pages = np_slab_block_pages(s, i);
+		if (pages & s->hidden) {
+			/* First bytes on a page that stays: zeroed, as a hidden page's read. */
+			if (!(pages & was) && !((s->hidden >> ((b - s->start) >> NP_PAGE_SHIFT)) & 1))
+				np_slab_clear_block(b);
+			continue;
+		}
+		np_slab_set_link(s, b, head);
+		head = i;
+	}
+	s->free = head < s->end ? np_slab_block(s, head) : 0;
+	s->free_i = (uint16_t)head;
+	return (size_t)__builtin_popcount(want);
+}
+
+/* The lists' state as np_slab_purge_free compares it (never 0: a slab never purged). */
+static uint32_t lists_digest(const struct np_slab *s)
+{
+	uint64_t x = (uint64_t)s->free ^ ((uint64_t)s->used << 16) ^ s->reserved ^ ((uint64_t)s->hidden << 40);
+	return (uint32_t)((x * 0x9e3779b97f4a7c15ULL) >> 32) | 1;
+}
+
+size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
+{
+	/* Longer slabs are of classes above 16 KiB: their blocks hold whole pages past the link. */
+	bool one_step = np_class_slab_bytes(s->cls) == NP_SLAB_ALIGN;
+	if (s->used >= NP_SLAB_PINNED)
+		return 0;
+	np_slab_collect(s);
+	if (lists_digest(s) == s->purged)
+		return 0;
+	size_t pages = 0;
+	if (one_step) {
+		pages += hide_free_pages(s);
+	} else {
+		uint32_t walked = 0;
+		for (uintptr_t x = s->free; x && walked < s->capacity; walked++) {
+			uint64_t link = np_slab_link(s, x);
+			if (link > s->end)
+				break; /* corrupt: left for the malloc that reaches it to report */
+			pages += purge_inside(x + NP_SLAB_LINK_BYTES, x + s->block);
+			x = link < s->end ? np_slab_block(s, link) : 0;
+		}
+	}
+	/* Blocks never handed out hold no link, nor does the run's tail past the last block. */
+	if (s->reserved)
+		pages += purge_inside(np_slab_block(s, (uint64_t)(s->capacity - s->reserved)),
+				      s->start + np_class_slab_bytes(s->cls));
+	/* As the lists are now: a second call with nothing freed in between has nothing to do. */
+	s->purged = lists_digest(s);
+	if (pages)
+		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
+	return pages;
+}
+
+/* The lowest hidden page of s back: its blocks that no other hidden page holds are linked in
+ * front of free, unless a dangling pointer wrote to them since (see the top of this file). */
+static void revive_page(struct np_slab *s)
+{
+	unsigned p = (unsigned)__builtin_ctz(s->hidden);
+	s->hidden &= s->hidden - 1;
+	uintptr_t page = s->start + ((uintptr_t)p << NP_PAGE_SHIFT);
+	uint32_t first, last;
+	if (!blocks_of_page(s, p, &first, &last))
+		return;
+	unsigned char v = 1;
+	if (np_os_resident((const void *)page, NP_PAGE_SIZE, &v) != 0 || (v & 1)) {
+		np_slab_pin_corrupt(s, page, "the blocks on that page, which trim had given back, abandoned");
+		return;
+	}
+	uint32_t head = s->free_i;
+	for (uint32_t i = last + 1; i-- > first;) {
+		if (np_slab_block_pages(s, i) & s->hidden)
+			continue; /* still on another hidden page */
+		uintptr_t b = np_slab_block(s, i);
+		if (b < page && (((const uintptr_t *)b)[0] | ((const uintptr_t *)b)[1])) {
+			np_slab_pin_corrupt(s, b, "that block, which trim had given back, abandoned");
+			continue;
+		}
+		np_slab_set_link(s, b, head);
+		head = i;
+	}
+	s->free = head < s->end ? np_slab_block(s, head) : 0;
+	s->free_i = (uint16_t)head;
+}
+
+void np_slab_revive(struct np_slab *s)
+{
+	while (!s->free && s->hidden)
+		revive_page(s);
+}
