@@ -121,7 +121,7 @@ static void ring_unlink(struct np_thread *th, struct np_slab *s)
 	s->next = s->prev = NULL;
 }
 
-static bool has_free(struct np_slab *s)
+NP_INLINE bool has_free(struct np_slab *s)
 {
 	return s->free || np_slab_refill(s);
 }

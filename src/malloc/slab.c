@@ -119,11 +119,16 @@ void np_slab_pin_corrupt(struct np_slab *s, uintptr_t b, const char *what)
 		s->counted += NP_SLAB_PINNED; /* a pin is no allocation */
 	}
 	np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_freelist_corrupt, 1);
-	if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
-		np_warn("malloc: %s of %u-byte blocks %s at %p (a write to freed memory, or a double free?): %s "
-			"(reported once)",
-			what ? "free blocks" : "a free list", s->block, what ? "were written" : "is corrupt", (void *)b,
-			what ? what : "cut before it, the blocks from there on abandoned");
+	if (__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
+		return;
+	if (what)
+		np_warn("malloc: free %u-byte blocks that trim had given back were used at %p (a use after "
+			"free, or a double free?): %s (reported once)",
+			s->block, (void *)b, what);
+	else
+		np_warn("malloc: a free list of %u-byte blocks is corrupt at %p (a write to freed memory, or a "
+			"double free?): cut before it, the blocks from there on abandoned (reported once)",
+			s->block, (void *)b);
 }
 
 /* A list of s is corrupt at block b, which is cut off with the blocks behind it. */
@@ -195,6 +200,10 @@ bool np_slab_confirm_empty(struct np_slab *s)
 	 * remote list: collect it (more frees than blocks in use then aborts there). */
 	np_slab_collect(s);
 	if (s->used != 0)
+		return false;
+	/* Blocks on pages trim gave back: a second free of one whose first bytes lie there was
+	 * taken, which made used count a block too few; it left the page resident. */
+	if (s->hidden && !np_slab_hidden_intact(s))
 		return false;
 	if (!s->unchecked)
 		return true;
@@ -436,6 +445,8 @@ bool np_slab_holds_free(const struct np_slab *s, uintptr_t b)
 
 bool np_slab_confirm_free(struct np_slab *s, uintptr_t b, const struct np_thread *self)
 {
+	if (np_slab_is_hidden(s, b))
+		return true;
 	if (self && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == self) {
 		np_slab_collect(s);
 		return np_slab_holds_free(s, b);

@@ -126,7 +126,9 @@ struct np_slab {
 	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it, or
 					an odd tag for an orphan its owner's exit or move left
 					(np_slab_exit_tag) */
-	uint32_t purged;             /* digest of the lists when np_slab_purge_free last ran; 0: never */
+	/* When np_slab_purge_free last ran: a digest of the lists (a longer slab), or `reserved`
+	 * + 1 (a one-step slab); 0: never. */
+	uint32_t purged;
 	/* Pages of a one-step slab (bit k: the k-th page of the run) that trim gave back with the
 	 * free blocks on them: a block any of whose bytes lie on one is on no list (its link would
 	 * make the page resident again), and comes back when np_slab_refill revives the page.
@@ -343,9 +345,9 @@ uint32_t np_slab_collect(struct np_slab *s);
  * for a pinned slab and when the count finds a corrupt link (the slab is pinned then). */
 bool np_slab_confirm_empty(struct np_slab *s);
 /* s is pinned (NP_SLAB_PINNED: never given back, its counts no longer trusted),
- * freelist_corrupt counted, and the first time in the process reported: freed blocks were
- * written at b, and `what` says what became of them (NULL: a list is corrupt at b, cut
- * before it). */
+ * freelist_corrupt counted, and the first time in the process reported: free blocks that trim
+ * had given back were used at b, and `what` says what became of them (NULL: a list is corrupt
+ * at b, cut before it). */
 NP_COLD void np_slab_pin_corrupt(struct np_slab *s, uintptr_t b, const char *what);
 /* The pages of s's run that block i covers, as `hidden` bits (one-step slabs only). */
 NP_INLINE uint32_t np_slab_block_pages(const struct np_slab *s, uint64_t i)
@@ -356,12 +358,22 @@ NP_INLINE uint32_t np_slab_block_pages(const struct np_slab *s, uint64_t i)
 /* Sets the bit of every block of s that `hidden` keeps off the lists in bits (a bit per
  * block, by index); returns how many there are. */
 uint32_t np_slab_mark_hidden(const struct np_slab *s, uint64_t *bits);
+/* Block b of s is free on a page trim gave back. Any thread may ask (a relaxed read: the owner
+ * changes `hidden`). */
+NP_INLINE bool np_slab_is_hidden(const struct np_slab *s, uintptr_t b)
+{
+	uint32_t h = __atomic_load_n(&s->hidden, __ATOMIC_RELAXED);
+	return h && (np_slab_block_pages(s, np_slab_index(s, b)) & h);
+}
+/* s's hidden pages are as trim left them, and so are the first bytes of its hidden blocks that
+ * lie on other pages (slab_trim.c). Else a dangling pointer used them (a second free, or a use
+ * after free): s is pinned, that is reported (np_slab_pin_corrupt), and false. */
+bool np_slab_hidden_intact(struct np_slab *s);
 /* Adds up to a page worth of never-used blocks to free. */
 void np_slab_extend(struct np_slab *s);
 /* free is empty: the lowest pages trim gave back (`hidden`) are taken back until one has
- * blocks to link into free. A hidden page that became resident since trim gave it back was
- * written through a dangling pointer (a double free, or a write after free): its blocks are
- * not handed out again, and the slab is pinned and reported as a corrupt list is
+ * blocks to link into free. Blocks a dangling pointer used since (np_slab_hidden_intact) are
+ * not handed out again, and the slab is pinned and the use reported as a corrupt list is
  * (np_slab_bad_link). */
 NP_NOINLINE void np_slab_revive(struct np_slab *s);
 /* free is empty: the remote frees collected, else the blocks of a page trim gave back, else a
@@ -383,10 +395,10 @@ NP_INLINE bool np_slab_refill(struct np_slab *s)
  * pages_purged: in a one-step slab (classes up to 16 KiB), every page that only free blocks
  * cover, whose blocks leave the lists (`hidden`); in a longer one, the whole pages inside its
  * free blocks past their first NP_SLAB_LINK_BYTES; in both, those of its never-used blocks.
- * Remote frees are collected first. Returns the pages given back; 0 for a pinned slab, for
- * lists that a walk finds odd (a bad link, a block twice: left for the pops to report), and
- * when the lists are as the last call left them (nothing was freed since: a second trim has
- * nothing to give back). */
+ * Remote frees are collected first. Not in chunks advised MADV_HUGEPAGE (slab_trim.c says
+ * why). Returns the pages given back; 0 for a pinned slab, for lists that a walk finds odd (a
+ * bad link, a block twice: left for the pops to report), and when nothing was freed since the
+ * last call (a second trim has nothing to give back). */
 size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st);
 /* Gives the slab's pages back (used must be 0). pcp: the releasing thread's cache or NULL. */
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
@@ -497,9 +509,10 @@ bool np_slab_holds_free(const struct np_slab *s, uintptr_t b);
  * it is followed and each walk bounded by the capacity. True means b was free at some moment
  * during the walk, so a free of it now is a second free; false may miss one that races. */
 bool np_slab_holds_free_racy(const struct np_slab *s, uintptr_t b);
-/* Whether block b of s, which looks free or carries a remote free's mark, is on s's free lists,
- * asked by thread self (NULL: no state): exactly when self owns s (its remote list collected
- * first, into the lists the walk reads), else by the careful racy walk. What free() and the
+/* Whether block b of s, which looks free or carries a remote free's mark, is on s's free lists
+ * or on a page trim gave back (np_slab_is_hidden), asked by thread self (NULL: no state):
+ * exactly when self owns s (its remote list collected first, into the lists the walk reads),
+ * else by the careful racy walk. What free() and the
  * calls that use a block without freeing it (realloc, malloc_usable_size) confirm before
  * reporting a freed block. */
 bool np_slab_confirm_free(struct np_slab *s, uintptr_t b, const struct np_thread *self);

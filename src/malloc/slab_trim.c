@@ -9,13 +9,19 @@
  * page back before it extends into never-used ones: its blocks are linked again, in address
  * order. A block that straddles two pages stays hidden while either is.
  *
- * A hidden page is written by nobody but a dangling pointer: the program writing a freed
- * block, or freeing one again (a free writes its link). A block whose first bytes lie on a
- * hidden page reads as zeros there, so it does not look free and such a free is taken: the
- * page is then resident when refill comes to it, and its blocks are not handed out again
- * (one may be in use by then: linking it would hand it out twice). A hidden block whose first
- * bytes lie on a page still resident has them zeroed when it is hidden, and is checked the
- * same way, by those bytes. Either way the slab is pinned and the write reported.
+ * A hidden page is touched by nobody but a dangling pointer: the program using a freed block,
+ * or freeing one again (a free writes its link). A block whose first bytes lie on a hidden page
+ * reads as zeros there, so it does not look free and a second free of it is taken; the page is
+ * then resident (mincore), and whoever comes to it next finds that: refill does not hand its
+ * blocks out again (one may be in use by then), and a slab whose count says it emptied is not
+ * given back. A hidden block whose first bytes lie on a page that stays resident has them set
+ * to a link to the list's end, so that it looks free: a second free of it goes the slow way,
+ * finds it hidden and is reported as a double free at once; anything else written there is
+ * found as on a hidden page. Either way the slab is pinned (never given back) and the use
+ * reported once.
+ *
+ * Not in chunks advised MADV_HUGEPAGE (NUMAPAGE_THP): the kernel's khugepaged fills a range
+ * around a page given back when it collapses it into a huge page, which would read as a use.
  *
  * Longer slabs (classes above 16 KiB) give back the whole pages inside each free block past its
  * link, as the blocks are larger than a page: they stay on the lists.
@@ -70,10 +76,64 @@ static size_t purge_inside(uintptr_t lo, uintptr_t hi)
 	return (hi - lo) >> NP_PAGE_SHIFT;
 }
 
+/* Hidden block b's first bytes, where they lie on a page that stays resident: a link to the
+ * list's end (b looks free: a second free of it is checked, and finds it hidden), no mark. */
+static void tag_hidden(const struct np_slab *s, uintptr_t b)
+{
+	np_slab_set_link(s, b, s->end);
+	((uintptr_t *)b)[1] = 0;
+}
+
+static bool tagged_hidden(const struct np_slab *s, uintptr_t b)
+{
+	return np_slab_link(s, b) == s->end && ((const uintptr_t *)b)[1] == 0;
+}
+
+/* Hidden page p of s is as trim left it: not resident. A read maps the zero page, which counts
+ * as resident too: a use after free all the same. */
+static bool page_untouched(const struct np_slab *s, unsigned p)
+{
+	unsigned char v = 1;
+	return np_os_resident((const void *)(s->start + ((uintptr_t)p << NP_PAGE_SHIFT)), NP_PAGE_SIZE, &v) == 0 &&
+	       !(v & 1);
+}
+
+#define USED_AFTER_FREE "the blocks there abandoned"
+
+/* The page that holds block b's first bytes. */
+static unsigned head_page(const struct np_slab *s, uintptr_t b)
+{
+	return (unsigned)((b - s->start) >> NP_PAGE_SHIFT);
+}
+
+bool np_slab_hidden_intact(struct np_slab *s)
+{
+	for (uint32_t h = s->hidden; h; h &= h - 1) {
+		unsigned p = (unsigned)__builtin_ctz(h);
+		uint32_t first, last;
+		if (!page_untouched(s, p)) {
+			np_slab_pin_corrupt(s, s->start + ((uintptr_t)p << NP_PAGE_SHIFT), USED_AFTER_FREE);
+			return false;
+		}
+		/* The one block that may reach onto p from a page that is not hidden. */
+		if (!blocks_of_page(s, p, &first, &last))
+			continue;
+		uintptr_t b = np_slab_block(s, first);
+		unsigned hp = head_page(s, b);
+		if (hp != p && !((s->hidden >> hp) & 1) && !tagged_hidden(s, b)) {
+			np_slab_pin_corrupt(s, b, USED_AFTER_FREE);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* A one-step slab's pages that only free blocks cover, given back and hidden (see the top of
  * this file). The pages of never-used blocks are left to the caller. Returns the pages. */
 static size_t hide_free_pages(struct np_slab *s)
 {
+	if (np_chunk_of((const void *)s->start)->thp)
+		return 0;
 	uint64_t bits[NP_SLAB_ALIGN / 16 / 64] = {0}; /* a bit per free block: capacity <= a step / 16 */
 	np_assert(s->capacity <= sizeof bits * 8);
 	uint32_t walked = 0;
@@ -113,7 +173,7 @@ static size_t hide_free_pages(struct np_slab *s)
 	if (!want)
 		return 0;
 	uint32_t was = s->hidden;
-	s->hidden |= want;
+	__atomic_store_n(&s->hidden, was | want, __ATOMIC_RELAXED); /* other threads' double-free checks read it */
 	/* free again from the bits, in address order, without what is hidden now: the links on
 	 * the pages given back read as zeros. */
 	uint32_t head = s->end;
@@ -123,9 +183,8 @@ static size_t hide_free_pages(struct np_slab *s)
 		uintptr_t b = np_slab_block(s, i);
 		uint32_t pages = np_slab_block_pages(s, i);
 		if (pages & s->hidden) {
-			/* First bytes on a page that stays: zeroed, as a hidden page's read. */
 			if (!(pages & was) && !((s->hidden >> ((b - s->start) >> NP_PAGE_SHIFT)) & 1))
-				np_slab_clear_block(b);
+				tag_hidden(s, b); /* first bytes on a page that stays */
 			continue;
 		}
 		np_slab_set_link(s, b, head);
@@ -136,7 +195,8 @@ static size_t hide_free_pages(struct np_slab *s)
 	return (size_t)__builtin_popcount(want);
 }
 
-/* The lists' state as np_slab_purge_free compares it (never 0: a slab never purged). */
+/* The lists' state as np_slab_purge_free compares it for longer slabs (never 0: a slab never
+ * purged). */
 static uint32_t lists_digest(const struct np_slab *s)
 {
 	uint64_t x = (uint64_t)s->free ^ ((uint64_t)s->used << 16) ^ s->reserved ^ ((uint64_t)s->hidden << 40);
@@ -150,7 +210,9 @@ size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
 	if (s->used >= NP_SLAB_PINNED)
 		return 0;
 	np_slab_collect(s);
-	if (lists_digest(s) == s->purged)
+	/* Only for longer slabs, whose purge gives the same pages back again: a one-step slab's
+	 * walk gives back only pages not hidden yet, and lists of the same digest may differ. */
+	if (!one_step && lists_digest(s) == s->purged)
 		return 0;
 	size_t pages = 0;
 	if (one_step) {
@@ -165,39 +227,46 @@ size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
 			x = link < s->end ? np_slab_block(s, link) : 0;
 		}
 	}
-	/* Blocks never handed out hold no link, nor does the run's tail past the last block. */
-	if (s->reserved)
+	/* Blocks never handed out hold no link, nor does the run's tail past the last block. A
+	 * one-step slab gives them back once for each count of them (nothing writes them). */
+	if (s->reserved && (!one_step || s->purged != s->reserved + 1U))
 		pages += purge_inside(np_slab_block(s, (uint64_t)(s->capacity - s->reserved)),
 				      s->start + np_class_slab_bytes(s->cls));
 	/* As the lists are now: a second call with nothing freed in between has nothing to do. */
-	s->purged = lists_digest(s);
+	s->purged = one_step ? s->reserved + 1U : lists_digest(s);
 	if (pages)
 		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
 	return pages;
 }
 
 /* The lowest hidden page of s back: its blocks that no other hidden page holds are linked in
- * front of free, unless a dangling pointer wrote to them since (see the top of this file). */
+ * front of free, unless a dangling pointer used them since (see the top of this file). */
 static void revive_page(struct np_slab *s)
 {
 	unsigned p = (unsigned)__builtin_ctz(s->hidden);
-	s->hidden &= s->hidden - 1;
+	__atomic_store_n(&s->hidden, s->hidden & (s->hidden - 1), __ATOMIC_RELAXED);
 	uintptr_t page = s->start + ((uintptr_t)p << NP_PAGE_SHIFT);
 	uint32_t first, last;
 	if (!blocks_of_page(s, p, &first, &last))
 		return;
-	unsigned char v = 1;
-	if (np_os_resident((const void *)page, NP_PAGE_SIZE, &v) != 0 || (v & 1)) {
-		np_slab_pin_corrupt(s, page, "the blocks on that page, which trim had given back, abandoned");
+	if (!page_untouched(s, p)) {
+		np_slab_pin_corrupt(s, page, USED_AFTER_FREE);
 		return;
 	}
 	uint32_t head = s->free_i;
 	for (uint32_t i = last + 1; i-- > first;) {
-		if (np_slab_block_pages(s, i) & s->hidden)
-			continue; /* still on another hidden page */
 		uintptr_t b = np_slab_block(s, i);
-		if (b < page && (((const uintptr_t *)b)[0] | ((const uintptr_t *)b)[1])) {
-			np_slab_pin_corrupt(s, b, "that block, which trim had given back, abandoned");
+		unsigned hp = head_page(s, b);
+		if (np_slab_block_pages(s, i) & s->hidden) {
+			/* Still on another hidden page: tagged, if its first bytes are on this one. */
+			if (hp == p)
+				tag_hidden(s, b);
+			continue;
+		}
+		/* First bytes on a page that stayed, or that came back before: the tag, else a
+		 * dangling pointer wrote them. */
+		if (hp != p && !tagged_hidden(s, b)) {
+			np_slab_pin_corrupt(s, b, "that block abandoned");
 			continue;
 		}
 		np_slab_set_link(s, b, head);

@@ -94,12 +94,15 @@ static void name_range(void *p, size_t size, int node)
  * khugepaged collapsed the 2 MiB ranges around pages a purge had given back, resident again
  * (the VM tier's trim_purges_free_pages_inside_slabs found 681 and 972 such pages, two and
  * three ranges' worth, in runs where khugepaged's scan met the trim). */
-static void advise_page_size(void *p, size_t size)
+/* True when the range was advised MADV_HUGEPAGE. */
+static bool advise_page_size(void *p, size_t size)
 {
-	if (np_opt_load(thp))
+	if (np_opt_load(thp)) {
 		(void)np_os_hugepage(p, size);
-	else
-		(void)np_os_nohuge(p, size);
+		return true;
+	}
+	(void)np_os_nohuge(p, size);
+	return false;
 }
 
 struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
@@ -113,7 +116,7 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 		*why = NP_CHUNK_NOT_BOUND;
 		return NULL;
 	}
-	advise_page_size(c, NP_CHUNK_SIZE);
+	bool thp = advise_page_size(c, NP_CHUNK_SIZE);
 	c->magic = NP_CHUNK_MAGIC; /* the first write: it faults the fields' page in */
 	char *data = (char *)c + NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
 	if (spilled_elsewhere(&c->magic, data, NP_CHUNK_SIZE - NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE, node, low)) {
@@ -124,6 +127,7 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 	name_range(c, NP_CHUNK_SIZE, node);
 	c->kind = NP_CHUNK_NORMAL;
 	c->node = (uint16_t)node;
+	c->thp = thp;
 	c->size = NP_CHUNK_SIZE;
 	c->data_offset = NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
 	mark(c, NP_CHUNK_SIZE, NP_GRANULE_START);
@@ -197,7 +201,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 			np_os_unmap(c, size);
 			return NULL;
 		}
-		advise_page_size(c, size);
+		(void)advise_page_size(c, size);
 		c->kind = NP_CHUNK_HUGE; /* the first write: it faults the fields' page in */
 		if (spilled_elsewhere(&c->kind, (char *)c, size, node, low)) {
 			np_os_unmap(c, size);

@@ -89,6 +89,7 @@ struct np_chunk {
 			uint8_t user;              /* huge: free for the layer above */
 			uint8_t shard;             /* normal: the pool shard that owns it (pool.h) */
 			uint16_t node;             /* dense node index the memory is bound to */
+			uint8_t thp;               /* normal: advised MADV_HUGEPAGE when mapped (NUMAPAGE_THP) */
 			/* Normal: no page from this index on was handed out since the chunk was
 			 * mapped or since a purge gave back the free run that reached it (0 for a
 			 * fresh chunk), so those pages cost a fault when used. The pool takes long

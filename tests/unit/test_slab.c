@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -636,8 +637,9 @@ static void double_frees_are_found(void **state)
 	assert_false(np_slab_looks_free(s, c));
 }
 
-/* The pages of slab s that only blocks with kept[i] == 0 cover, worked out here by overlap. */
-static uint32_t pages_only_freed_cover(const struct np_slab *s, const uint8_t *kept)
+/* The pages of slab s that only blocks with kept[i] == 0 cover, worked out here by overlap;
+ * with `freed`, only blocks with freed[i] set (the others were never handed out). */
+static uint32_t pages_only_freed_cover(const struct np_slab *s, const uint8_t *kept, const uint8_t *freed)
 {
 	uint32_t pages = 0;
 	for (unsigned p = 0; p < NP_SLAB_ALIGN_PAGES; p++) {
@@ -647,7 +649,7 @@ static uint32_t pages_only_freed_cover(const struct np_slab *s, const uint8_t *k
 			uint64_t a = (uint64_t)i * s->block, b = a + s->block;
 			if (a < hi && b > lo) {
 				any = true;
-				ok = ok && !kept[i];
+				ok = ok && !kept[i] && (!freed || freed[i]);
 			}
 		}
 		if (any && ok)
@@ -688,7 +690,7 @@ static void trim_hides_pages_and_refill_takes_them_back(void **state)
 		for (uint32_t i = 0; i < cap; i++)
 			if (!kept[np_slab_index(s, b[i])])
 				free_local(s, b[i]);
-		uint32_t want = pages_only_freed_cover(s, kept);
+		uint32_t want = pages_only_freed_cover(s, kept, NULL);
 		assert_true(want != 0);
 		size_t pages = np_slab_purge_free(s, st);
 		check(s);
@@ -744,53 +746,226 @@ static void slab_with_hidden_pages_empties(void **state)
 	free(b);
 }
 
-/* A dangling pointer writes to a hidden block: the owner frees a block that trim hid (a
- * double free: its link makes the page resident) and takes it again, or the program writes
- * the first bytes of a hidden block that lie on a page still resident (a 3,072-byte block
- * that starts on a kept block's page). Refill does not hand those blocks out again: the slab
- * is pinned and the write counted as a corrupt list is. */
-static void writes_to_hidden_blocks_are_caught(void **state)
+/* Class cls's slab with every block taken, then all freed but those whose indices keep lists
+ * (ending at UINT32_MAX), and trimmed. */
+static struct np_slab *trimmed_slab(unsigned cls, const uint32_t *keep)
+{
+	struct np_slab *s = np_slab_create(&pcp, cls, OWNER);
+	assert_non_null(s);
+	for (uint32_t i = 0; i < s->capacity; i++)
+		assert_true(take(s) != 0);
+	for (uint32_t i = 0; i < s->capacity; i++) {
+		bool kept = false;
+		for (const uint32_t *k = keep; *k != UINT32_MAX; k++)
+			kept = kept || *k == i;
+		if (!kept)
+			free_local(s, np_slab_block(s, i));
+	}
+	assert_true(np_slab_purge_free(s, st) > 0);
+	check(s);
+	return s;
+}
+
+/* Takes every block s has left (np_slab_check is not asked: a double free broke the counts),
+ * failing on one handed out twice; seen[i] marks block i. */
+static void take_all_once(struct np_slab *s, uint8_t *seen)
+{
+	for (uintptr_t x; (x = take_as(s, false)) != 0;) {
+		uint64_t i = np_slab_index(s, x);
+		assert_false(seen[i]);
+		seen[i] = 1;
+	}
+}
+
+static const uint32_t keep_first[] = {0, UINT32_MAX};
+
+/* A second free of a hidden block. Its first bytes on a hidden page (1 KiB blocks, block 8 on
+ * page 2) read as zeros: it does not look free, the free is taken and the slab's count is a
+ * block short. The write of its link left the page resident: the release that count asks for
+ * is refused, and so is the page's return to the lists when the block was handed out again
+ * (its program wrote zeros, as calloc does). A block whose first bytes lie on a page that stays
+ * (3,072 bytes, block 1 from page 0) looks free, and free's check finds it hidden: reported at
+ * once, by its owner and by any other thread. */
+static void second_free_of_hidden_block_is_caught(void **state)
 {
 	(void)state;
-	for (int straddle = 0; straddle < 2; straddle++) {
-		struct np_slab *s = np_slab_create(&pcp, straddle ? 25 : 19, OWNER);
-		uint32_t cap = s->capacity;
-		uintptr_t *b = calloc(cap, sizeof *b);
-		uint8_t *seen = calloc(cap, 1);
-		for (uint32_t i = 0; i < cap; i++)
-			b[i] = take(s);
-		/* Block 0 kept: with 3,072 bytes, block 1 starts on page 0 and reaches page 1. */
-		for (uint32_t i = 0; i < cap; i++)
-			if (np_slab_index(s, b[i]) != 0)
-				free_local(s, b[i]);
-		assert_true(np_slab_purge_free(s, st) > 0);
-		uintptr_t victim = np_slab_block(s, straddle ? 1 : 8);
-		assert_true(np_slab_block_pages(s, straddle ? 1 : 8) & s->hidden);
-		assert_false(np_slab_looks_free(s, victim)); /* reads as zeros: a free of it is taken */
+	for (int handed_again = 0; handed_again < 2; handed_again++) {
+		struct np_slab *s = trimmed_slab(19, keep_first);
+		uintptr_t victim = np_slab_block(s, 8);
+		assert_true(np_slab_is_hidden(s, victim));
+		assert_false(np_slab_looks_free(s, victim));
 		uint64_t before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt);
-		if (straddle) {
-			memset((void *)victim, 0x77, 16); /* a write after free */
+		np_slab_push_free(s, victim, 8); /* the second free, as the owner's fast path takes it */
+		s->used--;
+		if (!handed_again) {
+			assert_int_equal(s->used, 0); /* block 0 is in use: the count says none */
+			assert_false(np_slab_confirm_empty(s));
 		} else {
-			/* The double free, and the block handed out again: the counts are the program's
-			 * to break now, so np_slab_check is not asked until the slab is pinned. */
-			np_slab_push_free(s, victim, 8);
-			s->used--;
+			uint8_t *seen = calloc(s->capacity, 1);
 			assert_int_equal(take_as(s, false), victim);
 			seen[8] = 1;
-			memset((void *)victim, 0, 16); /* its program stores zeros there */
+			memset((void *)victim, 0, s->block);
+			take_all_once(s, seen);
+			free(seen);
 		}
-		for (uintptr_t x; (x = take_as(s, false)) != 0;) {
-			uint64_t i = np_slab_index(s, x);
-			assert_false(seen[i]);
-			seen[i] = 1;
-		}
-		assert_true(straddle ? !seen[1] : seen[8]);
+		assert_true(s->used >= NP_SLAB_PINNED);
+		assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt), before + 1);
+		check(s);
+	}
+	struct np_slab *s = trimmed_slab(25, keep_first);
+	uintptr_t victim = np_slab_block(s, 1);
+	assert_true(np_slab_is_hidden(s, victim));
+	assert_true(np_slab_looks_free(s, victim));
+	assert_true(np_slab_confirm_free(s, victim, OWNER));
+	assert_true(np_slab_confirm_free(s, victim, OTHER));
+	assert_false(np_slab_confirm_free(s, np_slab_block(s, 0), OTHER)); /* the kept one */
+}
+
+/* A use after free of a hidden block: a write to the first bytes of a 3,072-byte block that lie
+ * on a page that stays, and a read of a 1 KiB block on a hidden page (which maps the zero page:
+ * resident too). Refill does not hand those blocks out again: the slab is pinned and the use
+ * counted as a corrupt list is. */
+static void use_after_free_of_hidden_block_is_caught(void **state)
+{
+	(void)state;
+	for (int read = 0; read < 2; read++) {
+		struct np_slab *s = trimmed_slab(read ? 19 : 25, keep_first);
+		uint32_t victim = read ? 8 : 1;
+		uint64_t before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt);
+		if (read)
+			assert_int_equal(*(volatile uint8_t *)np_slab_block(s, victim), 0);
+		else
+			memset((void *)np_slab_block(s, victim), 0x77, 16);
+		uint8_t *seen = calloc(s->capacity, 1);
+		take_all_once(s, seen);
+		assert_false(seen[victim]);
 		assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_freelist_corrupt), before + 1);
 		assert_true(s->used >= NP_SLAB_PINNED);
 		check(s);
-		free(b);
 		free(seen);
 	}
+}
+
+/* A second trim gives back a page freed since the first, though the lists' head, the count in
+ * use and the hidden pages are as the first left them (2 KiB blocks, two to a page: 10 and 14
+ * kept, then 11 and 15 taken again, 10 and 11 freed). */
+static void second_trim_finds_pages_freed_since(void **state)
+{
+	(void)state;
+	static const uint32_t keep[] = {10, 14, UINT32_MAX};
+	struct np_slab *s = trimmed_slab(23, keep);
+	uintptr_t head = s->free;
+	uint32_t used = s->used, hidden = s->hidden;
+	assert_int_equal(take(s), np_slab_block(s, 11));
+	assert_int_equal(take(s), np_slab_block(s, 15));
+	free_local(s, np_slab_block(s, 10));
+	free_local(s, np_slab_block(s, 11));
+	assert_int_equal(s->free, head);
+	assert_int_equal(s->used, used);
+	assert_int_equal(np_slab_purge_free(s, st), 1);
+	assert_int_equal(s->hidden, hidden | 1U << 5);
+	check(s);
+}
+
+/* Random takes, local and remote frees and trims on a slab of every one-step class, with a
+ * fixed seed: no block is handed out twice, a block in use keeps its bytes, and after each
+ * trim exactly the pages that only free blocks cover (of those handed out at least once) are
+ * hidden. */
+static void random_trims_keep_every_block_once(void **state)
+{
+	(void)state;
+	uint64_t r = 0x9e3779b97f4a7c15ULL;
+	uint64_t hidden_seen = 0, revived = 0;
+	for (unsigned c = 0; c < NP_NCLASSES; c++) {
+		if (np_class_slab_bytes(c) != NP_SLAB_ALIGN)
+			continue;
+		for (int round = 0; round < 3; round++) {
+			struct np_slab *s = np_slab_create(&pcp, c, OWNER);
+			assert_non_null(s);
+			uint32_t cap = s->capacity, nlive = 0;
+			uint8_t *live = calloc(cap, 1);
+			for (int step = 0; step < 2000; step++) {
+				r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+				unsigned op = (unsigned)(r % 100);
+				uint8_t fill;
+				if (op < 45) {
+					uint32_t h = s->hidden;
+					uintptr_t x = take_as(s, false);
+					revived += h != s->hidden;
+					if (!x) {
+						assert_int_equal(nlive, cap);
+						continue;
+					}
+					uint64_t i = np_slab_index(s, x);
+					if (live[i])
+						fail_msg("class %u: block %llu handed out twice", c, (unsigned long long)i);
+					live[i] = 1;
+					nlive++;
+					memset((void *)x, (uint8_t)(i | 1), s->block);
+				} else if (op < 90 && nlive) {
+					uint32_t i = (uint32_t)((r >> 20) % cap);
+					while (!live[i])
+						i = (i + 1) % cap;
+					uintptr_t x = np_slab_block(s, i);
+					fill = (uint8_t)(i | 1);
+					for (uint32_t k = 0; k < s->block; k += 61)
+						if (((const uint8_t *)x)[k] != fill)
+							fail_msg("class %u: block %u in use changed at byte %u", c, i, k);
+					live[i] = 0;
+					nlive--;
+					if ((r >> 40) % 4 == 0)
+						free_remote(s, x);
+					else
+						free_local(s, x);
+				} else {
+					np_slab_purge_free(s, st);
+					check(s);
+					uint8_t *freed = calloc(cap + 1, 1);
+					for (uint32_t i = 0; i < cap; i++)
+						freed[i] = !live[i] && i < (uint32_t)(s->capacity - s->reserved);
+					assert_int_equal(s->hidden, pages_only_freed_cover(s, live, freed));
+					hidden_seen += (uint64_t)__builtin_popcount(s->hidden);
+					free(freed);
+				}
+			}
+			for (uint32_t i = 0; i < cap; i++)
+				if (live[i])
+					free_local(s, np_slab_block(s, i));
+			np_slab_collect(s); /* the remote frees */
+			assert_int_equal(s->used, 0);
+			s->unchecked = 1;
+			assert_true(np_slab_confirm_empty(s));
+			np_slab_release(s, &pcp);
+			free(live);
+		}
+	}
+	/* The trims hid pages, and the takes brought them back. */
+	print_message("hidden pages seen after trims: %llu; takes that revived: %llu\n",
+		      (unsigned long long)hidden_seen, (unsigned long long)revived);
+	assert_true(hidden_seen >= 1000 && revived >= 100);
+}
+
+/* madvise refused: nothing is hidden and the lists stay whole; the next trim gives the pages
+ * back. */
+static void refused_purge_hides_nothing(void **state)
+{
+	(void)state;
+	struct np_slab *s = np_slab_create(&pcp, 19, OWNER);
+	uint32_t cap = s->capacity;
+	for (uint32_t i = 0; i < cap; i++)
+		assert_true(take(s) != 0);
+	for (uint32_t i = 1; i < cap; i++)
+		free_local(s, np_slab_block(s, i));
+	np_fake_os_fail_purge(-EINVAL);
+	assert_int_equal(np_slab_purge_free(s, st), 0);
+	assert_int_equal(s->hidden, 0);
+	check(s);
+	np_fake_os_fail_purge(0);
+	assert_int_equal(np_slab_purge_free(s, st), NP_SLAB_ALIGN_PAGES - 1); /* all but block 0's */
+	uint32_t n = 0;
+	while (take(s))
+		n++;
+	assert_int_equal(n, cap - 1);
 }
 
 static void links_are_not_plain_addresses(void **state)
@@ -827,7 +1002,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(links_are_not_plain_addresses, setup, teardown),
 		cmocka_unit_test_setup_teardown(trim_hides_pages_and_refill_takes_them_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(slab_with_hidden_pages_empties, setup, teardown),
-		cmocka_unit_test_setup_teardown(writes_to_hidden_blocks_are_caught, setup, teardown),
+		cmocka_unit_test_setup_teardown(second_free_of_hidden_block_is_caught, setup, teardown),
+		cmocka_unit_test_setup_teardown(use_after_free_of_hidden_block_is_caught, setup, teardown),
+		cmocka_unit_test_setup_teardown(second_trim_finds_pages_freed_since, setup, teardown),
+		cmocka_unit_test_setup_teardown(random_trims_keep_every_block_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_purge_hides_nothing, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
