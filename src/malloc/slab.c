@@ -122,8 +122,8 @@ void np_slab_pin_corrupt(struct np_slab *s, uintptr_t b, const char *what)
 	if (__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
 		return;
 	if (what)
-		np_warn("malloc: free %u-byte blocks that trim had given back were used at %p (a use after "
-			"free, or a double free?): %s (reported once)",
+		np_warn("malloc: free %u-byte blocks that trim had given back were written at %p (a write "
+			"after free, or a double free?): %s (reported once)",
 			s->block, (void *)b, what);
 	else
 		np_warn("malloc: a free list of %u-byte blocks is corrupt at %p (a write to freed memory, or a "
@@ -202,7 +202,7 @@ bool np_slab_confirm_empty(struct np_slab *s)
 	if (s->used != 0)
 		return false;
 	/* Blocks on pages trim gave back: a second free of one whose first bytes lie there was
-	 * taken, which made used count a block too few; it left the page resident. */
+	 * taken, which made used count a block too few; it wrote its link on the page. */
 	if (s->hidden && !np_slab_hidden_intact(s))
 		return false;
 	if (!s->unchecked)

@@ -126,8 +126,8 @@ struct np_slab {
 	struct np_thread *floater;   /* relaxed atomic: the owner that last let go of it, or
 					an odd tag for an orphan its owner's exit or move left
 					(np_slab_exit_tag) */
-	/* When np_slab_purge_free last ran: a digest of the lists (a longer slab), or `reserved`
-	 * + 1 (a one-step slab); 0: never. */
+	/* np_slab_purge_free ran: a digest of the lists as it left them (a slab that does not
+	 * hide pages), else 1; 0: never. */
 	uint32_t purged;
 	/* Pages of a one-step slab (bit k: the k-th page of the run) that trim gave back with the
 	 * free blocks on them: a block any of whose bytes lie on one is on no list (its link would
@@ -365,9 +365,10 @@ NP_INLINE bool np_slab_is_hidden(const struct np_slab *s, uintptr_t b)
 	uint32_t h = __atomic_load_n(&s->hidden, __ATOMIC_RELAXED);
 	return h && (np_slab_block_pages(s, np_slab_index(s, b)) & h);
 }
-/* s's hidden pages are as trim left them, and so are the first bytes of its hidden blocks that
- * lie on other pages (slab_trim.c). Else a dangling pointer used them (a second free, or a use
- * after free): s is pinned, that is reported (np_slab_pin_corrupt), and false. */
+/* s's hidden pages read as trim left them (zeros), and so do the first bytes of its hidden
+ * blocks that lie on other pages (slab_trim.c). Else a dangling pointer wrote them (a second
+ * free, or a write after free): s is pinned, that is reported (np_slab_pin_corrupt), and
+ * false. */
 bool np_slab_hidden_intact(struct np_slab *s);
 /* Adds up to a page worth of never-used blocks to free. */
 void np_slab_extend(struct np_slab *s);

@@ -9,19 +9,23 @@
  * page back before it extends into never-used ones: its blocks are linked again, in address
  * order. A block that straddles two pages stays hidden while either is.
  *
- * A hidden page is touched by nobody but a dangling pointer: the program using a freed block,
- * or freeing one again (a free writes its link). A block whose first bytes lie on a hidden page
- * reads as zeros there, so it does not look free and a second free of it is taken; the page is
- * then resident (mincore), and whoever comes to it next finds that: refill does not hand its
- * blocks out again (one may be in use by then), and a slab whose count says it emptied is not
- * given back. A hidden block whose first bytes lie on a page that stays resident has them set
- * to a link to the list's end, so that it looks free: a second free of it goes the slow way,
- * finds it hidden and is reported as a double free at once; anything else written there is
- * found as on a hidden page. Either way the slab is pinned (never given back) and the use
- * reported once.
+ * A hidden page is written by nobody but a dangling pointer: the program writing a freed block,
+ * or freeing one again (a free writes its link). So it reads as zeros until then, whether or not
+ * it is resident (a read maps the zero page; mlock, a debugger or a core dump fill it; a page
+ * written and swapped out is not resident): what it reads is what is checked. A block whose
+ * first bytes lie on a hidden page reads as zeros there, so it does not look free and a second
+ * free of it is taken; its link is then on the page, and whoever comes to the page next finds
+ * it: refill does not hand its blocks out again (one may be in use by then), and a slab whose
+ * count says it emptied is not given back. (A block handed out again after such a free, whose
+ * program then wrote only zeros there, is not found.) A hidden block whose first bytes lie on a
+ * page that is not hidden has them set to a link to the list's end, so that it looks free: a
+ * second free of it goes the slow way, finds it hidden and is reported as a double free at
+ * once; anything else written there is found as on a hidden page. Either way the slab is pinned
+ * (never given back) and the write reported once.
  *
- * Not in chunks advised MADV_HUGEPAGE (NUMAPAGE_THP): the kernel's khugepaged fills a range
- * around a page given back when it collapses it into a huge page, which would read as a use.
+ * Not in chunks advised MADV_HUGEPAGE (NUMAPAGE_THP): khugepaged fills the pages given back
+ * again when it collapses their range into a huge page, so giving them back buys nothing there;
+ * those slabs give back what longer slabs do.
  *
  * Longer slabs (classes above 16 KiB) give back the whole pages inside each free block past its
  * link, as the blocks are larger than a page: they stay on the lists.
@@ -89,16 +93,33 @@ static bool tagged_hidden(const struct np_slab *s, uintptr_t b)
 	return np_slab_link(s, b) == s->end && ((const uintptr_t *)b)[1] == 0;
 }
 
-/* Hidden page p of s is as trim left it: not resident. A read maps the zero page, which counts
- * as resident too: a use after free all the same. */
+/* Hidden page p of s is as trim left it: it reads as zeros. Whether it is resident says
+ * nothing: a read maps the zero page, and mlock, a debugger's read or a core dump fill it; a
+ * page written and then swapped out is not resident. Only a write changes what it reads, and
+ * nothing writes there but a dangling pointer (a second free writes a link). */
 static bool page_untouched(const struct np_slab *s, unsigned p)
 {
-	unsigned char v = 1;
-	return np_os_resident((const void *)(s->start + ((uintptr_t)p << NP_PAGE_SHIFT)), NP_PAGE_SIZE, &v) == 0 &&
-	       !(v & 1);
+	const uint64_t *w = (const uint64_t *)(s->start + ((uintptr_t)p << NP_PAGE_SHIFT));
+	uint64_t any = 0;
+	for (size_t k = 0; k < NP_PAGE_SIZE / sizeof *w; k++)
+		any |= w[k];
+	return any == 0;
 }
 
-#define USED_AFTER_FREE "the blocks there abandoned"
+/* page_untouched, read only where it is resident already (or mincore cannot say): reading a
+ * page given back faults it in, and a slab whose pages are being looked at is about to be given
+ * back whole. (A second free's link on a page since swapped out is not found here; refill,
+ * which reads the page, finds it.) */
+static bool page_untouched_resident(const struct np_slab *s, unsigned p)
+{
+	unsigned char v = 1;
+	if (np_os_resident((const void *)(s->start + ((uintptr_t)p << NP_PAGE_SHIFT)), NP_PAGE_SIZE, &v) == 0 &&
+	    !(v & 1))
+		return true;
+	return page_untouched(s, p);
+}
+
+#define WRITTEN "the blocks there abandoned"
 
 /* The page that holds block b's first bytes. */
 static unsigned head_page(const struct np_slab *s, uintptr_t b)
@@ -111,8 +132,8 @@ bool np_slab_hidden_intact(struct np_slab *s)
 	for (uint32_t h = s->hidden; h; h &= h - 1) {
 		unsigned p = (unsigned)__builtin_ctz(h);
 		uint32_t first, last;
-		if (!page_untouched(s, p)) {
-			np_slab_pin_corrupt(s, s->start + ((uintptr_t)p << NP_PAGE_SHIFT), USED_AFTER_FREE);
+		if (!page_untouched_resident(s, p)) {
+			np_slab_pin_corrupt(s, s->start + ((uintptr_t)p << NP_PAGE_SHIFT), WRITTEN);
 			return false;
 		}
 		/* The one block that may reach onto p from a page that is not hidden. */
@@ -121,7 +142,7 @@ bool np_slab_hidden_intact(struct np_slab *s)
 		uintptr_t b = np_slab_block(s, first);
 		unsigned hp = head_page(s, b);
 		if (hp != p && !((s->hidden >> hp) & 1) && !tagged_hidden(s, b)) {
-			np_slab_pin_corrupt(s, b, USED_AFTER_FREE);
+			np_slab_pin_corrupt(s, b, WRITTEN);
 			return false;
 		}
 	}
@@ -132,8 +153,6 @@ bool np_slab_hidden_intact(struct np_slab *s)
  * this file). The pages of never-used blocks are left to the caller. Returns the pages. */
 static size_t hide_free_pages(struct np_slab *s)
 {
-	if (np_chunk_of((const void *)s->start)->thp)
-		return 0;
 	uint64_t bits[NP_SLAB_ALIGN / 16 / 64] = {0}; /* a bit per free block: capacity <= a step / 16 */
 	np_assert(s->capacity <= sizeof bits * 8);
 	uint32_t walked = 0;
@@ -160,14 +179,18 @@ static size_t hide_free_pages(struct np_slab *s)
 		if (i > last)
 			want |= 1U << p;
 	}
-	/* Runs of pages in one madvise each; a run it refuses stays as it is. */
+	/* Runs of pages in one madvise each. A refused run may have been given back in part (the
+	 * kernel goes through it mapping by mapping, and stops at one it refuses, mlocked say):
+	 * then each page of it again, and those refused stay as they are. */
 	for (uint32_t w = want; w;) {
 		unsigned a = (unsigned)__builtin_ctz(w), b = a;
 		while (b + 1 < NP_SLAB_ALIGN_PAGES && ((w >> (b + 1)) & 1))
 			b++;
 		uint32_t run = (uint32_t)((2ULL << b) - (1ULL << a));
 		if (np_os_purge((void *)(s->start + ((uintptr_t)a << NP_PAGE_SHIFT)), (size_t)(b - a + 1) << NP_PAGE_SHIFT))
-			want &= ~run;
+			for (unsigned p = a; p <= b; p++)
+				if (np_os_purge((void *)(s->start + ((uintptr_t)p << NP_PAGE_SHIFT)), NP_PAGE_SIZE))
+					want &= ~(1U << p);
 		w &= ~run;
 	}
 	if (!want)
@@ -205,17 +228,19 @@ static uint32_t lists_digest(const struct np_slab *s)
 
 size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
 {
-	/* Longer slabs are of classes above 16 KiB: their blocks hold whole pages past the link. */
-	bool one_step = np_class_slab_bytes(s->cls) == NP_SLAB_ALIGN;
-	if (s->used >= NP_SLAB_PINNED)
+	/* One-step slabs hide pages (but in chunks advised MADV_HUGEPAGE: see the top); longer
+	 * ones, and one-step ones there, give back the pages inside blocks past the link. */
+	bool hide = np_class_slab_bytes(s->cls) == NP_SLAB_ALIGN && !np_chunk_of((const void *)s->start)->thp;
+	if (s->used >= NP_SLAB_PINNED || (!hide && s->block <= NP_PAGE_SIZE + NP_SLAB_LINK_BYTES))
 		return 0;
 	np_slab_collect(s);
-	/* Only for longer slabs, whose purge gives the same pages back again: a one-step slab's
-	 * walk gives back only pages not hidden yet, and lists of the same digest may differ. */
-	if (!one_step && lists_digest(s) == s->purged)
+	/* The digest lets a longer slab's purge, which gives the same pages back again, skip lists
+	 * that look unchanged (lists of one digest may still differ); a one-step slab's walk gives
+	 * back only pages not hidden yet. */
+	if (!hide && lists_digest(s) == s->purged)
 		return 0;
 	size_t pages = 0;
-	if (one_step) {
+	if (hide) {
 		pages += hide_free_pages(s);
 	} else {
 		uint32_t walked = 0;
@@ -227,13 +252,12 @@ size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
 			x = link < s->end ? np_slab_block(s, link) : 0;
 		}
 	}
-	/* Blocks never handed out hold no link, nor does the run's tail past the last block. A
-	 * one-step slab gives them back once for each count of them (nothing writes them). */
-	if (s->reserved && (!one_step || s->purged != s->reserved + 1U))
+	/* Blocks never handed out hold no link, nor does the run's tail past the last block. What
+	 * a one-step slab has never handed out is written by nothing later: given back once. */
+	if (s->reserved && (!hide || !s->purged))
 		pages += purge_inside(np_slab_block(s, (uint64_t)(s->capacity - s->reserved)),
 				      s->start + np_class_slab_bytes(s->cls));
-	/* As the lists are now: a second call with nothing freed in between has nothing to do. */
-	s->purged = one_step ? s->reserved + 1U : lists_digest(s);
+	s->purged = hide ? 1 : lists_digest(s);
 	if (pages)
 		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pages_purged, (long)pages);
 	return pages;
@@ -250,7 +274,7 @@ static void revive_page(struct np_slab *s)
 	if (!blocks_of_page(s, p, &first, &last))
 		return;
 	if (!page_untouched(s, p)) {
-		np_slab_pin_corrupt(s, page, USED_AFTER_FREE);
+		np_slab_pin_corrupt(s, page, WRITTEN);
 		return;
 	}
 	uint32_t head = s->free_i;

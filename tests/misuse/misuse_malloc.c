@@ -374,6 +374,37 @@ int main(int argc, char **argv)
 		char *p = live_block(48);
 		M_FREE(p);
 		printf("%zu\n", M_USABLE(launder(p)));
+	} else if (!strcmp(c, "double_free_after_trim") || !strcmp(c, "realloc_freed_after_trim")) {
+		/* A slab of 112-byte blocks, all freed but one on its first page, then trimmed: the
+		 * page after it holds only free blocks and goes back to the kernel, and the block
+		 * that reaches into it from the first page, whose first bytes stay resident, is
+		 * used again. */
+		enum { N = 1400 };
+		static char *b[N];
+		for (int i = 0; i < N; i++)
+			b[i] = live_block(112);
+		uintptr_t slab = (uintptr_t)b[0] & ~(uintptr_t)(128 * 1024 - 1);
+		char *kept = NULL, *victim = NULL;
+		for (int i = 0; i < N; i++) {
+			uintptr_t a = (uintptr_t)b[i];
+			if (!kept && a >= slab && a + 112 <= slab + 4096) {
+				kept = b[i];
+				continue;
+			}
+			if (a > slab && a < slab + 4096 && a + 112 > slab + 4096)
+				victim = b[i];
+			M_FREE(b[i]);
+		}
+		unsigned char resident = 1;
+		numa_page_trim();
+		if (!kept || !victim || mincore((void *)(slab + 4096), 4096, &resident) != 0 || (resident & 1)) {
+			fprintf(stderr, "setup: no block reaching into a page trim gave back\n");
+			exit(3);
+		}
+		if (c[0] == 'd')
+			M_FREE(launder(victim));
+		else
+			printf("%p\n", M_REALLOC(launder(victim), 200));
 	} else if (!strcmp(c, "realloc_stack_zero")) {
 		char buf[64];
 		memset(buf, 1, sizeof buf);
