@@ -24,8 +24,9 @@
  * (never given back) and the write reported once.
  *
  * Not in chunks advised MADV_HUGEPAGE (NUMAPAGE_THP): khugepaged fills the pages given back
- * again when it collapses their range into a huge page, so giving them back buys nothing there;
- * those slabs give back what longer slabs do.
+ * again when it collapses their range into a huge page, so giving them back buys little there;
+ * those slabs give back what they did before pages were hidden (the inside of free blocks over
+ * a page, and for those classes the never-used tail).
  *
  * Longer slabs (classes above 16 KiB) give back the whole pages inside each free block past its
  * link, as the blocks are larger than a page: they stay on the lists.
