@@ -50,6 +50,18 @@ static bool blocks_of_page(const struct np_slab *s, unsigned p, uint32_t *first,
 	return true;
 }
 
+/* The address of page p of s's run. */
+static uintptr_t page_at(const struct np_slab *s, unsigned p)
+{
+	return s->start + ((uintptr_t)p << NP_PAGE_SHIFT);
+}
+
+/* The page of s's run that holds block b's first bytes. */
+static unsigned head_page(const struct np_slab *s, uintptr_t b)
+{
+	return (unsigned)((b - s->start) >> NP_PAGE_SHIFT);
+}
+
 NP_INLINE bool bit(const uint64_t *bits, uint64_t i)
 {
 	return (bits[i >> 6] >> (i & 63)) & 1;
@@ -100,7 +112,7 @@ static bool tagged_hidden(const struct np_slab *s, uintptr_t b)
  * nothing writes there but a dangling pointer (a second free writes a link). */
 static bool page_untouched(const struct np_slab *s, unsigned p)
 {
-	const uint64_t *w = (const uint64_t *)(s->start + ((uintptr_t)p << NP_PAGE_SHIFT));
+	const uint64_t *w = (const uint64_t *)page_at(s, p);
 	uint64_t any = 0;
 	for (size_t k = 0; k < NP_PAGE_SIZE / sizeof *w; k++)
 		any |= w[k];
@@ -114,7 +126,7 @@ static bool page_untouched(const struct np_slab *s, unsigned p)
 static bool page_untouched_resident(const struct np_slab *s, unsigned p)
 {
 	unsigned char v = 1;
-	if (np_os_resident((const void *)(s->start + ((uintptr_t)p << NP_PAGE_SHIFT)), NP_PAGE_SIZE, &v) == 0 &&
+	if (np_os_resident((const void *)page_at(s, p), NP_PAGE_SIZE, &v) == 0 &&
 	    !(v & 1))
 		return true;
 	return page_untouched(s, p);
@@ -122,19 +134,13 @@ static bool page_untouched_resident(const struct np_slab *s, unsigned p)
 
 #define WRITTEN "the blocks there abandoned"
 
-/* The page that holds block b's first bytes. */
-static unsigned head_page(const struct np_slab *s, uintptr_t b)
-{
-	return (unsigned)((b - s->start) >> NP_PAGE_SHIFT);
-}
-
 bool np_slab_hidden_intact(struct np_slab *s)
 {
 	for (uint32_t h = s->hidden; h; h &= h - 1) {
 		unsigned p = (unsigned)__builtin_ctz(h);
 		uint32_t first, last;
 		if (!page_untouched_resident(s, p)) {
-			np_slab_pin_corrupt(s, s->start + ((uintptr_t)p << NP_PAGE_SHIFT), WRITTEN);
+			np_slab_pin_corrupt(s, page_at(s, p), WRITTEN);
 			return false;
 		}
 		/* The one block that may reach onto p from a page that is not hidden. */
@@ -188,9 +194,9 @@ static size_t hide_free_pages(struct np_slab *s)
 		while (b + 1 < NP_SLAB_ALIGN_PAGES && ((w >> (b + 1)) & 1))
 			b++;
 		uint32_t run = (uint32_t)((2ULL << b) - (1ULL << a));
-		if (np_os_purge((void *)(s->start + ((uintptr_t)a << NP_PAGE_SHIFT)), (size_t)(b - a + 1) << NP_PAGE_SHIFT))
+		if (np_os_purge((void *)page_at(s, a), (size_t)(b - a + 1) << NP_PAGE_SHIFT))
 			for (unsigned p = a; p <= b; p++)
-				if (np_os_purge((void *)(s->start + ((uintptr_t)p << NP_PAGE_SHIFT)), NP_PAGE_SIZE))
+				if (np_os_purge((void *)page_at(s, p), NP_PAGE_SIZE))
 					want &= ~(1U << p);
 		w &= ~run;
 	}
@@ -207,7 +213,7 @@ static size_t hide_free_pages(struct np_slab *s)
 		uintptr_t b = np_slab_block(s, i);
 		uint32_t pages = np_slab_block_pages(s, i);
 		if (pages & s->hidden) {
-			if (!(pages & was) && !((s->hidden >> ((b - s->start) >> NP_PAGE_SHIFT)) & 1))
+			if (!(pages & was) && !((s->hidden >> head_page(s, b)) & 1))
 				tag_hidden(s, b); /* first bytes on a page that stays */
 			continue;
 		}
@@ -270,12 +276,11 @@ static void revive_page(struct np_slab *s)
 {
 	unsigned p = (unsigned)__builtin_ctz(s->hidden);
 	__atomic_store_n(&s->hidden, s->hidden & (s->hidden - 1), __ATOMIC_RELAXED);
-	uintptr_t page = s->start + ((uintptr_t)p << NP_PAGE_SHIFT);
 	uint32_t first, last;
 	if (!blocks_of_page(s, p, &first, &last))
 		return;
 	if (!page_untouched(s, p)) {
-		np_slab_pin_corrupt(s, page, WRITTEN);
+		np_slab_pin_corrupt(s, page_at(s, p), WRITTEN);
 		return;
 	}
 	uint32_t head = s->free_i;

@@ -1539,22 +1539,26 @@ static void trim_returns_memory(void **state)
 /* Pages wholly inside the blocks p[i] of n bytes freed by a trim test (every i not a multiple
  * of `keep`) past their first 16 bytes (a free list's link, a remote free's mark); *resident: how
  * many of them mincore says are resident. */
+/* The whole pages in [lo, hi); *resident grows by how many of them mincore says are resident. */
+static size_t whole_pages_in(uintptr_t lo, uintptr_t hi, size_t *resident)
+{
+	size_t pages = 0;
+	for (uintptr_t a = (lo + 4095) & ~(uintptr_t)4095; a + 4096 <= hi; a += 4096) {
+		unsigned char v;
+		assert_int_equal(mincore((void *)a, 4096, &v), 0);
+		pages++;
+		*resident += v & 1;
+	}
+	return pages;
+}
+
 static size_t inner_pages_of_freed(void *const *p, int count, size_t n, int keep, size_t *resident)
 {
 	size_t inner = 0;
 	*resident = 0;
-	for (int i = 0; i < count; i++) {
-		if (i % keep == 0)
-			continue;
-		uintptr_t lo = ((uintptr_t)p[i] + 16 + 4095) & ~(uintptr_t)4095;
-		uintptr_t hi = ((uintptr_t)p[i] + n) & ~(uintptr_t)4095;
-		for (uintptr_t a = lo; a < hi; a += 4096) {
-			unsigned char v;
-			assert_int_equal(mincore((void *)a, 4096, &v), 0);
-			inner++;
-			*resident += v & 1;
-		}
-	}
+	for (int i = 0; i < count; i++)
+		if (i % keep)
+			inner += whole_pages_in((uintptr_t)p[i] + 16, (uintptr_t)p[i] + n, resident);
 	return inner;
 }
 
@@ -1705,13 +1709,7 @@ static size_t pages_inside_freed_runs(void *const *p, int count, size_t n, int k
 		int j = i;
 		while (j + 1 < m && a[j + 1] == a[j] + stride)
 			j++;
-		uintptr_t lo = (a[i] + 4095) & ~(uintptr_t)4095, hi = (a[j] + stride) & ~(uintptr_t)4095;
-		for (uintptr_t x = lo; x < hi; x += 4096) {
-			unsigned char v;
-			assert_int_equal(mincore((void *)x, 4096, &v), 0);
-			pages++;
-			*resident += v & 1;
-		}
+		pages += whole_pages_in(a[i], a[j] + stride, resident);
 		i = j + 1;
 	}
 	free(a);
