@@ -105,7 +105,8 @@ NUMA_PAGE_API size_t numa_page_usable_size(const void *p);
 /* Gives free memory held by the library back to the operating system: free pages, and, in the
  * calling thread's slabs and in those exited threads left with live blocks, every page that
  * only free blocks cover (blocks up to 16 KiB) and the pages inside free blocks of more than
- * 16 KiB. Returns 1 if any memory was released, 0 otherwise (as malloc_trim). */
+ * 16 KiB. Returns 1 if any memory was released, 0 otherwise (as malloc_trim). The same pages
+ * of slabs that served no allocation through a whole NUMAPAGE_DECAY_MS go back without it. */
 NUMA_PAGE_API int numa_page_trim(void);
 
 /* ---- Statistics ----------------------------------------------------------------------------- */

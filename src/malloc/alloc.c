@@ -171,7 +171,7 @@ int numa_page_trim(void)
 		released += (size_t)th->pcp.count; /* drained now (and purged if past the watermark) */
 		np_pcp_drain(&th->pcp);
 	}
-	released += np_slab_sweep_orphans(true, th ? &th->st : NULL); /* and the free pages inside them */
+	released += np_slab_sweep_orphans(NP_SWEEP_TRIM, th ? &th->st : NULL); /* and the free pages inside them */
 	for (int n = 0; n < np_topo_table.nnodes; n++)
 		released += np_pool_trim(n, th ? &th->st : NULL) + np_huge_trim(n, th ? &th->st : NULL);
 	return released > 0;

@@ -8,6 +8,8 @@
 #include "log.h"
 #include "malloc/cache.h"
 #include "malloc/sizeclass.h"
+#include "options.h"
+#include "os.h"
 #include "pcp/pcp.h"
 
 /* Slab slow paths between two sweeps of a thread's rings. A slow path comes every slab's
@@ -99,6 +101,11 @@ static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 			__atomic_add_fetch(&class_users[s->cls], 1, __ATOMIC_RELAXED);
 		}
 	}
+	/* Both served mallocs in this decay pass (np_ring_decay): the one that stops being current
+	 * until now, the other from now on. */
+	if (cur)
+		cur->decay_pass = th->decay_passes;
+	s->decay_pass = th->decay_passes;
 	th->ring[s->cls] = s;
 	np_tls.cur[s->cls] = s;
 }
@@ -171,7 +178,7 @@ static void count_for_orphans(unsigned calls)
 	if (n < ORPHAN_SWEEP_EVERY * __atomic_load_n(&np_slab_orphans_kept, __ATOMIC_RELAXED) ||
 	    __atomic_exchange_n(&np_slab_sweeping, 1, __ATOMIC_ACQUIRE))
 		return;
-	np_slab_sweep_orphans(false, NULL); /* which zeroes the count */
+	np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL); /* which zeroes the count */
 	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);
 }
 
@@ -193,6 +200,7 @@ void np_ring_periodic(struct np_thread *th)
 		th->floats = th->floats_away = 0;
 	}
 	count_for_orphans(NP_RING_PERIOD);
+	np_ring_decay(th);
 }
 
 static void *ring_take(struct np_thread *th, unsigned c)
@@ -273,6 +281,20 @@ void np_ring_emptied(struct np_slab *s)
 	np_slab_release(s, &th->pcp);
 }
 
+/* s, in th's ring but not current, collected: given back when that emptied it. True then. */
+static bool release_if_empty(struct np_thread *th, struct np_slab *s)
+{
+	np_slab_collect(s);
+	if (s->used != 0 || !np_slab_confirm_empty(s))
+		return false;
+	count(th, s);
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+	s->next = s->prev = NULL;
+	np_slab_release(s, &th->pcp);
+	return true;
+}
+
 unsigned np_ring_sweep(struct np_thread *th)
 {
 	unsigned released = 0;
@@ -282,19 +304,67 @@ unsigned np_ring_sweep(struct np_thread *th)
 			continue;
 		for (struct np_slab *s = cur->next; s != cur;) {
 			struct np_slab *next = s->next;
-			np_slab_collect(s);
-			if (s->used == 0 && np_slab_confirm_empty(s)) {
-				count(th, s);
-				s->prev->next = s->next;
-				s->next->prev = s->prev;
-				s->next = s->prev = NULL;
-				np_slab_release(s, &th->pcp);
-				released++;
-			}
+			released += release_if_empty(th, s);
 			s = next;
 		}
 	}
 	return released;
+}
+
+/* Slabs the decay looks at per np_ring_periodic: a pass over a ring of thousands of slabs is
+ * spread over calls, as each costs a collect, and one that served no malloc for a period and
+ * was freed into since the last pass a walk of its free list and its madvise calls (trim
+ * took 210-270 ms over 256 MiB of 1 KiB blocks with every other page live: not in one call). */
+#define DECAY_SLABS_PER_CALL 32
+
+/* The decay's step on s, not current: given back whole when the collect empties it, else its
+ * free pages when it served no malloc since before the pass before this one began (so for at
+ * least a whole period: passes begin a period apart). True when s left the ring. */
+static bool decay_slab(struct np_thread *th, struct np_slab *s)
+{
+	if (release_if_empty(th, s))
+		return true;
+	if ((uint8_t)(th->decay_passes - s->decay_pass) >= 2)
+		np_slab_decay(s, &th->st);
+	return false;
+}
+
+void np_ring_decay(struct np_thread *th)
+{
+	uint64_t period = (uint64_t)np_opt_load(decay_ms) * 1000000u;
+	if (!period)
+		return;
+	uint64_t now = np_os_clock_ns();
+	if (!th->decay_began || now - th->decay_began >= period) {
+		th->decay_began = now;
+		th->decay_passes++;
+		th->decay_class = 0;
+		th->decay_skip = 0;
+		np_slab_decay_orphans(now, period, &th->st);
+	}
+	unsigned budget = DECAY_SLABS_PER_CALL;
+	for (; th->decay_class < NP_NCLASSES; th->decay_class++, th->decay_skip = 0) {
+		struct np_slab *cur = th->ring[th->decay_class];
+		if (!cur)
+			continue;
+		/* Where the last call stopped: decay_skip slabs after the current one (a ring that
+		 * changed since may have one seen twice, or one not seen, in this pass). */
+		unsigned k = 0;
+		for (struct np_slab *s = cur->next; s != cur;) {
+			struct np_slab *next = s->next;
+			if (k < th->decay_skip) {
+				k++;
+			} else {
+				if (!budget--) {
+					th->decay_skip = k;
+					return;
+				}
+				if (!decay_slab(th, s)) /* gone: the next one takes its place */
+					k++;
+			}
+			s = next;
+		}
+	}
 }
 
 size_t np_ring_purge(struct np_thread *th)
@@ -317,6 +387,7 @@ size_t np_ring_purge(struct np_thread *th)
 static void link_taken(struct np_thread *th, struct np_slab *s)
 {
 	struct np_slab *cur = th->ring[s->cls];
+	s->decay_pass = th->decay_passes;
 	if (cur) { /* behind the current slab: the current one keeps serving */
 		s->next = cur->next;
 		s->prev = cur;

@@ -27,6 +27,10 @@ struct orphan_list {
 	uint64_t gen[NP_NCLASSES]; /* see np_slab.list_gen: 64 bits, so it never comes back */
 };
 static struct orphan_list orphans[NP_MAX_NODES] NP_LARGE_BSS;
+/* The orphans' decay passes (np_slab_decay_orphans): when the last began, and how many, the
+ * count np_slab_orphan stamps on a slab it lists (relaxed atomics). */
+static uint64_t orphan_pass_began;
+static uint8_t orphan_passes;
 static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;
 
 static void orphans_init(void)
@@ -291,6 +295,7 @@ void np_slab_orphan(struct np_slab *s)
 		s->next->prev = s;
 	l->head[s->cls] = s;
 	s->list_gen = l->gen[s->cls];
+	s->decay_pass = __atomic_load_n(&orphan_passes, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->listed, 1, __ATOMIC_RELAXED);
 	np_unlock(&l->lock);
 	np_slab_note_orphan_free();
@@ -348,8 +353,9 @@ size_t np_slab_orphans_kept;
 size_t np_slab_orphan_calls;
 int np_slab_sweeping;
 
-size_t np_slab_sweep_orphans(bool purge, struct np_vmstat_diffs *st)
+size_t np_slab_sweep_orphans(enum np_sweep how, struct np_vmstat_diffs *st)
 {
+	uint8_t pass = __atomic_load_n(&orphan_passes, __ATOMIC_RELAXED);
 	size_t kept = 0;
 	pthread_once(&orphans_once, orphans_init);
 	__atomic_store_n(&np_slab_orphan_calls, 0, __ATOMIC_RELAXED);
@@ -372,8 +378,11 @@ size_t np_slab_sweep_orphans(bool purge, struct np_vmstat_diffs *st)
 					pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
 					np_slab_release(s, NULL);
 				} else {
-					if (purge) /* out of the list: nobody adopts it meanwhile */
+					/* Out of the list: nobody adopts it meanwhile. */
+					if (how == NP_SWEEP_TRIM)
 						pages += np_slab_purge_free(s, st);
+					else if (how == NP_SWEEP_DECAY && (uint8_t)(pass - s->decay_pass) >= 2)
+						pages += np_slab_decay(s, st);
 					s->next = keep;
 					keep = s;
 					kept++;
@@ -398,6 +407,26 @@ size_t np_slab_sweep_orphans(bool purge, struct np_vmstat_diffs *st)
 		}
 	__atomic_store_n(&np_slab_orphans_kept, kept, __ATOMIC_RELAXED);
 	return pages;
+}
+
+/* A period has passed since the orphans' last pass began, or none began yet. Signed: a thread
+ * whose `now` is older than a pass another began meanwhile finds it not due. */
+static bool pass_due(uint64_t now, uint64_t period_ns)
+{
+	uint64_t began = __atomic_load_n(&orphan_pass_began, __ATOMIC_RELAXED);
+	return !began || (int64_t)(now - began) >= (int64_t)period_ns;
+}
+
+void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st)
+{
+	if (!pass_due(now, period_ns) || __atomic_exchange_n(&np_slab_sweeping, 1, __ATOMIC_ACQUIRE))
+		return;
+	if (pass_due(now, period_ns)) { /* again, as the only sweeper: one pass a period */
+		__atomic_store_n(&orphan_pass_began, now, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&orphan_passes, 1, __ATOMIC_RELAXED);
+		np_slab_sweep_orphans(NP_SWEEP_DECAY, st);
+	}
+	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);
 }
 
 void np_slab_atfork_prepare(void)

@@ -96,6 +96,10 @@ struct np_slab {
 	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
 	uint8_t unchecked;           /* remote lists taken in since free was last empty: see
 					np_slab_confirm_empty */
+	/* The decay's pass under way (mod 256) when the slab last became its owner's current
+	 * slab or joined its ring (the owner's passes, ring.c: np_ring_decay) or the orphans
+	 * (theirs, np_slab_decay_orphans). On this line: a slab miss writes it anyway. */
+	uint8_t decay_pass;
 	/* free's head as a link: its index, or `end` when free is empty. Kept beside it by every
 	 * writer of free, so that the owner's free links its block to the head without a
 	 * multiply (the malloc fast path has the index at hand: it is the link it followed). */
@@ -140,9 +144,13 @@ struct np_slab {
 	 * whose fork cut that sweep short) must never match the list again. */
 	uint8_t listed;
 	uint64_t list_gen;
+	/* Line 4: used + 1 as np_slab_decay last left it (0: never), so that a slab no free
+	 * reached since is not walked again. */
+	uint32_t decay_used;
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
 _Static_assert(offsetof(struct np_slab, thread_free) == 2 * NP_CACHELINE, "three lines: owner-written, read-mostly, remote");
+_Static_assert(offsetof(struct np_slab, owner) == NP_CACHELINE, "the owner's line holds the decay's pass");
 _Static_assert(offsetof(struct np_chunk, no_owner) - offsetof(struct np_chunk, meta) == offsetof(struct np_slab, owner),
 	       "slot 0's chunk fields read as a slab header with no owner");
 
@@ -401,6 +409,11 @@ NP_INLINE bool np_slab_refill(struct np_slab *s)
  * bad link, a block twice: left for the pops to report), and when nothing was freed since the
  * last call (a second trim has nothing to give back). */
 size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st);
+/* np_slab_purge_free by the decay, for a slab that served no malloc for a whole
+ * NUMAPAGE_DECAY_MS (its owner's ring or the orphans' sweep decides): skipped when s's count
+ * is what the last such call left (no block freed since, so nothing new to give back, and its
+ * free list is not walked again). Returns the pages given back. */
+size_t np_slab_decay(struct np_slab *s, struct np_vmstat_diffs *st);
 /* Gives the slab's pages back (used must be 0). pcp: the releasing thread's cache or NULL. */
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
 /* The owner gives up a full slab: OWNED -> FLOATING, only if no remote free is pending. */
@@ -479,10 +492,20 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner);
 /* Takes s off its node's orphan list for owner, when it is on it (not held by a sweep, nor
  * adopted already); true when owner now owns it (OWNED, in no list yet). */
 bool np_slab_adopt_listed(struct np_slab *s, struct np_thread *owner);
-/* Collects every orphan of every class and releases the empty ones; purge (trim): gives back
- * the free pages inside the others too (np_slab_purge_free), counted in st's pages_purged.
- * Returns the pages released and given back. */
-size_t np_slab_sweep_orphans(bool purge, struct np_vmstat_diffs *st);
+/* What a sweep of the orphans does besides releasing the empty ones. */
+enum np_sweep {
+	NP_SWEEP_COLLECT, /* nothing more */
+	NP_SWEEP_DECAY,   /* np_slab_decay of the orphans listed before the pass before this one */
+	NP_SWEEP_TRIM,    /* np_slab_purge_free of every orphan (trim) */
+};
+/* Collects every orphan of every class and releases the empty ones, then gives back the free
+ * pages inside the others as `how` says, counted in st's pages_purged. Returns the pages
+ * released and given back. */
+size_t np_slab_sweep_orphans(enum np_sweep how, struct np_vmstat_diffs *st);
+/* The orphans' decay: once a NUMAPAGE_DECAY_MS period (now, period_ns: np_os_clock_ns and
+ * the option), the first thread to ask begins the orphans' next pass and sweeps them
+ * (NP_SWEEP_DECAY), unless another sweep is under way. */
+void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st);
 /* Orphans the last sweep left on the lists, and slab slow paths (any thread's, counted by
  * ring.c while np_slab_orphans_changed is set) since it: relaxed hints for when the next sweep
  * is worth its walk. */

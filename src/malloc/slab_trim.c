@@ -270,6 +270,15 @@ size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
 	return pages;
 }
 
+size_t np_slab_decay(struct np_slab *s, struct np_vmstat_diffs *st)
+{
+	if (s->decay_used == s->used + 1)
+		return 0;
+	size_t pages = np_slab_purge_free(s, st);
+	s->decay_used = s->used + 1; /* after its collect */
+	return pages;
+}
+
 /* The lowest hidden page of s back: its blocks that no other hidden page holds are linked in
  * front of free, unless a dangling pointer used them since (see the top of this file). */
 static void revive_page(struct np_slab *s)

@@ -69,6 +69,13 @@ struct np_thread {
 	struct np_tls *tls;                   /* its thread's np_tls (read by a fork's child) */
 	unsigned slow_calls;                  /* slow paths since the last np_ring_periodic */
 	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
+	/* The decay of its slabs (np_ring_decay): when its pass began (np_os_clock_ns; 0: none
+	 * yet), how many began (mod 256: slabs carry the count), and where the pass is (the class,
+	 * and the slabs after its current one already looked at). */
+	uint64_t decay_began;
+	uint8_t decay_passes;
+	uint8_t decay_class;
+	unsigned decay_skip;
 	/* Full slabs this thread let float, and how many of those other threads' frees claimed
 	 * (from claimed_away), since the ring last judged them; keep_more: it keeps more full
 	 * slabs (ring.c, KEEP_FULL_CLAIMED). */

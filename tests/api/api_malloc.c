@@ -1716,6 +1716,39 @@ static size_t pages_inside_freed_runs(void *const *p, int count, size_t n, int k
 	return pages;
 }
 
+/* A burst for a trim test: count blocks p[i] of n bytes, each written with its own pattern,
+ * then all freed but every keep-th. */
+static void burst_freed_but_one_in(void **p, int count, size_t n, int keep)
+{
+	for (int i = 0; i < count; i++) {
+		p[i] = F_MALLOC(np_t_opaque(n));
+		assert_ours(p[i], n);
+		np_t_fill(p[i], n, (size_t)i);
+	}
+	for (int i = 0; i < count; i++)
+		if (i % keep)
+			F_FREE(p[i]);
+}
+
+/* After a trim test gave back the pages of blocks p[i] of n bytes freed (every i not a multiple
+ * of keep): the kept blocks keep their data, and the freed ones serve again, each once (every
+ * block written with its own pattern reads back as it after all are handed out); all freed. */
+static void kept_keep_data_and_freed_serve_again(void **p, int count, size_t n, int keep)
+{
+	for (int i = 0; i < count; i += keep)
+		assert_pattern(p[i], n, (size_t)i);
+	for (int i = 0; i < count; i++)
+		if (i % keep) {
+			p[i] = F_MALLOC(np_t_opaque(n));
+			assert_ours(p[i], n);
+			np_t_fill(p[i], n, (size_t)i + (size_t)count);
+		}
+	for (int i = 0; i < count; i++) {
+		assert_pattern(p[i], n, i % keep ? (size_t)i + (size_t)count : (size_t)i);
+		F_FREE(p[i]);
+	}
+}
+
 /* trim gives back the pages that only free blocks of a small class cover, in slabs still in
  * use (a 128 KiB slab of 1,024-byte blocks with one in a hundred kept never empties: after a
  * burst freed at random, 1% kept held 27.6 MB of 32 MB resident). Blocks of 1,000 bytes
@@ -1733,14 +1766,7 @@ static void trim_gives_back_pages_of_free_small_blocks(void **state)
 	assert_non_null(p);
 	for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
 		size_t n = sizes[k];
-		for (int i = 0; i < N; i++) {
-			p[i] = F_MALLOC(np_t_opaque(n));
-			assert_ours(p[i], n);
-			np_t_fill(p[i], n, (size_t)i);
-		}
-		for (int i = 0; i < N; i++)
-			if (i % KEEP)
-				F_FREE(p[i]);
+		burst_freed_but_one_in(p, N, n, KEEP);
 		struct numa_page_node_stats before = np_t_stats();
 		assert_int_equal(F_TRIM(), 1);
 		struct numa_page_node_stats after = np_t_stats();
@@ -1752,20 +1778,7 @@ static void trim_gives_back_pages_of_free_small_blocks(void **state)
 		assert_true(pages >= (size_t)(N / KEEP) * (n == 100 ? 1 : 20));
 		assert_int_equal(resident, 0);
 		assert_true(after.pages_purged - before.pages_purged >= pages);
-		for (int i = 0; i < N; i += KEEP)
-			assert_pattern(p[i], n, (size_t)i);
-		/* The freed blocks serve again, each once: every block written with its own pattern
-		 * reads back as it after all are handed out. */
-		for (int i = 0; i < N; i++)
-			if (i % KEEP) {
-				p[i] = F_MALLOC(np_t_opaque(n));
-				assert_ours(p[i], n);
-				np_t_fill(p[i], n, (size_t)i + N);
-			}
-		for (int i = 0; i < N; i++) {
-			assert_pattern(p[i], n, i % KEEP ? (size_t)i + N : (size_t)i);
-			F_FREE(p[i]);
-		}
+		kept_keep_data_and_freed_serve_again(p, N, n, KEEP);
 	}
 	F_FREE(p);
 	F_TRIM();
@@ -1779,6 +1792,57 @@ static void trim_gives_back_pages_of_free_small_blocks_in_orphans(void **state)
 {
 	(void)state;
 	trim_in_orphans(1000, pages_inside_freed_runs, ORPHAN_N / 10);
+}
+
+/* The decay gives back what trim would, without a trim: the pages that only free blocks cover
+ * in the slabs of a class the thread stopped allocating, once they served no malloc for a whole
+ * NUMAPAGE_DECAY_MS, noticed by nothing but the program's later slow paths (of another size).
+ * The class's current slab is kept (its next malloc takes from it): at most its 32 pages stay.
+ * Before the change: all 1,966 such pages stayed resident. The wait ends when it happened:
+ * a loaded machine makes it slower, not different. Then the kept blocks keep their data and
+ * the freed ones serve again, each once. */
+static void decay_gives_back_pages_of_free_small_blocks(void **state)
+{
+	(void)state;
+	enum { N = 8192, KEEP = 100, SLAB_PAGES = 32 };
+	const size_t n = 1000;
+	assert_int_equal(numa_page_set_home_node(numa_page_home_node()), 0);
+	void **p = F_MALLOC(N * sizeof(void *));
+	assert_non_null(p);
+	burst_freed_but_one_in(p, N, n, KEEP);
+	size_t resident, pages = pages_inside_freed_runs(p, N, n, KEEP, &resident);
+	const size_t before = resident;
+	struct numa_page_node_stats st0 = np_t_stats();
+	assert_int_equal(numa_page_option_set("DECAY_MS", "50"), 0);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned rounds = 0;
+	do {
+		for (int k = 0; k < 64; k++) { /* slow paths of another size: large blocks */
+			void *q = F_MALLOC(np_t_opaque(256 * KiB));
+			assert_non_null(q);
+			*(volatile char *)q = 1;
+			F_FREE(q);
+		}
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+		pages_inside_freed_runs(p, N, n, KEEP, &resident);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		rounds++;
+	} while (resident > SLAB_PAGES && t.tv_sec - t0.tv_sec < 30);
+	assert_int_equal(numa_page_option_set("DECAY_MS", "10000"), 0);
+	struct numa_page_node_stats st1 = np_t_stats();
+	print_message("decay, %zu-byte blocks: %zu of %zu pages inside runs of free blocks resident before, "
+		      "%zu after %u rounds, %llu pages purged\n", n, before, pages, resident, rounds,
+		      (unsigned long long)(st1.pages_purged - st0.pages_purged));
+	assert_true(pages >= (size_t)(N / KEEP) * 20);
+	assert_int_equal(before, pages);
+	assert_true(resident <= SLAB_PAGES);
+	assert_true(st1.pages_purged - st0.pages_purged >= pages - SLAB_PAGES);
+	kept_keep_data_and_freed_serve_again(p, N, n, KEEP);
+	F_FREE(p);
+	F_TRIM();
+	assert_int_equal(numa_page_set_home_node(-1), 0);
 }
 
 /* The decay: memory freed in a burst and not taken back goes to the kernel after
@@ -1881,6 +1945,7 @@ int main(void)
 		cmocka_unit_test(trim_gives_back_pages_of_free_small_blocks),
 		cmocka_unit_test(trim_gives_back_pages_of_free_small_blocks_in_orphans),
 		cmocka_unit_test(decay_returns_what_stays_free),
+		cmocka_unit_test(decay_gives_back_pages_of_free_small_blocks),
 	};
 #ifdef API_LIBC
 	return cmocka_run_group_tests_name("api: the malloc family under the libc names", tests, NULL, NULL);

@@ -414,12 +414,12 @@ static void orphan_sweep_releases_emptied_slabs(void **state)
 	struct np_slab *s = np_slab_create(&pcp, 10, OWNER); /* 224 B */
 	uintptr_t b[3] = {take(s), take(s), take(s)};
 	np_slab_orphan(s); /* as a thread's exit leaves a slab with live blocks */
-	assert_int_equal(np_slab_sweep_orphans(false, NULL), 0); /* still used: kept */
+	assert_int_equal(np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL), 0); /* still used: kept */
 	bool first;
 	for (int i = 0; i < 3; i++)
 		np_slab_push_remote(s, b[i], np_slab_index(s, b[i]), &first);
 	size_t pages = np_class_slab_bytes(10) >> NP_PAGE_SHIFT;
-	assert_int_equal(np_slab_sweep_orphans(false, NULL), pages); /* emptied by remote frees: released */
+	assert_int_equal(np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL), pages); /* emptied by remote frees: released */
 	assert_null(np_slab_adopt(0, 10, OTHER));
 }
 
@@ -453,11 +453,58 @@ static void released_slab_is_no_remote_free(void **state)
 	bool first;
 	np_slab_push_remote(o, c, np_slab_index(o, c), &first);
 	np_fake_os_set_cpu(cpu1);
-	assert_int_equal(np_slab_sweep_orphans(false, NULL), pages);
+	assert_int_equal(np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL), pages);
 	np_fake_os_set_cpu(0);
 	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_in_use), in_use - 2 * (long)pages);
 	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_remote_free), remote);
 	np_pcp_set_home(&pcp, 0);
+}
+
+/* s, an orphan of node 0 with one live block b (written 0x5a) after a purge of its free
+ * pages: b keeps its data, s is still listed whole (adopted), and goes once b is freed. */
+static void orphan_keeps_its_block_then_goes(struct np_slab *s, uintptr_t b)
+{
+	for (size_t k = 0; k < s->block; k++)
+		assert_int_equal(((const unsigned char *)b)[k], 0x5a);
+	struct np_slab *a = np_slab_adopt(0, s->cls, OTHER);
+	assert_ptr_equal(a, s);
+	check(s);
+	np_slab_collect(s);
+	free_local(s, b);
+	assert_int_equal(s->used, 0);
+	np_slab_release(s, &pcp);
+}
+
+/* The orphans' decay (np_slab_decay_orphans, once a NUMAPAGE_DECAY_MS period): an orphan's
+ * free pages go back at the second pass after it was listed (so after a whole period at
+ * least), not at the first, nor at a call before a period is over; and not again while no
+ * block was freed into it since. The kept block keeps its data. */
+static void orphan_decay_gives_back_after_a_whole_period(void **state)
+{
+	(void)state;
+	const uint64_t period = 1000000, now = (uint64_t)1 << 40;
+	unsigned cls = np_size_class(20000); /* 20 KiB blocks: four pages inside each */
+	struct np_slab *s = np_slab_create(&pcp, cls, OWNER);
+	uintptr_t b[3] = {take(s), take(s), take(s)};
+	for (int i = 0; i < 3; i++)
+		memset((void *)b[i], 0x5a, s->block);
+	np_slab_decay_orphans(now, period, st); /* a pass begins before s is an orphan */
+	np_slab_orphan(s);
+	free_remote(s, b[1]);
+	free_remote(s, b[2]);
+	long purged = np_fake_os_purged_bytes();
+	np_slab_decay_orphans(now + period / 2, period, st); /* no period over: no pass */
+	np_slab_decay_orphans(now + period, period, st);     /* s listed in the pass before: kept */
+	assert_int_equal(np_fake_os_purged_bytes(), purged);
+	long before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged);
+	np_slab_decay_orphans(now + 2 * period, period, st);
+	long pages = np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged) - before;
+	assert_true(pages >= 2 * 4); /* the two freed blocks' inner pages, and the untouched rest */
+	assert_true(np_fake_os_purged_bytes() >= purged + (pages << NP_PAGE_SHIFT));
+	purged = np_fake_os_purged_bytes();
+	np_slab_decay_orphans(now + 3 * period, period, st); /* nothing freed since */
+	assert_int_equal(np_fake_os_purged_bytes(), purged);
+	orphan_keeps_its_block_then_goes(s, b[0]);
 }
 
 /* Trim's sweep (purge) also gives back the pages inside the free blocks of the orphans it
@@ -475,10 +522,10 @@ static void orphan_sweep_purges_free_blocks_for_trim_only(void **state)
 	free_remote(s, b[1]);
 	free_remote(s, b[2]);
 	long purged = np_fake_os_purged_bytes();
-	assert_int_equal(np_slab_sweep_orphans(false, NULL), 0); /* still used: kept, not purged */
+	assert_int_equal(np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL), 0); /* still used: kept, not purged */
 	assert_int_equal(np_fake_os_purged_bytes(), purged);
 	long before = np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged);
-	size_t pages = np_slab_sweep_orphans(true, st);
+	size_t pages = np_slab_sweep_orphans(NP_SWEEP_TRIM, st);
 	assert_true(pages >= 2 * 4); /* the two freed blocks' inner pages, and the untouched rest */
 	assert_true(np_fake_os_purged_bytes() >= purged + (long)(pages << NP_PAGE_SHIFT));
 	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged), before + (long)pages);
@@ -487,15 +534,7 @@ static void orphan_sweep_purges_free_blocks_for_trim_only(void **state)
 		for (size_t k = 0; k < 4 * NP_PAGE_SIZE; k++)
 			assert_int_equal(inner[k], 0);
 	}
-	for (size_t k = 0; k < s->block; k++)
-		assert_int_equal(((const unsigned char *)b[0])[k], 0x5a);
-	struct np_slab *a = np_slab_adopt(0, cls, OTHER); /* still an orphan, whole */
-	assert_ptr_equal(a, s);
-	check(s);
-	np_slab_collect(s);
-	free_local(s, b[0]);
-	assert_int_equal(s->used, 0);
-	np_slab_release(s, &pcp);
+	orphan_keeps_its_block_then_goes(s, b[0]);
 }
 
 /* A slab a sweep holds off its list (here while trim's purge of it runs: the hook) is not
@@ -510,7 +549,7 @@ static void sweeps_while_held(void)
 	np_fake_os_purge_hook = NULL;
 	np_slab_orphan(relisted); /* on the list, which each sweep below takes and gives back */
 	for (int i = 0; i < 65535; i++)
-		np_slab_sweep_orphans(false, NULL);
+		np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL);
 	adopted_while_held = np_slab_adopt_listed(held, OTHER);
 }
 
@@ -532,7 +571,7 @@ static void held_orphan_is_not_adopted_after_many_sweeps(void **state)
 	relisted = s[2];
 	adopted_while_held = false;
 	np_fake_os_purge_hook = sweeps_while_held;
-	np_slab_sweep_orphans(true, st); /* takes s[0] and s[1] whole; the purge runs the hook */
+	np_slab_sweep_orphans(NP_SWEEP_TRIM, st); /* takes s[0] and s[1] whole; the purge runs the hook */
 	assert_null(np_fake_os_purge_hook);
 	assert_false(adopted_while_held);
 	for (int k = 0; k < 3; k++) { /* all three back on the list, each once */
@@ -552,18 +591,18 @@ static void held_orphan_is_not_adopted_after_many_sweeps(void **state)
 static void orphan_sweeps_are_due_only_after_a_change(void **state)
 {
 	(void)state;
-	np_slab_sweep_orphans(false, NULL);
+	np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL);
 	assert_false(np_slab_orphans_changed); /* nothing can have emptied since */
 	struct np_slab *s = np_slab_create(&pcp, 10, OWNER);
 	uintptr_t b = take(s);
 	np_slab_orphan(s);
 	assert_true(np_slab_orphans_changed); /* a new orphan */
-	np_slab_sweep_orphans(false, NULL);
+	np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL);
 	assert_false(np_slab_orphans_changed);
 	free_remote(s, b);
 	np_slab_note_orphan_free(); /* as free.c does when its push started an orphan's list */
 	assert_true(np_slab_orphans_changed);
-	assert_int_equal(np_slab_sweep_orphans(false, NULL), np_class_slab_bytes(10) >> NP_PAGE_SHIFT);
+	assert_int_equal(np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL), np_class_slab_bytes(10) >> NP_PAGE_SHIFT);
 }
 
 static void corrupt_local_link_is_cut(void **state)
@@ -1043,6 +1082,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(float_claim_orphan_adopt, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweep_releases_emptied_slabs, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweep_purges_free_blocks_for_trim_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphan_decay_gives_back_after_a_whole_period, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweeps_are_due_only_after_a_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(held_orphan_is_not_adopted_after_many_sweeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
