@@ -103,9 +103,12 @@ static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 	}
 	/* Both served mallocs in this decay pass (np_ring_decay): the one that stops being current
 	 * until now, the other from now on. */
-	if (cur)
+	if (cur) {
 		cur->decay_pass = th->decay_passes;
+		cur->decay_used = 0;
+	}
 	s->decay_pass = th->decay_passes;
+	s->decay_used = 0;
 	th->ring[s->cls] = s;
 	np_tls.cur[s->cls] = s;
 }
@@ -311,12 +314,6 @@ unsigned np_ring_sweep(struct np_thread *th)
 	return released;
 }
 
-/* Slabs the decay looks at per np_ring_periodic: a pass over a ring of thousands of slabs is
- * spread over calls, as each costs a collect, and one that served no malloc for a period and
- * was freed into since the last pass a walk of its free list and its madvise calls (trim
- * took 210-270 ms over 256 MiB of 1 KiB blocks with every other page live: not in one call). */
-#define DECAY_SLABS_PER_CALL 32
-
 /* The decay's step on s, not current: given back whole when the collect empties it, else its
  * free pages when it served no malloc since before the pass before this one began (so for at
  * least a whole period: passes begin a period apart). True when s left the ring. */
@@ -335,14 +332,16 @@ void np_ring_decay(struct np_thread *th)
 	if (!period)
 		return;
 	uint64_t now = np_os_clock_ns();
-	if (!th->decay_began || now - th->decay_began >= period) {
+	np_slab_decay_orphans(now, period, &th->st);
+	/* A pass begins a period after the last began, once that one has gone over every ring:
+	 * one that needs more calls than a period brings goes on where it stopped. */
+	if (th->decay_class >= NP_NCLASSES && now - th->decay_began >= period) {
 		th->decay_began = now;
 		th->decay_passes++;
 		th->decay_class = 0;
 		th->decay_skip = 0;
-		np_slab_decay_orphans(now, period, &th->st);
 	}
-	unsigned budget = DECAY_SLABS_PER_CALL;
+	unsigned budget = NP_DECAY_SLABS;
 	for (; th->decay_class < NP_NCLASSES; th->decay_class++, th->decay_skip = 0) {
 		struct np_slab *cur = th->ring[th->decay_class];
 		if (!cur)
@@ -388,6 +387,7 @@ static void link_taken(struct np_thread *th, struct np_slab *s)
 {
 	struct np_slab *cur = th->ring[s->cls];
 	s->decay_pass = th->decay_passes;
+	s->decay_used = 0;
 	if (cur) { /* behind the current slab: the current one keeps serving */
 		s->next = cur->next;
 		s->prev = cur;

@@ -7,6 +7,7 @@
  */
 #include "malloc/slab.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "lock.h"
@@ -27,10 +28,13 @@ struct orphan_list {
 	uint64_t gen[NP_NCLASSES]; /* see np_slab.list_gen: 64 bits, so it never comes back */
 };
 static struct orphan_list orphans[NP_MAX_NODES] NP_LARGE_BSS;
-/* The orphans' decay passes (np_slab_decay_orphans): when the last began, and how many, the
- * count np_slab_orphan stamps on a slab it lists (relaxed atomics). */
+/* The orphans' decay passes (np_slab_decay_orphans): when the last began, how many (the count
+ * np_slab_orphan stamps on a slab it lists), and the list the pass under way goes on with (node
+ * * NP_NCLASSES + class; past the last: none under way). Relaxed atomics, written by the
+ * sweeper (np_slab_sweeping) alone. */
 static uint64_t orphan_pass_began;
 static uint8_t orphan_passes;
+static unsigned orphan_cursor = UINT_MAX;
 static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;
 
 static void orphans_init(void)
@@ -353,60 +357,81 @@ size_t np_slab_orphans_kept;
 size_t np_slab_orphan_calls;
 int np_slab_sweeping;
 
+/* What a sweep does to the orphans it keeps, and what it found. */
+struct sweep {
+	enum np_sweep how;
+	uint8_t pass;      /* NP_SWEEP_DECAY: the orphans' pass under way */
+	unsigned budget;   /* NP_SWEEP_DECAY: decays left */
+	bool more;         /* NP_SWEEP_DECAY: an orphan due was left for want of budget */
+	size_t pages, kept;
+	struct np_vmstat_diffs *st;
+};
+
+/* Node n's orphans of class c, taken whole (no free adopts one meanwhile), collected: the empty
+ * ones released, the others given back as w says and listed again. */
+static void sweep_list(int n, int c, struct sweep *w)
+{
+	struct orphan_list *l = &orphans[n];
+	if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
+		return;
+	np_lock(&l->lock);
+	struct np_slab *s = l->head[c], *keep = NULL;
+	l->head[c] = NULL;
+	l->gen[c]++; /* they are this sweep's now: no free adopts one meanwhile */
+	np_unlock(&l->lock);
+	while (s) {
+		struct np_slab *next = s->next;
+		np_slab_collect(s);
+		if (s->used == 0 && np_slab_confirm_empty(s)) {
+			w->pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
+			np_slab_release(s, NULL);
+		} else {
+			if (w->how == NP_SWEEP_TRIM) {
+				w->pages += np_slab_purge_free(s, w->st);
+			} else if (w->how == NP_SWEEP_DECAY && (uint8_t)(w->pass - s->decay_pass) >= 2 &&
+				   !np_slab_decayed(s)) {
+				if (w->budget) {
+					w->budget--;
+					w->pages += np_slab_decay(s, w->st);
+				} else {
+					w->more = true;
+				}
+			}
+			s->next = keep;
+			keep = s;
+			w->kept++;
+		}
+		s = next;
+	}
+	if (keep) {
+		np_lock(&l->lock);
+		struct np_slab *t = keep, *prev = NULL;
+		for (;; prev = t, t = t->next) {
+			t->prev = prev;
+			t->list_gen = l->gen[c];
+			if (!t->next)
+				break;
+		}
+		t->next = l->head[c];
+		if (t->next)
+			t->next->prev = t;
+		l->head[c] = keep;
+		np_unlock(&l->lock);
+	}
+}
+
 size_t np_slab_sweep_orphans(enum np_sweep how, struct np_vmstat_diffs *st)
 {
-	uint8_t pass = __atomic_load_n(&orphan_passes, __ATOMIC_RELAXED);
-	size_t kept = 0;
+	struct sweep w = {.how = how, .pass = __atomic_load_n(&orphan_passes, __ATOMIC_RELAXED),
+			  .budget = UINT_MAX, .st = st};
 	pthread_once(&orphans_once, orphans_init);
 	__atomic_store_n(&np_slab_orphan_calls, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&np_slab_orphans_changed, 0, __ATOMIC_RELAXED);
-	size_t pages = 0;
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		for (int c = 0; c < NP_NCLASSES; c++) {
-			struct orphan_list *l = &orphans[n];
-			if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
-				continue;
-			np_lock(&l->lock);
-			struct np_slab *s = l->head[c], *keep = NULL;
-			l->head[c] = NULL;
-			l->gen[c]++; /* they are this sweep's now: no free adopts one meanwhile */
-			np_unlock(&l->lock);
-			while (s) {
-				struct np_slab *next = s->next;
-				np_slab_collect(s);
-				if (s->used == 0 && np_slab_confirm_empty(s)) {
-					pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
-					np_slab_release(s, NULL);
-				} else {
-					/* Out of the list: nobody adopts it meanwhile. */
-					if (how == NP_SWEEP_TRIM)
-						pages += np_slab_purge_free(s, st);
-					else if (how == NP_SWEEP_DECAY && (uint8_t)(pass - s->decay_pass) >= 2)
-						pages += np_slab_decay(s, st);
-					s->next = keep;
-					keep = s;
-					kept++;
-				}
-				s = next;
-			}
-			if (keep) {
-				np_lock(&l->lock);
-				struct np_slab *t = keep, *prev = NULL;
-				for (;; prev = t, t = t->next) {
-					t->prev = prev;
-					t->list_gen = l->gen[c];
-					if (!t->next)
-						break;
-				}
-				t->next = l->head[c];
-				if (t->next)
-					t->next->prev = t;
-				l->head[c] = keep;
-				np_unlock(&l->lock);
-			}
-		}
-	__atomic_store_n(&np_slab_orphans_kept, kept, __ATOMIC_RELAXED);
-	return pages;
+		for (int c = 0; c < NP_NCLASSES; c++)
+			sweep_list(n, c, &w);
+	__atomic_store_n(&np_slab_orphans_kept, w.kept, __ATOMIC_RELAXED);
+	return w.pages;
 }
 
 /* A period has passed since the orphans' last pass began, or none began yet. Signed: a thread
@@ -419,13 +444,27 @@ static bool pass_due(uint64_t now, uint64_t period_ns)
 
 void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st)
 {
-	if (!pass_due(now, period_ns) || __atomic_exchange_n(&np_slab_sweeping, 1, __ATOMIC_ACQUIRE))
+	unsigned lists = (unsigned)np_topo_table.nnodes * NP_NCLASSES;
+	if ((__atomic_load_n(&orphan_cursor, __ATOMIC_RELAXED) >= lists && !pass_due(now, period_ns)) ||
+	    __atomic_exchange_n(&np_slab_sweeping, 1, __ATOMIC_ACQUIRE))
 		return;
-	if (pass_due(now, period_ns)) { /* again, as the only sweeper: one pass a period */
+	pthread_once(&orphans_once, orphans_init);
+	unsigned at = orphan_cursor;
+	if (at >= lists) {
+		if (!pass_due(now, period_ns)) /* again, as the only sweeper: one pass a period */
+			goto out;
 		__atomic_store_n(&orphan_pass_began, now, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&orphan_passes, 1, __ATOMIC_RELAXED);
-		np_slab_sweep_orphans(NP_SWEEP_DECAY, st);
+		at = 0;
 	}
+	struct sweep w = {.how = NP_SWEEP_DECAY, .pass = orphan_passes, .budget = NP_DECAY_SLABS, .st = st};
+	for (; at < lists && w.budget; at++) {
+		sweep_list((int)(at / NP_NCLASSES), (int)(at % NP_NCLASSES), &w);
+		if (w.more)
+			break; /* the next step goes on with this list */
+	}
+	__atomic_store_n(&orphan_cursor, at, __ATOMIC_RELAXED);
+out:
 	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);
 }
 

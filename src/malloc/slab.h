@@ -96,15 +96,19 @@ struct np_slab {
 	uint16_t reserved;           /* blocks never handed out yet: the last `reserved` ones */
 	uint8_t unchecked;           /* remote lists taken in since free was last empty: see
 					np_slab_confirm_empty */
-	/* The decay's pass under way (mod 256) when the slab last became its owner's current
-	 * slab or joined its ring (the owner's passes, ring.c: np_ring_decay) or the orphans
-	 * (theirs, np_slab_decay_orphans). On this line: a slab miss writes it anyway. */
+	/* The decay's pass under way (mod 256) when the slab last became or stopped being its
+	 * owner's current slab or joined its ring (the owner's passes, ring.c: np_ring_decay) or
+	 * the orphans (theirs, np_slab_decay_orphans). On this line: a slab miss writes it anyway. */
 	uint8_t decay_pass;
 	/* free's head as a link: its index, or `end` when free is empty. Kept beside it by every
 	 * writer of free, so that the owner's free links its block to the head without a
 	 * multiply (the malloc fast path has the index at hand: it is the link it followed). */
 	uint16_t free_i;
 	int32_t beat;                /* fast-path mallocs left before a slab miss is due (NP_SLAB_BEAT) */
+	/* used + 1 as np_slab_decay last left it; 0: never, or the slab served mallocs since (set
+	 * where decay_pass is): a slab that neither served a malloc nor took a free since is not
+	 * walked again. */
+	uint32_t decay_used;
 	/* Line 2, read by every free, by other threads too: written only when the slab is made
 	 * or changes hands, so a remote free's reads leave it shared, not taken from the owner. */
 	struct np_thread *owner NP_ALIGNED(NP_CACHELINE); /* relaxed atomic: read by any thread in free() */
@@ -144,9 +148,6 @@ struct np_slab {
 	 * whose fork cut that sweep short) must never match the list again. */
 	uint8_t listed;
 	uint64_t list_gen;
-	/* Line 4: used + 1 as np_slab_decay last left it (0: never), so that a slab no free
-	 * reached since is not walked again. */
-	uint32_t decay_used;
 };
 _Static_assert(sizeof(struct np_slab) <= NP_META_SIZE, "a slab header fits its metadata slot");
 _Static_assert(offsetof(struct np_slab, thread_free) == 2 * NP_CACHELINE, "three lines: owner-written, read-mostly, remote");
@@ -414,6 +415,11 @@ size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st);
  * is what the last such call left (no block freed since, so nothing new to give back, and its
  * free list is not walked again). Returns the pages given back. */
 size_t np_slab_decay(struct np_slab *s, struct np_vmstat_diffs *st);
+/* s is as np_slab_decay last left it: it served no malloc and took no free since. */
+NP_INLINE bool np_slab_decayed(const struct np_slab *s)
+{
+	return s->decay_used == s->used + 1;
+}
 /* Gives the slab's pages back (used must be 0). pcp: the releasing thread's cache or NULL. */
 void np_slab_release(struct np_slab *s, struct np_pcp *pcp);
 /* The owner gives up a full slab: OWNED -> FLOATING, only if no remote free is pending. */
@@ -502,10 +508,18 @@ enum np_sweep {
  * pages inside the others as `how` says, counted in st's pages_purged. Returns the pages
  * released and given back. */
 size_t np_slab_sweep_orphans(enum np_sweep how, struct np_vmstat_diffs *st);
-/* The orphans' decay: once a NUMAPAGE_DECAY_MS period (now, period_ns: np_os_clock_ns and
- * the option), the first thread to ask begins the orphans' next pass and sweeps them
- * (NP_SWEEP_DECAY), unless another sweep is under way. */
+/* The orphans' decay, a step of it at every thread's periodic point (now, period_ns:
+ * np_os_clock_ns and the option): once a NUMAPAGE_DECAY_MS period a pass begins, which goes
+ * over the orphan lists (node by node, class by class; none while another sweep is under way)
+ * and gives back, NP_DECAY_SLABS a step, the free pages of the orphans listed two or more
+ * passes before (np_slab_decay); a list whose idle orphans the step could not all take is
+ * where the next step goes on. */
 void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st);
+/* Slabs a step of a decay pass gives back at most (the owner's, ring.c, and the orphans'):
+ * a pass over thousands of slabs is spread over calls (trim took 210-270 ms over 256 MiB of
+ * 1 KiB blocks with every other page live; the orphans' decay in one call took a malloc 1.1 s
+ * over 256 MiB that an exited thread left, a review measured). */
+#define NP_DECAY_SLABS 32
 /* Orphans the last sweep left on the lists, and slab slow paths (any thread's, counted by
  * ring.c while np_slab_orphans_changed is set) since it: relaxed hints for when the next sweep
  * is worth its walk. */

@@ -507,6 +507,58 @@ static void orphan_decay_gives_back_after_a_whole_period(void **state)
 	orphan_keeps_its_block_then_goes(s, b[0]);
 }
 
+/* The orphans' decay gives back at most NP_DECAY_SLABS orphans a step (a review measured one
+ * malloc's slow path at 1.1 s when a step swept 256 MiB that an exited thread left), and the
+ * pass goes on with the rest at the next step, in the same period. */
+static void orphan_decay_goes_by_steps(void **state)
+{
+	(void)state;
+	enum { K = NP_DECAY_SLABS + 8 };
+	const uint64_t period = 1000000, now = ((uint64_t)1 << 40) + 100 * period;
+	unsigned cls = np_size_class(20000);
+	struct np_slab *s[K];
+	uintptr_t b[K][2];
+	for (int k = 0; k < K; k++) {
+		s[k] = np_slab_create(&pcp, cls, OWNER);
+		b[k][0] = take(s[k]);
+		b[k][1] = take(s[k]);
+		memset((void *)b[k][0], 0x5a, s[k]->block);
+	}
+	np_slab_decay_orphans(now, period, st); /* a pass begins before they are orphans */
+	for (int k = 0; k < K; k++) {
+		np_slab_orphan(s[k]);
+		free_remote(s[k], b[k][1]);
+	}
+	np_slab_decay_orphans(now + period, period, st); /* listed in the pass before: kept */
+	int decayed = 0;
+	for (int k = 0; k < K; k++)
+		decayed += np_slab_decayed(s[k]);
+	assert_int_equal(decayed, 0);
+	np_slab_decay_orphans(now + 2 * period, period, st);
+	decayed = 0;
+	for (int k = 0; k < K; k++)
+		decayed += np_slab_decayed(s[k]);
+	assert_int_equal(decayed, NP_DECAY_SLABS);
+	np_slab_decay_orphans(now + 2 * period, period, st); /* the next step, no new period */
+	decayed = 0;
+	for (int k = 0; k < K; k++)
+		decayed += np_slab_decayed(s[k]);
+	assert_int_equal(decayed, K);
+	for (int k = 0; k < K; k++) {
+		struct np_slab *a = np_slab_adopt(0, cls, OTHER);
+		int j = 0;
+		while (j < K && s[j] != a)
+			j++;
+		assert_true(j < K);
+		for (size_t i = 0; i < a->block; i++)
+			assert_int_equal(((const unsigned char *)b[j][0])[i], 0x5a);
+		check(a);
+		np_slab_collect(a);
+		free_local(a, b[j][0]);
+		np_slab_release(a, &pcp);
+	}
+}
+
 /* Trim's sweep (purge) also gives back the pages inside the free blocks of the orphans it
  * keeps, counted as purged; the slow paths' sweeps (no purge) make no system call for them.
  * The kept block keeps its data, the freed ones read as zeros past their link. */
@@ -1083,6 +1135,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(orphan_sweep_releases_emptied_slabs, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweep_purges_free_blocks_for_trim_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_decay_gives_back_after_a_whole_period, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphan_decay_goes_by_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweeps_are_due_only_after_a_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(held_orphan_is_not_adopted_after_many_sweeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
