@@ -86,6 +86,14 @@ void np_ring_count_frozen(struct np_thread *th)
  * of the threads that did not come along: it adopts less, which is what it did before. */
 static int class_users[NP_NCLASSES];
 
+/* s, in th's ring, serves mallocs in th's decay pass under way (np_ring_decay): kept for two
+ * passes, and walked again at its next decay. */
+static void serves(struct np_thread *th, struct np_slab *s)
+{
+	s->decay_pass = th->decay_passes;
+	s->decay_used = 0;
+}
+
 /* Makes s the current slab of its class in th's ring, linking it in first when insert. */
 static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 {
@@ -101,14 +109,11 @@ static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 			__atomic_add_fetch(&class_users[s->cls], 1, __ATOMIC_RELAXED);
 		}
 	}
-	/* Both served mallocs in this decay pass (np_ring_decay): the one that stops being current
-	 * until now, the other from now on. */
-	if (cur) {
-		cur->decay_pass = th->decay_passes;
-		cur->decay_used = 0;
-	}
-	s->decay_pass = th->decay_passes;
-	s->decay_used = 0;
+	/* Both served mallocs in this decay pass: the one that stops being current until now,
+	 * the other from now on. */
+	if (cur)
+		serves(th, cur);
+	serves(th, s);
 	th->ring[s->cls] = s;
 	np_tls.cur[s->cls] = s;
 }
@@ -126,6 +131,7 @@ static void ring_unlink(struct np_thread *th, struct np_slab *s)
 		if (th->ring[c] == s) {
 			th->ring[c] = s->next;
 			np_tls.cur[c] = s->next;
+			serves(th, s->next);
 		}
 	}
 	s->next = s->prev = NULL;
@@ -314,15 +320,22 @@ unsigned np_ring_sweep(struct np_thread *th)
 	return released;
 }
 
+/* Slabs a step of the owner's decay pass looks at, at most (a collect each; NP_DECAY_SLABS of
+ * them decayed at most): a pass over hundreds of slabs with nothing due takes a few steps. */
+#define DECAY_LOOKS (8 * NP_DECAY_SLABS)
+
 /* The decay's step on s, not current: given back whole when the collect empties it, else its
  * free pages when it served no malloc since before the pass before this one began (so for at
- * least a whole period: passes begin a period apart). True when s left the ring. */
-static bool decay_slab(struct np_thread *th, struct np_slab *s)
+ * least a whole period: passes begin a period apart), and took a malloc or a free since its
+ * last decay; *decays counts those down. True when s left the ring. */
+static bool decay_slab(struct np_thread *th, struct np_slab *s, unsigned *decays)
 {
 	if (release_if_empty(th, s))
 		return true;
-	if ((uint8_t)(th->decay_passes - s->decay_pass) >= 2)
+	if ((uint8_t)(th->decay_passes - s->decay_pass) >= 2 && !np_slab_decayed(s)) {
 		np_slab_decay(s, &th->st);
+		(*decays)--;
+	}
 	return false;
 }
 
@@ -341,7 +354,7 @@ void np_ring_decay(struct np_thread *th)
 		th->decay_class = 0;
 		th->decay_skip = 0;
 	}
-	unsigned budget = NP_DECAY_SLABS;
+	unsigned looks = DECAY_LOOKS, decays = NP_DECAY_SLABS;
 	for (; th->decay_class < NP_NCLASSES; th->decay_class++, th->decay_skip = 0) {
 		struct np_slab *cur = th->ring[th->decay_class];
 		if (!cur)
@@ -354,11 +367,11 @@ void np_ring_decay(struct np_thread *th)
 			if (k < th->decay_skip) {
 				k++;
 			} else {
-				if (!budget--) {
+				if (!looks-- || !decays) {
 					th->decay_skip = k;
 					return;
 				}
-				if (!decay_slab(th, s)) /* gone: the next one takes its place */
+				if (!decay_slab(th, s, &decays)) /* gone: the next one takes its place */
 					k++;
 			}
 			s = next;
@@ -386,8 +399,7 @@ size_t np_ring_purge(struct np_thread *th)
 static void link_taken(struct np_thread *th, struct np_slab *s)
 {
 	struct np_slab *cur = th->ring[s->cls];
-	s->decay_pass = th->decay_passes;
-	s->decay_used = 0;
+	serves(th, s);
 	if (cur) { /* behind the current slab: the current one keeps serving */
 		s->next = cur->next;
 		s->prev = cur;

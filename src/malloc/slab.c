@@ -286,21 +286,41 @@ void np_slab_set_state(struct np_slab *s, uintptr_t state)
 		;
 }
 
-void np_slab_orphan(struct np_slab *s)
+/* s at the head of its list of l (l's lock held). */
+static void list_locked(struct orphan_list *l, struct np_slab *s)
 {
-	pthread_once(&orphans_once, orphans_init);
-	__atomic_store_n(&s->owner, NP_NO_OWNER, __ATOMIC_RELAXED);
-	np_slab_set_state(s, NP_SLAB_ORPHAN);
-	struct orphan_list *l = &orphans[s->node];
-	np_lock(&l->lock);
 	s->next = l->head[s->cls];
 	s->prev = NULL;
 	if (s->next)
 		s->next->prev = s;
 	l->head[s->cls] = s;
 	s->list_gen = l->gen[s->cls];
-	s->decay_pass = __atomic_load_n(&orphan_passes, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->listed, 1, __ATOMIC_RELAXED);
+}
+
+/* s off its list of l (l's lock held): no free adopts it until it is listed again. */
+static void unlist_locked(struct orphan_list *l, struct np_slab *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		l->head[s->cls] = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	__atomic_store_n(&s->listed, 0, __ATOMIC_RELAXED);
+}
+
+void np_slab_orphan(struct np_slab *s)
+{
+	pthread_once(&orphans_once, orphans_init);
+	__atomic_store_n(&s->owner, NP_NO_OWNER, __ATOMIC_RELAXED);
+	np_slab_set_state(s, NP_SLAB_ORPHAN);
+	struct orphan_list *l = &orphans[s->node];
+	/* The orphans' decay counts its passes from here (and walks it at least once). */
+	s->decay_pass = __atomic_load_n(&orphan_passes, __ATOMIC_RELAXED);
+	s->decay_used = 0;
+	np_lock(&l->lock);
+	list_locked(l, s);
 	np_unlock(&l->lock);
 	np_slab_note_orphan_free();
 }
@@ -317,15 +337,8 @@ bool np_slab_adopt_listed(struct np_slab *s, struct np_thread *owner)
 	struct orphan_list *l = &orphans[s->node];
 	np_lock(&l->lock);
 	bool listed = s->listed && s->list_gen == l->gen[s->cls];
-	if (listed) {
-		if (s->prev)
-			s->prev->next = s->next;
-		else
-			l->head[s->cls] = s->next;
-		if (s->next)
-			s->next->prev = s->prev;
-		__atomic_store_n(&s->listed, 0, __ATOMIC_RELAXED);
-	}
+	if (listed)
+		unlist_locked(l, s);
 	np_unlock(&l->lock);
 	if (listed)
 		take_owned(s, owner);
@@ -357,19 +370,10 @@ size_t np_slab_orphans_kept;
 size_t np_slab_orphan_calls;
 int np_slab_sweeping;
 
-/* What a sweep does to the orphans it keeps, and what it found. */
-struct sweep {
-	enum np_sweep how;
-	uint8_t pass;      /* NP_SWEEP_DECAY: the orphans' pass under way */
-	unsigned budget;   /* NP_SWEEP_DECAY: decays left */
-	bool more;         /* NP_SWEEP_DECAY: an orphan due was left for want of budget */
-	size_t pages, kept;
-	struct np_vmstat_diffs *st;
-};
-
 /* Node n's orphans of class c, taken whole (no free adopts one meanwhile), collected: the empty
- * ones released, the others given back as w says and listed again. */
-static void sweep_list(int n, int c, struct sweep *w)
+ * ones released (their pages added to *pages), the others given back as `how` says and listed
+ * again; *kept counts them. */
+static void sweep_list(int n, int c, enum np_sweep how, size_t *pages, size_t *kept, struct np_vmstat_diffs *st)
 {
 	struct orphan_list *l = &orphans[n];
 	if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
@@ -383,23 +387,14 @@ static void sweep_list(int n, int c, struct sweep *w)
 		struct np_slab *next = s->next;
 		np_slab_collect(s);
 		if (s->used == 0 && np_slab_confirm_empty(s)) {
-			w->pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
+			*pages += np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
 			np_slab_release(s, NULL);
 		} else {
-			if (w->how == NP_SWEEP_TRIM) {
-				w->pages += np_slab_purge_free(s, w->st);
-			} else if (w->how == NP_SWEEP_DECAY && (uint8_t)(w->pass - s->decay_pass) >= 2 &&
-				   !np_slab_decayed(s)) {
-				if (w->budget) {
-					w->budget--;
-					w->pages += np_slab_decay(s, w->st);
-				} else {
-					w->more = true;
-				}
-			}
+			if (how == NP_SWEEP_TRIM) /* out of the list: nobody adopts it meanwhile */
+				*pages += np_slab_purge_free(s, st);
 			s->next = keep;
 			keep = s;
-			w->kept++;
+			(*kept)++;
 		}
 		s = next;
 	}
@@ -422,16 +417,74 @@ static void sweep_list(int n, int c, struct sweep *w)
 
 size_t np_slab_sweep_orphans(enum np_sweep how, struct np_vmstat_diffs *st)
 {
-	struct sweep w = {.how = how, .pass = __atomic_load_n(&orphan_passes, __ATOMIC_RELAXED),
-			  .budget = UINT_MAX, .st = st};
+	size_t pages = 0, kept = 0;
 	pthread_once(&orphans_once, orphans_init);
 	__atomic_store_n(&np_slab_orphan_calls, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&np_slab_orphans_changed, 0, __ATOMIC_RELAXED);
 	for (int n = 0; n < np_topo_table.nnodes; n++)
 		for (int c = 0; c < NP_NCLASSES; c++)
-			sweep_list(n, c, &w);
-	__atomic_store_n(&np_slab_orphans_kept, w.kept, __ATOMIC_RELAXED);
-	return w.pages;
+			sweep_list(n, c, how, &pages, &kept, st);
+	__atomic_store_n(&np_slab_orphans_kept, kept, __ATOMIC_RELAXED);
+	return pages;
+}
+
+/* An orphan the orphans' decay pass `pass` gives back: listed two or more passes before it (no
+ * malloc since, for a whole period at least), not looked at in this pass yet (so a pass ends
+ * however often its orphans are freed into), and freed into since its last decay (its count,
+ * or other threads' frees not collected yet). */
+static bool orphan_due(const struct np_slab *s, uint8_t pass)
+{
+	return (uint8_t)(pass - s->decay_pass) >= 2 && s->decay_seen != pass &&
+	       (!np_slab_decayed(s) || (atomic_load_explicit(&s->thread_free, memory_order_relaxed) & NP_SLAB_LIST_MASK));
+}
+
+/* What a step of the orphans' decay did on a list. */
+enum decay_step { DECAY_NONE_DUE, DECAY_LIST_DONE, DECAY_LIST_MORE };
+
+/* A step of the orphans' decay pass `pass` on node n's list of class c: up to NP_DECAY_SLABS
+ * orphans due are taken off it one by one (the others stay listed, so adoptions go on and a
+ * fork meanwhile loses only these in its child, as it would a trim's), collected, released
+ * when that empties them, else given back (np_slab_decay) and listed again. */
+static enum decay_step decay_list(int n, int c, uint8_t pass, struct np_vmstat_diffs *st)
+{
+	struct orphan_list *l = &orphans[n];
+	if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
+		return DECAY_NONE_DUE;
+	struct np_slab *held[NP_DECAY_SLABS];
+	int k = 0;
+	bool done = true;
+	np_lock(&l->lock);
+	for (struct np_slab *s = l->head[c], *next; s; s = next) {
+		next = s->next;
+		if (!orphan_due(s, pass))
+			continue;
+		if (k == NP_DECAY_SLABS) {
+			done = false;
+			break;
+		}
+		unlist_locked(l, s);
+		held[k++] = s;
+	}
+	np_unlock(&l->lock);
+	int kept = 0;
+	for (int i = 0; i < k; i++) {
+		struct np_slab *s = held[i];
+		s->decay_seen = pass;
+		np_slab_collect(s);
+		if (s->used == 0 && np_slab_confirm_empty(s)) {
+			np_slab_release(s, NULL);
+			continue;
+		}
+		np_slab_decay(s, st);
+		held[kept++] = s;
+	}
+	if (kept) {
+		np_lock(&l->lock);
+		for (int i = 0; i < kept; i++)
+			list_locked(l, held[i]);
+		np_unlock(&l->lock);
+	}
+	return !done ? DECAY_LIST_MORE : k ? DECAY_LIST_DONE : DECAY_NONE_DUE;
 }
 
 /* A period has passed since the orphans' last pass began, or none began yet. Signed: a thread
@@ -457,12 +510,14 @@ void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_di
 		__atomic_add_fetch(&orphan_passes, 1, __ATOMIC_RELAXED);
 		at = 0;
 	}
-	struct sweep w = {.how = NP_SWEEP_DECAY, .pass = orphan_passes, .budget = NP_DECAY_SLABS, .st = st};
-	for (; at < lists && w.budget; at++) {
-		sweep_list((int)(at / NP_NCLASSES), (int)(at % NP_NCLASSES), &w);
-		if (w.more)
-			break; /* the next step goes on with this list */
+	/* Lists with none due are passed over; a step ends after one that had some, on the next
+	 * list, or on the same one when it has more. */
+	for (enum decay_step d = DECAY_NONE_DUE; at < lists && d == DECAY_NONE_DUE;) {
+		d = decay_list((int)(at / NP_NCLASSES), (int)(at % NP_NCLASSES), orphan_passes, st);
+		if (d != DECAY_LIST_MORE)
+			at++;
 	}
+
 	__atomic_store_n(&orphan_cursor, at, __ATOMIC_RELAXED);
 out:
 	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);

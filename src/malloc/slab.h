@@ -100,6 +100,7 @@ struct np_slab {
 	 * owner's current slab or joined its ring (the owner's passes, ring.c: np_ring_decay) or
 	 * the orphans (theirs, np_slab_decay_orphans). On this line: a slab miss writes it anyway. */
 	uint8_t decay_pass;
+	uint8_t decay_seen;          /* the orphans' decay pass that last looked at it (slab.c) */
 	/* free's head as a link: its index, or `end` when free is empty. Kept beside it by every
 	 * writer of free, so that the owner's free links its block to the head without a
 	 * multiply (the malloc fast path has the index at hand: it is the link it followed). */
@@ -501,7 +502,6 @@ bool np_slab_adopt_listed(struct np_slab *s, struct np_thread *owner);
 /* What a sweep of the orphans does besides releasing the empty ones. */
 enum np_sweep {
 	NP_SWEEP_COLLECT, /* nothing more */
-	NP_SWEEP_DECAY,   /* np_slab_decay of the orphans listed before the pass before this one */
 	NP_SWEEP_TRIM,    /* np_slab_purge_free of every orphan (trim) */
 };
 /* Collects every orphan of every class and releases the empty ones, then gives back the free
@@ -510,10 +510,10 @@ enum np_sweep {
 size_t np_slab_sweep_orphans(enum np_sweep how, struct np_vmstat_diffs *st);
 /* The orphans' decay, a step of it at every thread's periodic point (now, period_ns:
  * np_os_clock_ns and the option): once a NUMAPAGE_DECAY_MS period a pass begins, which goes
- * over the orphan lists (node by node, class by class; none while another sweep is under way)
- * and gives back, NP_DECAY_SLABS a step, the free pages of the orphans listed two or more
- * passes before (np_slab_decay); a list whose idle orphans the step could not all take is
- * where the next step goes on. */
+ * over the orphan lists (node by node, class by class; no step while another sweep is under
+ * way) and gives back (np_slab_decay) the free pages of the orphans listed two or more passes
+ * before, each once a pass: a step takes up to NP_DECAY_SLABS of one list off it, one by one,
+ * and lists them again; the list it could not finish is where the next step goes on. */
 void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st);
 /* Slabs a step of a decay pass gives back at most (the owner's, ring.c, and the orphans'):
  * a pass over thousands of slabs is spread over calls (trim took 210-270 ms over 256 MiB of
