@@ -517,7 +517,6 @@ void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_di
 		if (d != DECAY_LIST_MORE)
 			at++;
 	}
-
 	__atomic_store_n(&orphan_cursor, at, __ATOMIC_RELAXED);
 out:
 	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);

@@ -412,9 +412,10 @@ NP_INLINE bool np_slab_refill(struct np_slab *s)
  * last call (a second trim has nothing to give back). */
 size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st);
 /* np_slab_purge_free by the decay, for a slab that served no malloc for a whole
- * NUMAPAGE_DECAY_MS (its owner's ring or the orphans' sweep decides): skipped when s's count
- * is what the last such call left (no block freed since, so nothing new to give back, and its
- * free list is not walked again). Returns the pages given back. */
+ * NUMAPAGE_DECAY_MS and was freed into since its last decay (its owner's ring or the orphans'
+ * decay decides, by np_slab_decayed: a slab no free reached since has nothing new to give back,
+ * and its free list is not walked again); records the count it leaves. Returns the pages given
+ * back. */
 size_t np_slab_decay(struct np_slab *s, struct np_vmstat_diffs *st);
 /* s is as np_slab_decay last left it: it served no malloc and took no free since. */
 NP_INLINE bool np_slab_decayed(const struct np_slab *s)

@@ -272,8 +272,6 @@ size_t np_slab_purge_free(struct np_slab *s, struct np_vmstat_diffs *st)
 
 size_t np_slab_decay(struct np_slab *s, struct np_vmstat_diffs *st)
 {
-	if (np_slab_decayed(s))
-		return 0;
 	size_t pages = np_slab_purge_free(s, st);
 	s->decay_used = s->used + 1; /* after its collect */
 	return pages;
