@@ -118,9 +118,18 @@ static void make_current(struct np_thread *th, struct np_slab *s, bool insert)
 	np_tls.cur[s->cls] = s;
 }
 
+/* s leaves th's ring: the decay's next step looks at its successor instead (none when s was
+ * the last one: that class's walk is over). */
+static void decay_passes_over(struct np_thread *th, const struct np_slab *s)
+{
+	if (NP_UNLIKELY(th->decay_at == s))
+		th->decay_at = s->next != s ? s->next : NULL;
+}
+
 static void ring_unlink(struct np_thread *th, struct np_slab *s)
 {
 	unsigned c = s->cls;
+	decay_passes_over(th, s);
 	if (s->next == s) {
 		th->ring[c] = NULL;
 		np_tls.cur[c] = &np_slab_empty;
@@ -297,6 +306,7 @@ static bool release_if_empty(struct np_thread *th, struct np_slab *s)
 	if (s->used != 0 || !np_slab_confirm_empty(s))
 		return false;
 	count(th, s);
+	decay_passes_over(th, s);
 	s->prev->next = s->next;
 	s->next->prev = s->prev;
 	s->next = s->prev = NULL;
@@ -320,30 +330,25 @@ unsigned np_ring_sweep(struct np_thread *th)
 	return released;
 }
 
-/* Slabs a step of the owner's decay pass looks at, at most (a collect each; NP_DECAY_SLABS of
- * them decayed at most): a pass over hundreds of slabs with nothing due takes a few steps. */
-#define DECAY_LOOKS (8 * NP_DECAY_SLABS)
-
 /* The decay's step on s, not current: given back whole when the collect empties it, else its
  * free pages when it served no malloc since before the pass before this one began (so for at
  * least a whole period: passes begin a period apart), and took a malloc or a free since its
- * last decay; *decays counts those down. True when s left the ring. */
-static bool decay_slab(struct np_thread *th, struct np_slab *s, unsigned *decays)
+ * last decay; *decays counts those down. */
+static void decay_slab(struct np_thread *th, struct np_slab *s, unsigned *decays)
 {
 	if (release_if_empty(th, s))
-		return true;
+		return;
 	if ((uint8_t)(th->decay_passes - s->decay_pass) >= 2 && !np_slab_decayed(s)) {
 		np_slab_decay(s, &th->st);
 		(*decays)--;
 	}
-	return false;
 }
 
-void np_ring_decay(struct np_thread *th)
+unsigned np_ring_decay(struct np_thread *th)
 {
 	uint64_t period = (uint64_t)np_opt_load(decay_ms) * 1000000u;
 	if (!period)
-		return;
+		return 0;
 	uint64_t now = np_os_clock_ns();
 	np_slab_decay_orphans(now, period, &th->st);
 	/* A pass begins a period after the last began, once that one has gone over every ring:
@@ -352,31 +357,28 @@ void np_ring_decay(struct np_thread *th)
 		th->decay_began = now;
 		th->decay_passes++;
 		th->decay_class = 0;
-		th->decay_skip = 0;
+		th->decay_at = NULL;
 	}
-	unsigned looks = DECAY_LOOKS, decays = NP_DECAY_SLABS;
-	for (; th->decay_class < NP_NCLASSES; th->decay_class++, th->decay_skip = 0) {
+	/* A class's walk ends at its current slab: one that became current meanwhile ends it
+	 * early, but that slab and the one it replaced served mallocs in this pass, so neither is
+	 * due, and the slabs skipped are looked at in the next pass. */
+	unsigned reads = 0, decays = NP_DECAY_SLABS;
+	for (; th->decay_class < NP_NCLASSES; th->decay_class++, th->decay_at = NULL) {
 		struct np_slab *cur = th->ring[th->decay_class];
 		if (!cur)
 			continue;
-		/* Where the last call stopped: decay_skip slabs after the current one (a ring that
-		 * changed since may have one seen twice, or one not seen, in this pass). */
-		unsigned k = 0;
-		for (struct np_slab *s = cur->next; s != cur;) {
-			struct np_slab *next = s->next;
-			if (k < th->decay_skip) {
-				k++;
-			} else {
-				if (!looks-- || !decays) {
-					th->decay_skip = k;
-					return;
-				}
-				if (!decay_slab(th, s, &decays)) /* gone: the next one takes its place */
-					k++;
+		for (struct np_slab *s = th->decay_at ? th->decay_at : cur->next; s != cur;) {
+			if (reads == NP_DECAY_LOOKS || !decays) {
+				th->decay_at = s;
+				return reads;
 			}
+			reads++;
+			struct np_slab *next = s->next;
+			decay_slab(th, s, &decays); /* which may take s out of the ring */
 			s = next;
 		}
 	}
+	return reads;
 }
 
 size_t np_ring_purge(struct np_thread *th)
@@ -470,6 +472,7 @@ void np_ring_abandon(struct np_thread *th)
 		th->ring[c] = NULL;
 		__atomic_sub_fetch(&class_users[c], 1, __ATOMIC_RELAXED);
 	}
+	th->decay_at = NULL;
 	/* Its slow paths since its last periodic point, its slabs with live blocks now orphans. */
 	count_for_orphans(th->slow_calls);
 	th->slow_calls = 0;
@@ -537,6 +540,16 @@ const char *np_ring_check(const struct np_thread *th)
 				return err;
 			t = t->next;
 		} while (t != s);
+	}
+	if (th->decay_at) {
+		const struct np_slab *s = th->decay_class < NP_NCLASSES ? th->ring[th->decay_class] : NULL, *t = s;
+		do {
+			if (!t)
+				return "the decay's next slab is not in the ring of its class";
+			t = t->next;
+		} while (t != th->decay_at && t != s);
+		if (t != th->decay_at)
+			return "the decay's next slab is not in the ring of its class";
 	}
 	return np_pcp_check(&th->pcp);
 }

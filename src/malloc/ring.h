@@ -42,9 +42,11 @@ NP_NOINLINE void np_ring_emptied(struct np_slab *s);
 /* The decay of th's slabs, a step at every np_ring_periodic: once a NUMAPAGE_DECAY_MS period
  * a pass begins (when the last one is over), which gives back the free pages (np_slab_decay)
  * of the slabs that were not current and joined no ring of th since before the pass before
- * it, NP_DECAY_SLABS of them a step (a few hundred looked at); and a step of the orphans'
- * decay (np_slab_decay_orphans). A class's current slab is kept: its next malloc takes it. */
-void np_ring_decay(struct np_thread *th);
+ * it, NP_DECAY_SLABS of them a step, NP_DECAY_LOOKS looked at, each step going on from the
+ * slab where the last stopped; and a step of the orphans' decay (np_slab_decay_orphans). A
+ * class's current slab is kept: its next malloc takes it. Returns the slabs of th's rings the
+ * step looked at. */
+unsigned np_ring_decay(struct np_thread *th);
 /* Collects every slab of the rings and gives back the pages of those that other threads'
  * frees emptied (all but each class's current slab). Returns slabs released. */
 unsigned np_ring_sweep(struct np_thread *th);

@@ -26,6 +26,9 @@ struct orphan_list {
 	struct np_lock lock; /* rank NP_LOCK_RANK_ORPHANS, index node */
 	struct np_slab *head[NP_NCLASSES];
 	uint64_t gen[NP_NCLASSES]; /* see np_slab.list_gen: 64 bits, so it never comes back */
+	/* The orphan the decay's next step on the list looks at first (NULL: its head). An orphan
+	 * taken off the list moves it on to the next one. */
+	struct np_slab *decay_at[NP_NCLASSES];
 };
 static struct orphan_list orphans[NP_MAX_NODES] NP_LARGE_BSS;
 /* The orphans' decay passes (np_slab_decay_orphans): when the last began, how many (the count
@@ -301,6 +304,8 @@ static void list_locked(struct orphan_list *l, struct np_slab *s)
 /* s off its list of l (l's lock held): no free adopts it until it is listed again. */
 static void unlist_locked(struct orphan_list *l, struct np_slab *s)
 {
+	if (l->decay_at[s->cls] == s)
+		l->decay_at[s->cls] = s->next;
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -353,12 +358,8 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 	pthread_once(&orphans_once, orphans_init);
 	np_lock(&l->lock);
 	struct np_slab *s = l->head[cls];
-	if (s) {
-		l->head[cls] = s->next;
-		if (s->next)
-			s->next->prev = NULL;
-		__atomic_store_n(&s->listed, 0, __ATOMIC_RELAXED);
-	}
+	if (s)
+		unlist_locked(l, s);
 	np_unlock(&l->lock);
 	if (!s)
 		return NULL;
@@ -381,6 +382,7 @@ static void sweep_list(int n, int c, enum np_sweep how, size_t *pages, size_t *k
 	np_lock(&l->lock);
 	struct np_slab *s = l->head[c], *keep = NULL;
 	l->head[c] = NULL;
+	l->decay_at[c] = NULL;
 	l->gen[c]++; /* they are this sweep's now: no free adopts one meanwhile */
 	np_unlock(&l->lock);
 	while (s) {
@@ -441,42 +443,54 @@ static bool orphan_due(const struct np_slab *s, uint8_t pass)
 /* What a step of the orphans' decay did on a list. */
 enum decay_step { DECAY_NONE_DUE, DECAY_LIST_DONE, DECAY_LIST_MORE };
 
-/* A step of the orphans' decay pass `pass` on node n's list of class c: up to NP_DECAY_SLABS
- * orphans due are taken off it one by one (the others stay listed, so adoptions go on and a
- * fork meanwhile loses only these in its child, as it would a trim's), collected, released
- * when that empties them, else given back (np_slab_decay) and listed again. */
-static enum decay_step decay_list(int n, int c, uint8_t pass, struct np_vmstat_diffs *st)
+/* What a step of the orphans' decay has done: orphans read (at most NP_DECAY_LOOKS) and taken
+ * off their list (NP_DECAY_SLABS). */
+struct decay_budget {
+	unsigned reads, takes;
+};
+
+/* A step of the orphans' decay pass `pass` on node n's list of class c, from where the last
+ * step stopped, as far as budget b goes: it walks the list under its lock to the next orphan
+ * due and takes it off the list (the others stay listed, so adoptions go on, and a fork
+ * meanwhile loses only the orphans the step holds in its child, as it would a trim's), then,
+ * with the lock dropped, collects it, releases it when that emptied it, else gives its free
+ * pages back (np_slab_decay); and so on. The orphans it kept are listed again at the end, at
+ * the head: behind where the pass goes on. */
+static enum decay_step decay_list(int n, int c, uint8_t pass, struct decay_budget *b, struct np_vmstat_diffs *st)
 {
 	struct orphan_list *l = &orphans[n];
 	if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
 		return DECAY_NONE_DUE;
-	struct np_slab *held[NP_DECAY_SLABS];
-	int k = 0;
-	bool done = true;
-	np_lock(&l->lock);
-	for (struct np_slab *s = l->head[c], *next; s; s = next) {
-		next = s->next;
-		if (!orphan_due(s, pass))
-			continue;
-		if (k == NP_DECAY_SLABS) {
-			done = false;
-			break;
+	struct np_slab *held[NP_DECAY_SLABS], *s;
+	int took = 0, kept = 0;
+	for (;;) {
+		np_lock(&l->lock);
+		/* No place kept: the list's head, or its end once this step took one (the orphans
+		 * behind the one it took left the list meanwhile). */
+		s = l->decay_at[c] ? l->decay_at[c] : took ? NULL : l->head[c];
+		for (; s && b->reads < NP_DECAY_LOOKS && !orphan_due(s, pass); s = s->next)
+			b->reads++;
+		bool take = s && b->reads < NP_DECAY_LOOKS && b->takes < NP_DECAY_SLABS;
+		if (take) {
+			b->reads++;
+			l->decay_at[c] = s->next;
+			unlist_locked(l, s);
+		} else {
+			l->decay_at[c] = s; /* NULL: the list is done in this pass */
 		}
-		unlist_locked(l, s);
-		held[k++] = s;
-	}
-	np_unlock(&l->lock);
-	int kept = 0;
-	for (int i = 0; i < k; i++) {
-		struct np_slab *s = held[i];
+		np_unlock(&l->lock);
+		if (!take)
+			break;
+		b->takes++;
+		took++;
 		s->decay_seen = pass;
 		np_slab_collect(s);
 		if (s->used == 0 && np_slab_confirm_empty(s)) {
 			np_slab_release(s, NULL);
-			continue;
+		} else {
+			np_slab_decay(s, st);
+			held[kept++] = s;
 		}
-		np_slab_decay(s, st);
-		held[kept++] = s;
 	}
 	if (kept) {
 		np_lock(&l->lock);
@@ -484,7 +498,7 @@ static enum decay_step decay_list(int n, int c, uint8_t pass, struct np_vmstat_d
 			list_locked(l, held[i]);
 		np_unlock(&l->lock);
 	}
-	return !done ? DECAY_LIST_MORE : k ? DECAY_LIST_DONE : DECAY_NONE_DUE;
+	return s ? DECAY_LIST_MORE : took ? DECAY_LIST_DONE : DECAY_NONE_DUE;
 }
 
 /* A period has passed since the orphans' last pass began, or none began yet. Signed: a thread
@@ -495,12 +509,13 @@ static bool pass_due(uint64_t now, uint64_t period_ns)
 	return !began || (int64_t)(now - began) >= (int64_t)period_ns;
 }
 
-void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st)
+unsigned np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st)
 {
+	struct decay_budget b = {0};
 	unsigned lists = (unsigned)np_topo_table.nnodes * NP_NCLASSES;
 	if ((__atomic_load_n(&orphan_cursor, __ATOMIC_RELAXED) >= lists && !pass_due(now, period_ns)) ||
 	    __atomic_exchange_n(&np_slab_sweeping, 1, __ATOMIC_ACQUIRE))
-		return;
+		return 0;
 	pthread_once(&orphans_once, orphans_init);
 	unsigned at = orphan_cursor;
 	if (at >= lists) {
@@ -513,13 +528,14 @@ void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_di
 	/* Lists with none due are passed over; a step ends after one that had some, on the next
 	 * list, or on the same one when it has more. */
 	for (enum decay_step d = DECAY_NONE_DUE; at < lists && d == DECAY_NONE_DUE;) {
-		d = decay_list((int)(at / NP_NCLASSES), (int)(at % NP_NCLASSES), orphan_passes, st);
+		d = decay_list((int)(at / NP_NCLASSES), (int)(at % NP_NCLASSES), orphan_passes, &b, st);
 		if (d != DECAY_LIST_MORE)
 			at++;
 	}
 	__atomic_store_n(&orphan_cursor, at, __ATOMIC_RELAXED);
 out:
 	__atomic_store_n(&np_slab_sweeping, 0, __ATOMIC_RELEASE);
+	return b.reads;
 }
 
 void np_slab_atfork_prepare(void)

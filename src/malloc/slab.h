@@ -513,14 +513,18 @@ size_t np_slab_sweep_orphans(enum np_sweep how, struct np_vmstat_diffs *st);
  * np_os_clock_ns and the option): once a NUMAPAGE_DECAY_MS period a pass begins, which goes
  * over the orphan lists (node by node, class by class; no step while another sweep is under
  * way) and gives back (np_slab_decay) the free pages of the orphans listed two or more passes
- * before, each once a pass: a step takes up to NP_DECAY_SLABS of one list off it, one by one,
- * and lists them again; the list it could not finish is where the next step goes on. */
-void np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st);
+ * before, each once a pass: a step reads up to NP_DECAY_LOOKS orphans, takes up to
+ * NP_DECAY_SLABS of them off one list, one by one, and lists them again; the next step goes on
+ * from the orphan where it stopped. Returns the orphans the step read. */
+unsigned np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st);
 /* Slabs a step of a decay pass gives back at most (the owner's, ring.c, and the orphans'):
  * a pass over thousands of slabs is spread over calls (trim took 210-270 ms over 256 MiB of
  * 1 KiB blocks with every other page live; the orphans' decay in one call took a malloc 1.1 s
  * over 256 MiB that an exited thread left, a review measured). */
 #define NP_DECAY_SLABS 32
+/* Slab headers a step reads at most (a pass over hundreds of slabs with nothing due takes a
+ * few steps, each holding the orphans' lock, where it holds it, for that many). */
+#define NP_DECAY_LOOKS (8 * NP_DECAY_SLABS)
 /* Orphans the last sweep left on the lists, and slab slow paths (any thread's, counted by
  * ring.c while np_slab_orphans_changed is set) since it: relaxed hints for when the next sweep
  * is worth its walk. */

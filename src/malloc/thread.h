@@ -70,12 +70,13 @@ struct np_thread {
 	unsigned slow_calls;                  /* slow paths since the last np_ring_periodic */
 	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
 	/* The decay of its slabs (np_ring_decay): when its pass began (np_os_clock_ns; 0: none
-	 * yet), how many began (mod 256: slabs carry the count), and where the pass is (the class,
-	 * and the slabs after its current one already looked at). */
+	 * yet), how many began (mod 256: slabs carry the count), and where the pass is: the class,
+	 * and the slab of its ring the next step looks at first (NULL: the one after the current
+	 * one). A slab that leaves the ring moves decay_at on to its successor (ring.c). */
 	uint64_t decay_began;
 	uint8_t decay_passes;
 	uint8_t decay_class;
-	unsigned decay_skip;
+	struct np_slab *decay_at;
 	/* Full slabs this thread let float, and how many of those other threads' frees claimed
 	 * (from claimed_away), since the ring last judged them; keep_more: it keeps more full
 	 * slabs (ring.c, KEEP_FULL_CLAIMED). */

@@ -581,6 +581,90 @@ static void full_slabs_claimed_by_others_are_kept(void **state)
 	np_slab_sweep_orphans(false, NULL);
 }
 
+/* ---- a pass of the thread's decay reads each slab of its rings about once (ring.c) ---- */
+
+enum { DR_SIZE = 8192, DR_SLABS = 3 * NP_DECAY_LOOKS / 2, DR_MAX = 64 * DR_SLABS };
+struct dr_life {
+	void *blk[DR_MAX];
+	int n;
+	unsigned ring, reads, steps, most;
+	bool emptied;
+};
+
+static void *dr_owner(void *arg)
+{
+	struct dr_life *l = arg;
+	np_fake_os_set_cpu(0);
+	unsigned cls = np_size_class(DR_SIZE);
+	assert_int_equal(np_class_slab_bytes(cls), NP_SLAB_ALIGN); /* a block's slot is its slab's header */
+	/* DR_SLABS slabs' worth: the full ones float past the first few. */
+	static void *first[DR_SLABS];
+	int slabs = 0;
+	const struct np_slab *last = NULL;
+	while (slabs < DR_SLABS && l->n < DR_MAX) {
+		void *p = numa_page_malloc(DR_SIZE);
+		assert_non_null(p);
+		if (np_slab_at_step(p) != last) {
+			last = np_slab_at_step(p);
+			first[slabs++] = p;
+		} else {
+			l->blk[l->n++] = p;
+		}
+	}
+	assert_int_equal(slabs, DR_SLABS);
+	for (int i = 0; i < slabs; i++)
+		numa_page_free(first[i]); /* each slab back in the ring, with one free block */
+	struct np_thread *th = np_tls.self;
+	const struct np_slab *cur = th->ring[cls], *t = cur;
+	do {
+		l->ring++;
+		t = t->next;
+	} while (t != cur);
+	while (th->decay_class < NP_NCLASSES) /* the pass under way ends */
+		np_ring_decay(th);
+	np_fake_os_advance_clock(3600 * 1000000000ull); /* a period is over: the next pass */
+	do {
+		unsigned r = np_ring_decay(th);
+		l->reads += r;
+		l->most = r > l->most ? r : l->most;
+		l->steps++;
+		check_self(); /* the slab the next step looks at first is in the ring */
+		const struct np_slab *at = th->decay_at;
+		if (l->steps == 1 && at) {
+			/* That slab empties and goes: the next step looks at its successor. */
+			for (int i = 0; i < l->n; i++) {
+				if (np_slab_at_step(l->blk[i]) == at) {
+					numa_page_free(l->blk[i]);
+					l->blk[i] = NULL;
+				}
+			}
+			np_cache_flush();
+			assert_ptr_not_equal(th->decay_at, at);
+			l->emptied = true;
+			check_self();
+		}
+	} while (th->decay_class < NP_NCLASSES && l->steps < 10 * DR_SLABS);
+	for (int i = 0; i < l->n; i++)
+		numa_page_free(l->blk[i]);
+	return NULL;
+}
+
+/* A step of a thread's decay pass found its place again by counting the slabs after its
+ * class's current one, so a pass over a ring of R slabs read about R * R / 512 headers, and a
+ * step of it more than NP_DECAY_LOOKS. Now each slab about once, and a step at most that. */
+static void decay_pass_reads_each_slab_once(void **state)
+{
+	(void)state;
+	static struct dr_life l;
+	memset(&l, 0, sizeof l);
+	run_thread(dr_owner, &l);
+	assert_true(l.ring >= DR_SLABS);
+	assert_true(l.steps >= 2); /* more than a step's looks */
+	assert_true(l.emptied);
+	assert_true(l.most <= NP_DECAY_LOOKS);
+	assert_true(l.reads <= l.ring + l.steps); /* a step may read again where the last stopped */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -590,6 +674,7 @@ int main(void)
 		cmocka_unit_test(orphan_sweeps_count_large_blocks),
 		cmocka_unit_test(exit_orphans_go_to_the_freeing_successor),
 		cmocka_unit_test(full_slabs_claimed_by_others_are_kept),
+		cmocka_unit_test(decay_pass_reads_each_slab_once),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
