@@ -333,13 +333,13 @@ unsigned np_ring_sweep(struct np_thread *th)
 /* The decay's step on s, not current: given back whole when the collect empties it, else its
  * free pages when it served no malloc since before the pass before this one began (so for at
  * least a whole period: passes begin a period apart), and took a malloc or a free since its
- * last decay; *decays counts those down. */
-static void decay_slab(struct np_thread *th, struct np_slab *s, unsigned *decays)
+ * last decay; *decays counts those down, *pages adds what they gave back. */
+static void decay_slab(struct np_thread *th, struct np_slab *s, unsigned *decays, size_t *pages)
 {
 	if (release_if_empty(th, s))
 		return;
 	if ((uint8_t)(th->decay_passes - s->decay_pass) >= 2 && !np_slab_decayed(s)) {
-		np_slab_decay(s, &th->st);
+		*pages += np_slab_decay(s, &th->st);
 		(*decays)--;
 	}
 }
@@ -363,18 +363,19 @@ unsigned np_ring_decay(struct np_thread *th)
 	 * early, but that slab and the one it replaced served mallocs in this pass, so neither is
 	 * due, and the slabs skipped are looked at in the next pass. */
 	unsigned reads = 0, decays = NP_DECAY_SLABS;
+	size_t pages = 0;
 	for (; th->decay_class < NP_NCLASSES; th->decay_class++, th->decay_at = NULL) {
 		struct np_slab *cur = th->ring[th->decay_class];
 		if (!cur)
 			continue;
 		for (struct np_slab *s = th->decay_at ? th->decay_at : cur->next; s != cur;) {
-			if (reads == NP_DECAY_LOOKS || !decays) {
+			if (reads == NP_DECAY_LOOKS || !decays || pages >= NP_DECAY_PAGES) {
 				th->decay_at = s;
 				return reads;
 			}
 			reads++;
 			struct np_slab *next = s->next;
-			decay_slab(th, s, &decays); /* which may take s out of the ring */
+			decay_slab(th, s, &decays, &pages); /* which may take s out of the ring */
 			s = next;
 		}
 	}

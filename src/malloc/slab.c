@@ -443,10 +443,11 @@ static bool orphan_due(const struct np_slab *s, uint8_t pass)
 /* What a step of the orphans' decay did on a list. */
 enum decay_step { DECAY_NONE_DUE, DECAY_LIST_DONE, DECAY_LIST_MORE };
 
-/* What a step of the orphans' decay has done: orphans read (at most NP_DECAY_LOOKS) and taken
- * off their list (NP_DECAY_SLABS). */
+/* What a step of the orphans' decay has done: orphans read (at most NP_DECAY_LOOKS), taken off
+ * their list (NP_DECAY_SLABS) and pages given back (NP_DECAY_PAGES, about). */
 struct decay_budget {
 	unsigned reads, takes;
+	size_t pages;
 };
 
 /* A step of the orphans' decay pass `pass` on node n's list of class c, from where the last
@@ -470,7 +471,7 @@ static enum decay_step decay_list(int n, int c, uint8_t pass, struct decay_budge
 		s = l->decay_at[c] ? l->decay_at[c] : took ? NULL : l->head[c];
 		for (; s && b->reads < NP_DECAY_LOOKS && !orphan_due(s, pass); s = s->next)
 			b->reads++;
-		bool take = s && b->reads < NP_DECAY_LOOKS && b->takes < NP_DECAY_SLABS;
+		bool take = s && b->reads < NP_DECAY_LOOKS && b->takes < NP_DECAY_SLABS && b->pages < NP_DECAY_PAGES;
 		if (take) {
 			b->reads++;
 			l->decay_at[c] = s->next;
@@ -488,7 +489,7 @@ static enum decay_step decay_list(int n, int c, uint8_t pass, struct decay_budge
 		if (s->used == 0 && np_slab_confirm_empty(s)) {
 			np_slab_release(s, NULL);
 		} else {
-			np_slab_decay(s, st);
+			b->pages += np_slab_decay(s, st);
 			held[kept++] = s;
 		}
 	}
