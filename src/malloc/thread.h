@@ -74,6 +74,8 @@ struct np_thread {
 	 * and the slab of its ring the next step looks at first (NULL: the one after the current
 	 * one). A slab that leaves the ring moves decay_at on to its successor (ring.c). */
 	uint64_t decay_began;
+	/* np_os_clock_ns until which it takes no decay step (ring.c: DECAY_REST). */
+	uint64_t decay_rest_until;
 	uint8_t decay_passes;
 	uint8_t decay_class;
 	struct np_slab *decay_at;

@@ -582,6 +582,25 @@ static void orphan_decay_goes_by_steps(void **state)
 	}
 }
 
+/* The n orphans s[] of class cls on node 0, each holding its one live block b[], adopted, their
+ * block freed and released: the orphan list of the class is empty again. */
+static void adopt_and_release_all(unsigned cls, struct np_slab *const *s, const uintptr_t *b, int n)
+{
+	for (int k = 0; k < n; k++) {
+		struct np_slab *a = np_slab_adopt(0, cls, OTHER);
+		assert_non_null(a);
+		int j = 0;
+		while (j < n && s[j] != a)
+			j++;
+		assert_true(j < n);
+		check(a);
+		np_slab_collect(a);
+		free_local(a, b[j]);
+		np_slab_release(a, &pcp);
+	}
+	assert_null(np_slab_adopt(0, cls, OTHER));
+}
+
 /* A pass of the orphans' decay reads each orphan's header about once, and a step reads at most
  * NP_DECAY_LOOKS of them under the node's lock. A step walked its list from the head, past the
  * orphans not due and those it had given back and listed again, so a pass over L orphans read
@@ -622,18 +641,7 @@ static void orphan_decay_reads_each_orphan_once_a_pass(void **state)
 	assert_true(reads <= N + steps); /* a step may read again the orphan the last one stopped at */
 	for (int k = DUE; k < N; k++)
 		assert_false(np_slab_decayed(s[k]));
-	for (int k = 0; k < N; k++) {
-		struct np_slab *a = np_slab_adopt(0, cls, OTHER);
-		assert_non_null(a);
-		int j = 0;
-		while (j < N && s[j] != a)
-			j++;
-		assert_true(j < N);
-		np_slab_collect(a);
-		free_local(a, b[j]);
-		np_slab_release(a, &pcp);
-	}
-	assert_null(np_slab_adopt(0, cls, OTHER));
+	adopt_and_release_all(cls, s, b, N);
 	free(s);
 	free(b);
 }
@@ -676,18 +684,7 @@ static void orphan_decay_step_gives_back_a_bounded_number_of_pages(void **state)
 	assert_int_equal(decayed, N);
 	assert_true(total > 2 * NP_DECAY_PAGES); /* enough for the bound to matter */
 	assert_true(most <= NP_DECAY_PAGES + slab_pages);
-	for (int k = 0; k < N; k++) {
-		struct np_slab *a = np_slab_adopt(0, cls, OTHER);
-		assert_non_null(a);
-		int j = 0;
-		while (j < N && s[j] != a)
-			j++;
-		assert_true(j < N);
-		check(a);
-		np_slab_collect(a);
-		free_local(a, b[j]);
-		np_slab_release(a, &pcp);
-	}
+	adopt_and_release_all(cls, s, b, N);
 }
 
 /* Trim's sweep (purge) also gives back the pages inside the free blocks of the orphans it
