@@ -194,7 +194,7 @@ NP_INLINE void np_free_fast(void *p)
 }
 
 /* Slow-path pieces shared by alloc.c and override.c. */
-void *np_alloc_aligned(size_t alignment, size_t size);
+void *np_alloc_aligned(size_t alignment, size_t size); /* alignment: a power of two */
 void *np_realloc(void *p, size_t size);
 void *np_calloc(size_t nmemb, size_t size);
 size_t np_usable_size(const void *p);

@@ -18,27 +18,48 @@
 #include "pool/huge.h"
 #include "pool/pool.h"
 
+/* The smallest class whose size is a multiple of alignment (a power of two) and holds size
+ * bytes (both at most NP_SMALL_MAX): its blocks are aligned, since slabs start on a step's
+ * boundary, 128 KiB. */
+static unsigned aligned_class(size_t size, size_t alignment)
+{
+	unsigned c = np_size_class(size > alignment ? size : alignment);
+	while (np_class_size[c] & (alignment - 1))
+		c++;
+	return c;
+}
+
+/* A block of class c for size bytes as malloc's fast path takes one: from the thread's cache of
+ * the class (above 2 KiB), else from its current slab; NULL when neither has one. A cache whose
+ * top is not sound is left to the class's next malloc to report (its slow path would not
+ * align). */
+static inline void *aligned_pop(unsigned c, size_t size)
+{
+	if (c >= NP_CACHE_FIRST) {
+		uintptr_t b = np_tls.cache[c - NP_CACHE_FIRST];
+		np_tls.cache_streak = 0;
+		if (b && np_cache_sound(b))
+			return np_cache_pop(c, b, size);
+	}
+	struct np_slab *s = np_tls.cur[c];
+	uintptr_t b;
+	if (!s->free || !(b = np_slab_pop(s)))
+		return NULL;
+	return np_malloc_counted(s, b, size); /* counted in s, which the beat may take off cur */
+}
+
 static void *aligned_for(struct np_thread *th, size_t alignment, size_t size)
 {
 	if (size > NP_MAX_REQUEST || alignment > NP_MAX_REQUEST)
 		return np_enomem();
 	np_thread_fold_bytes(th);
 	if (size <= NP_SMALL_MAX && alignment <= NP_SMALL_MAX) {
-		/* Blocks of a class whose size is a multiple of the alignment are aligned, since
-		 * slabs start on a step's boundary, 128 KiB. */
-		unsigned c = np_size_class(size > alignment ? size : alignment);
-		while (np_class_size[c] % alignment)
-			c++;
+		unsigned c = aligned_class(size, alignment);
 		np_home_follow(th);
-		struct np_slab *s = np_tls.cur[c];
-		void *p = NULL;
-		if (s->free && (p = (void *)np_slab_pop(s)) != NULL)
-			np_slab_beat_down(s); /* as the fast path's malloc */
-		if (!p)
-			p = np_ring_alloc(th, c);
+		void *p = np_ring_alloc(th, c); /* np_alloc_aligned tried the fast path's blocks */
 		if (!p)
 			return np_enomem();
-		np_tls.cur[c]->requested += size; /* the slab that served p; used counted it */
+		np_tls.cur[c]->requested += size; /* the slab that served p (np_ring_alloc made it current) */
 		return p;
 	}
 	size_t dirty;
@@ -49,10 +70,10 @@ static void *aligned_for(struct np_thread *th, size_t alignment, size_t size)
 	return p;
 }
 
-void *np_alloc_aligned(size_t alignment, size_t size)
+/* np_alloc_aligned when the fast path's blocks did not serve: the thread's state (made by the
+ * process's first allocation), its ring, large runs. */
+static NP_NOINLINE void *aligned_slow(size_t alignment, size_t size)
 {
-	if (alignment <= 16)
-		return np_malloc_fast(size);
 	void *boot;
 	bool leave;
 	struct np_thread *th = np_thread_or_boot(size, alignment, &boot, &leave);
@@ -62,6 +83,18 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 	if (leave)
 		np_ring_leave(th);
 	return p;
+}
+
+void *np_alloc_aligned(size_t alignment, size_t size)
+{
+	if (alignment <= 16)
+		return np_malloc_fast(size);
+	if (size <= NP_SMALL_MAX && alignment <= NP_SMALL_MAX) {
+		void *p = aligned_pop(aligned_class(size, alignment), size);
+		if (p)
+			return p;
+	}
+	return aligned_slow(alignment, size);
 }
 
 void *numa_page_aligned_alloc(size_t alignment, size_t size)
