@@ -560,6 +560,41 @@ static void exact_runs_with_alignment(void **state)
 	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
 }
 
+/* Aligned takes of one page among the leftovers of earlier ones (31-page runs between pages
+ * aligned to 32, none of which holds another aligned start): each is aligned, none maps a chunk
+ * while the chunk's rest has room, and the leftovers serve takes that need no alignment. A take
+ * walked every leftover before it looked at a run where any start fits: posix_memalign(128 KiB)
+ * of small blocks took 33 times jemalloc's time, growing with the blocks alive. */
+static void aligned_takes_among_leftovers(void **state)
+{
+	(void)state;
+	enum { K = 300, ALIGN = 32 };
+	start("2node", NULL);
+	static struct np_page *runs[K + ALIGN];
+	for (int i = 0; i < K; i++) {
+		runs[i] = np_pool_get_run(0, 1, ALIGN, NULL, true);
+		assert_non_null(runs[i]);
+		assert_int_equal(page_index(runs[i]) % ALIGN, 0);
+	}
+	size_t mapped = np_pools[0].mapped_pages;
+	assert_true(mapped >= (size_t)K * ALIGN + 2 * ALIGN); /* the chunk's rest holds more */
+	struct np_page *more = np_pool_get_run(0, 1, ALIGN, NULL, true);
+	assert_non_null(more);
+	assert_int_equal(page_index(more) % ALIGN, 0);
+	assert_int_equal(np_pools[0].mapped_pages, mapped);
+	/* The leftovers serve unaligned takes: 31 pages each, none mapped. */
+	for (int i = 0; i < ALIGN; i++) {
+		runs[K + i] = np_pool_get_run(0, ALIGN - 1, 1, NULL, true);
+		assert_non_null(runs[K + i]);
+	}
+	assert_int_equal(np_pools[0].mapped_pages, mapped);
+	check_node(0);
+	np_pool_put_run(more, NULL);
+	np_pool_put_batch(runs, K + ALIGN, NULL);
+	check_node(0);
+	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
+}
+
 /* A run that cannot fit in any chunk at its alignment must be refused at once, not by mapping
  * chunk after chunk until the node is full: 896 pages on a 1 MiB boundary leave room for only
  * 768 behind the boundary at page 256 of a 4 MiB chunk. */
@@ -2167,6 +2202,7 @@ int main(void)
 		cmocka_unit_test_teardown(batch_of_aligned_runs, teardown),
 		cmocka_unit_test_teardown(batch_grows_only_when_empty, teardown),
 		cmocka_unit_test_teardown(exact_runs_with_alignment, teardown),
+		cmocka_unit_test_teardown(aligned_takes_among_leftovers, teardown),
 		cmocka_unit_test_teardown(unfittable_alignment_fails_fast, teardown),
 		cmocka_unit_test_teardown(node_size_does_not_cap_mapping, teardown),
 		cmocka_unit_test_teardown(coalesces_both_sides, teardown),
