@@ -135,10 +135,28 @@ int numa_page_posix_memalign(void **out, size_t alignment, size_t size)
 	return 0;
 }
 
+/* A live small block of ours that holds size bytes without wasting half of them: the same
+ * checks as free's fast path (a slab's header, a block start), and a block on none of its
+ * slab's lists (no link for its first word, no remote free's mark, not in the thread cache),
+ * else the decoded path judges it. Growing one byte at a time, a decode on every call took
+ * 44% of the time (a helper's measurement: 1.87 times mimalloc's). */
+static inline bool stays_in_place(const void *p, size_t size)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (!np_granule_is_start(a))
+		return false;
+	const struct np_slab *s = np_slab_at_step(p);
+	return __atomic_load_n(&s->owner, __ATOMIC_RELAXED) != NULL && np_slab_index(s, a) < s->end &&
+	       size <= s->block && size >= s->block / 2 && !np_slab_looks_free(s, a) && !np_slab_has_mark(s, a) &&
+	       !np_cache_looks_cached(a);
+}
+
 void *np_realloc(void *p, size_t size)
 {
 	if (!p)
 		return np_malloc_fast(size);
+	if (size && stays_in_place(p, size))
+		return p;
 	struct np_ptr d;
 	np_ptr_decode(p, false, &d);
 	if (d.kind == NP_PTR_BAD)
