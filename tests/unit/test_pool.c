@@ -595,6 +595,71 @@ static void aligned_takes_among_leftovers(void **state)
 	assert_int_equal(np_pool_free_pages(0), np_pools[0].mapped_pages);
 }
 
+/* An aligned take whose pages and alignment need a run of the last bin (longer than the exact
+ * bins) finds the one free run that fits behind many that do not, without mapping: it looked
+ * at 64 runs there at most, missed it behind 77, and mapped a chunk (a review's case). */
+enum { BEHIND_CHUNKS = 12 };
+static struct np_page *behind_at[BEHIND_CHUNKS][NP_CHUNK_PAGES];
+static struct np_chunk *behind_chunk[BEHIND_CHUNKS];
+
+static int behind_chunk_no(struct np_chunk *c, int *n)
+{
+	for (int i = 0; i < *n; i++)
+		if (behind_chunk[i] == c)
+			return i;
+	assert_true(*n < BEHIND_CHUNKS);
+	behind_chunk[*n] = c;
+	return (*n)++;
+}
+
+static void behind_free(int ci, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		assert_non_null(behind_at[ci][i]);
+		np_pool_put_run(behind_at[ci][i], NULL);
+		behind_at[ci][i] = NULL;
+	}
+}
+
+static void aligned_take_finds_the_fitting_run_behind_many(void **state)
+{
+	(void)state;
+	char spec[128];
+	snprintf(spec, sizeof spec, "synthetic:pack:1 [numa(memory=%llu)] core:1 pu:1", 64ULL << 30);
+	np_test_load_topology(spec, NULL);
+	assert_int_equal(np_pools[0].nshards, 1);
+	memset(behind_at, 0, sizeof behind_at);
+	int chunks = 0;
+	/* Every page of BEHIND_CHUNKS chunks taken one by one. */
+	for (;;) {
+		bool grow = np_pools[0].mapped_pages < (size_t)BEHIND_CHUNKS * NP_CHUNK_DATA_PAGES;
+		struct np_page *r = np_pool_get_run(0, 1, 1, NULL, grow);
+		if (!r)
+			break;
+		behind_at[behind_chunk_no(np_chunk_of(r), &chunks)][page_index(r)] = r;
+	}
+	assert_int_equal(np_pool_free_pages(0), 0);
+	assert_int_equal(chunks, BEHIND_CHUNKS);
+	/* A free run of 300 pages that holds 100 at a 256-page boundary (its start), freed first:
+	 * the last of its bin. Then 300-page runs 10 pages past a 512-page boundary: the next
+	 * 256-page boundary leaves them 54 pages, too few. */
+	behind_free(0, 512, 812);
+	int misfits = 0;
+	for (int ci = 1; ci < BEHIND_CHUNKS; ci++)
+		for (size_t a = 512; a + 512 <= NP_CHUNK_PAGES; a += 512, misfits++)
+			behind_free(ci, a + 10, a + 310);
+	assert_true(misfits > 64);
+	check_node(0);
+	size_t mapped = np_pools[0].mapped_pages;
+	struct np_page *r = np_pool_get_run(0, 100, 256, NULL, false);
+	assert_non_null(r);
+	assert_ptr_equal(np_chunk_of(r), behind_chunk[0]);
+	assert_int_equal(page_index(r), 512);
+	assert_int_equal(np_pools[0].mapped_pages, mapped);
+	np_pool_put_run(r, NULL);
+	check_node(0);
+}
+
 /* A run that cannot fit in any chunk at its alignment must be refused at once, not by mapping
  * chunk after chunk until the node is full: 896 pages on a 1 MiB boundary leave room for only
  * 768 behind the boundary at page 256 of a 4 MiB chunk. */
@@ -2203,6 +2268,7 @@ int main(void)
 		cmocka_unit_test_teardown(batch_grows_only_when_empty, teardown),
 		cmocka_unit_test_teardown(exact_runs_with_alignment, teardown),
 		cmocka_unit_test_teardown(aligned_takes_among_leftovers, teardown),
+		cmocka_unit_test_teardown(aligned_take_finds_the_fitting_run_behind_many, teardown),
 		cmocka_unit_test_teardown(unfittable_alignment_fails_fast, teardown),
 		cmocka_unit_test_teardown(node_size_does_not_cap_mapping, teardown),
 		cmocka_unit_test_teardown(coalesces_both_sides, teardown),
