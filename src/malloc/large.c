@@ -15,6 +15,14 @@
 #include "topology/topology.h"
 
 #define SMALL_RUN_PAGES NP_PCP_LONG_MIN /* runs up to this many pages go through the page cache's orders */
+/* Longer runs start on a boundary of this many pages (64 KiB), as mimalloc's large blocks start
+ * on a slice: a program that writes only the first pages of its blocks then keeps reusing a
+ * few of them. Taken at any page, new blocks started on pages no block had started on, so
+ * over time every page of the pool was faulted in and stayed: 200 blocks of 64 KiB-1 MiB
+ * replaced at random, one byte written in each, made 19,500 faults per 100,000 replacements
+ * and 80 MB resident; now 1,950 and 9.7 MB (mimalloc 3,083 and 14 MB). Blocks written
+ * whole: 97.8 -> 102.6 MB (mimalloc 120.7, tcmalloc 122.2), time unchanged. */
+#define RUN_GRID_PAGES SMALL_RUN_PAGES
 
 static unsigned order_of(size_t npages)
 {
@@ -66,7 +74,7 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 		unsigned order = order_of(npages > align_pages ? npages : align_pages);
 		run = np_pcp_get(&th->pcp, order, node);
 	} else if (!spread && npages <= np_large_run_max() && align_pages <= NP_CHUNK_PAGES / 4) {
-		run = np_pcp_get_run(&th->pcp, npages, align_pages, node);
+		run = np_pcp_get_run(&th->pcp, npages, NP_MAX(align_pages, (size_t)RUN_GRID_PAGES), node);
 	}
 	if (run) {
 		*dirty = run->clean ? 0 : SIZE_MAX;

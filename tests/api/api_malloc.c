@@ -1076,6 +1076,41 @@ static void stats_exact_for_small_blocks(void **state)
 	assert_int_equal(s.malloc_in_use, before.malloc_in_use);
 }
 
+/* Blocks above 64 KiB start on a 64 KiB boundary, so that a program that writes only the first
+ * page of such blocks keeps reusing a few first pages. Runs were taken at any page, so new
+ * blocks started on pages no block had started on: replacing 200 blocks of 64 KiB-1 MiB at
+ * random 100,000 times, writing one byte of each, faulted in 19,500 pages and kept 80 MB
+ * resident, against mimalloc's 3,083 and 14 MB (a helper's shapes). */
+static void large_blocks_reuse_their_first_pages(void **state)
+{
+	(void)state;
+	enum { W = 200, N = 50000 };
+	static void *slot[W];
+	uint64_t x = 88172645463325252ull;
+	struct rusage r0, r1;
+	assert_int_equal(getrusage(RUSAGE_SELF, &r0), 0);
+	for (int i = 0; i < N; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		int k = (int)(x % W);
+		F_FREE(slot[k]);
+		size_t size = 64 * KiB + 1 + (size_t)((x >> 20) % (960 * KiB));
+		slot[k] = F_MALLOC(np_t_opaque(size));
+		assert_non_null(slot[k]);
+		assert_int_equal((uintptr_t)slot[k] % (64 * KiB), 0);
+		*(volatile char *)slot[k] = 1;
+	}
+	assert_int_equal(getrusage(RUSAGE_SELF, &r1), 0);
+	long faults = r1.ru_minflt - r0.ru_minflt;
+	print_message("large blocks of which one byte is written: %ld faults in %d replacements\n", faults, N);
+	assert_true(faults < N / 8);
+	for (int k = 0; k < W; k++) {
+		F_FREE(slot[k]);
+		slot[k] = NULL;
+	}
+}
+
 /* The same for aligned small blocks taken and freed in turn, so that the slab's list never runs
  * out and its beat (NP_SLAB_BEAT) makes the slab misses: the aligned path's pop that ended a
  * beat counted its bytes on the placeholder slab every thread shares (a helper's review found
@@ -1083,16 +1118,19 @@ static void stats_exact_for_small_blocks(void **state)
 static void stats_exact_for_aligned_small_blocks(void **state)
 {
 	(void)state;
-	struct numa_page_node_stats before = np_t_stats();
-	for (int i = 0; i < SX_N; i++) {
-		void *p;
-		assert_int_equal(F_POSIX_MEMALIGN(&p, 64, np_t_opaque(100)), 0);
-		assert_int_equal((uintptr_t)p % 64, 0);
-		F_FREE(p);
+	static const size_t sizes[] = {100, 3000}; /* a slab's list; the thread cache (above 2 KiB) */
+	for (size_t k = 0; k < NP_ARRAY_SIZE_(sizes); k++) {
+		struct numa_page_node_stats before = np_t_stats();
+		for (int i = 0; i < SX_N; i++) {
+			void *p;
+			assert_int_equal(F_POSIX_MEMALIGN(&p, 64, np_t_opaque(sizes[k])), 0);
+			assert_int_equal((uintptr_t)p % 64, 0);
+			F_FREE(p);
+		}
+		struct numa_page_node_stats s = np_t_stats();
+		assert_int_equal(s.malloc_requested - before.malloc_requested, (uint64_t)SX_N * sizes[k]);
+		assert_int_equal(s.malloc_in_use, before.malloc_in_use);
 	}
-	struct numa_page_node_stats s = np_t_stats();
-	assert_int_equal(s.malloc_requested - before.malloc_requested, (uint64_t)SX_N * 100);
-	assert_int_equal(s.malloc_in_use, before.malloc_in_use);
 }
 
 /* A fork child holds the blocks of the threads that did not come along: their bytes stay in
@@ -2079,6 +2117,7 @@ int main(void)
 		cmocka_unit_test(stats_count_requests),
 		cmocka_unit_test(stats_exact_for_small_blocks),
 		cmocka_unit_test(stats_exact_for_aligned_small_blocks),
+		cmocka_unit_test(large_blocks_reuse_their_first_pages),
 		cmocka_unit_test(stats_exact_in_fork_child),
 		cmocka_unit_test(freed_blocks_above_2k_come_back_last_first),
 		cmocka_unit_test(stats_exact_for_cached_blocks),

@@ -113,28 +113,29 @@ int main(int argc, char **argv)
 		numa_page_trim();
 		numa_page_free(launder(p));
 	} else if (!strcmp(c, "double_free_merged")) {
-		/* a and b adjacent; b merges into a's free run: b's head is then an interior page
-		 * of a free run, which must not pass for a live run. */
-		char *a = pages(20 * PAGE), *b = pages(20 * PAGE);
-		if (b != a + 20 * PAGE)
-			setup_failed("two 20-page runs are not adjacent");
+		/* a and b adjacent (runs above 16 pages start on a 16-page boundary: 32 pages
+		 * each); b merges into a's free run: b's head is then an interior page of a free
+		 * run, which must not pass for a live run. */
+		char *a = pages(32 * PAGE), *b = pages(32 * PAGE);
+		if (b != a + 32 * PAGE)
+			setup_failed("two 32-page runs are not adjacent");
 		numa_page_free(a);
 		numa_page_free(b);
 		numa_page_free(launder(b));
 	} else if (!strcmp(c, "double_free_reused")) {
 		/* Freed, then the pages handed out again as part of a longer run. */
-		char *a = pages(20 * PAGE), *b = pages(20 * PAGE), *guard = pages(20 * PAGE);
-		if (b != a + 20 * PAGE || guard != b + 20 * PAGE)
-			setup_failed("three 20-page runs are not adjacent");
+		char *a = pages(32 * PAGE), *b = pages(32 * PAGE), *guard = pages(32 * PAGE);
+		if (b != a + 32 * PAGE || guard != b + 32 * PAGE)
+			setup_failed("three 32-page runs are not adjacent");
 		numa_page_free(a);
 		numa_page_free(b);
 		numa_page_trim(); /* out of the thread's cache of long runs, merged in the pool */
-		/* The pool may place a 40-page run elsewhere first: take them until one is there. */
+		/* The pool may place a 64-page run elsewhere first: take them until one is there. */
 		char *c2 = NULL;
 		for (int i = 0; i < 256 && c2 != a; i++)
-			c2 = pages(40 * PAGE);
+			c2 = pages(64 * PAGE);
 		if (c2 != a)
-			setup_failed("no 40-page run came where the two 20-page runs were");
+			setup_failed("no 64-page run came where the two 32-page runs were");
 		numa_page_free(launder(b));
 	} else if (!strcmp(c, "double_free_huge")) {
 		char *p = pages(9u << 20);
