@@ -238,6 +238,18 @@ int main(int argc, char **argv)
 		char *p = live_block(3000);
 		M_FREE(p);
 		printf("%p\n", M_REALLOC(launder(p), 100));
+	} else if (!strcmp(c, "realloc_freed_cached_in_place")) {
+		/* A size the block holds: realloc's in-place check must see the thread cache. */
+		char *p = live_block(3000);
+		M_FREE(p);
+		printf("%p\n", M_REALLOC(launder(p), 2900));
+	} else if (!strcmp(c, "realloc_freed_remote_overwritten")) {
+		/* Freed by another thread, its first word written since, resized in place by the
+		 * owner: the remote free's mark still shows it free. */
+		char *p = live_block(80);
+		free_in_thread(p);
+		memset(p, 0x11, 8);
+		printf("%p\n", M_REALLOC(launder(p), 72));
 	} else if (!strcmp(c, "usable_size_freed_cached")) {
 		char *p = live_block(3000);
 		M_FREE(p);

@@ -646,6 +646,55 @@ static void orphan_decay_reads_each_orphan_once_a_pass(void **state)
 	free(b);
 }
 
+/* The orphan where a step of the orphans' decay stopped is adopted (a free's adoption takes it
+ * off its list) before the next step: the next goes on from the orphan after it, and the rest of
+ * the list is decayed and stays listed. A cursor left on the adopted orphan would walk from it,
+ * out of the list (a review found no test of it). */
+static void orphan_decay_goes_on_past_an_adopted_orphan(void **state)
+{
+	(void)state;
+	enum { N = 40 };
+	const uint64_t period = 1000000, now = ((uint64_t)1 << 42) + 1000 * period;
+	unsigned cls = np_size_class(64);
+	struct np_slab *s[N], *rest[N];
+	uintptr_t b[N], rest_b[N];
+	for (int k = 0; k < N; k++) {
+		s[k] = np_slab_create(&pcp, cls, OWNER);
+		assert_non_null(s[k]);
+		b[k] = take(s[k]); /* the rest of the slab free: ~31 pages back each, 9 a step */
+	}
+	np_slab_decay_orphans(now, period, st); /* the lists are empty: a pass under way ends */
+	for (int k = 0; k < N; k++)
+		np_slab_orphan(s[k]); /* listed last first: s[N - 1] heads the list */
+	while (np_slab_decay_orphans(now + period, period, st)) /* a pass: none due yet */
+		;
+	np_slab_decay_orphans(now + 2 * period, period, st); /* a step: it stops inside the list */
+	int x = N - 1;
+	while (x >= 0 && np_slab_decayed(s[x]))
+		x--;
+	assert_true(x > 0 && x < N - 1);
+	assert_true(np_slab_adopt_listed(s[x], OTHER));
+	for (int steps = 0, decayed = 0; decayed < N - 1 && steps < N; steps++) {
+		np_slab_decay_orphans(now + 2 * period, period, st);
+		decayed = 0;
+		for (int k = 0; k < N; k++)
+			decayed += k != x && np_slab_decayed(s[k]);
+	}
+	int n = 0;
+	for (int k = 0; k < N; k++) {
+		if (k == x)
+			continue;
+		assert_true(np_slab_decayed(s[k]));
+		rest[n] = s[k];
+		rest_b[n++] = b[k];
+	}
+	assert_false(np_slab_decayed(s[x]));
+	adopt_and_release_all(cls, rest, rest_b, n); /* all still listed */
+	np_slab_collect(s[x]);
+	free_local(s[x], b[x]);
+	np_slab_release(s[x], &pcp);
+}
+
 /* A step of the orphans' decay gives back about NP_DECAY_PAGES pages at most, one orphan past
  * it: a step took 32 orphans whatever they held, and 32 of 30 free pages each took a malloc
  * 12 ms on the paravirtualized test host. The pass goes on at the next steps. */
@@ -1266,6 +1315,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(orphan_decay_goes_by_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_decay_reads_each_orphan_once_a_pass, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_decay_step_gives_back_a_bounded_number_of_pages, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphan_decay_goes_on_past_an_adopted_orphan, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweeps_are_due_only_after_a_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(held_orphan_is_not_adopted_after_many_sweeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
