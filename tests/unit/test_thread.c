@@ -596,8 +596,22 @@ struct dr_life {
 	void *blk[DR_MAX];
 	int n;
 	unsigned ring, reads, steps, most;
-	bool emptied;
+	bool emptied, swept;
 };
+
+/* Blocks another thread frees (dr_free_all). */
+struct dr_frees {
+	void *p[64];
+	int n;
+};
+
+static void *dr_free_all(void *arg)
+{
+	struct dr_frees *f = arg;
+	for (int i = 0; i < f->n; i++)
+		numa_page_free(f->p[i]);
+	return NULL;
+}
 
 static void *dr_owner(void *arg)
 {
@@ -650,6 +664,23 @@ static void *dr_owner(void *arg)
 			assert_ptr_not_equal(th->decay_at, at);
 			l->emptied = true;
 			check_self();
+			/* The next one is emptied by another thread's frees: the sweep that takes them
+			 * in gives it back (release_if_empty), and the cursor moves on again. */
+			const struct np_slab *next = th->decay_at;
+			assert_non_null(next);
+			struct dr_frees f = {.n = 0};
+			for (int i = 0; i < l->n; i++) {
+				if (l->blk[i] && np_slab_at_step(l->blk[i]) == next) {
+					f.p[f.n++] = l->blk[i];
+					l->blk[i] = NULL;
+				}
+			}
+			assert_true(f.n > 0);
+			run_thread(dr_free_all, &f);
+			np_ring_sweep(th);
+			assert_ptr_not_equal(th->decay_at, next);
+			l->swept = true;
+			check_self();
 		}
 	} while (th->decay_class < NP_NCLASSES && l->steps < 10 * DR_SLABS);
 	for (int i = 0; i < l->n; i++)
@@ -659,7 +690,9 @@ static void *dr_owner(void *arg)
 
 /* A step of a thread's decay pass found its place again by counting the slabs after its
  * class's current one, so a pass over a ring of R slabs read about R * R / 512 headers, and a
- * step of it more than NP_DECAY_LOOKS. Now each slab about once, and a step at most that. */
+ * step of it more than NP_DECAY_LOOKS. Now each slab about once, and a step at most that,
+ * while the slab the next step starts from leaves the ring: emptied by its owner's frees, then
+ * (the next one) by another thread's, which a sweep takes in. */
 static void decay_pass_reads_each_slab_once(void **state)
 {
 	(void)state;
@@ -669,6 +702,7 @@ static void decay_pass_reads_each_slab_once(void **state)
 	assert_true(l.ring >= DR_SLABS);
 	assert_true(l.steps >= 2); /* more than a step's looks */
 	assert_true(l.emptied);
+	assert_true(l.swept);
 	assert_true(l.most <= NP_DECAY_LOOKS);
 	assert_true(l.reads <= l.ring + l.steps); /* a step may read again where the last stopped */
 }
