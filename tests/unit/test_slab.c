@@ -646,15 +646,16 @@ static void orphan_decay_reads_each_orphan_once_a_pass(void **state)
 	free(b);
 }
 
-/* The orphan where a step of the orphans' decay stopped is adopted (a free's adoption takes it
- * off its list) before the next step: the next goes on from the orphan after it, and the rest of
- * the list is decayed and stays listed. A cursor left on the adopted orphan would walk from it,
- * out of the list (a review found no test of it). */
-static void orphan_decay_goes_on_past_an_adopted_orphan(void **state)
+/* The orphan where a step of the orphans' decay stopped leaves its list before the next step:
+ * adopted (a free's adoption takes it off its list), or emptied by another thread's free and
+ * released by a sweep, which takes the list whole and lists the rest again. The next step goes
+ * on from the orphan after it (or from the head), and the rest of the list is decayed and stays
+ * listed. A cursor left on the adopted orphan walked from it out of the list (a review found no
+ * test of it). */
+static void orphan_decay_goes_on_past_an_orphan_gone(bool swept)
 {
-	(void)state;
 	enum { N = 40 };
-	const uint64_t period = 1000000, now = ((uint64_t)1 << 42) + 1000 * period;
+	const uint64_t period = 1000000, now = ((uint64_t)1 << 42) + (swept ? 2000 : 1000) * period;
 	unsigned cls = np_size_class(64);
 	struct np_slab *s[N], *rest[N];
 	uintptr_t b[N], rest_b[N];
@@ -673,7 +674,12 @@ static void orphan_decay_goes_on_past_an_adopted_orphan(void **state)
 	while (x >= 0 && np_slab_decayed(s[x]))
 		x--;
 	assert_true(x > 0 && x < N - 1);
-	assert_true(np_slab_adopt_listed(s[x], OTHER));
+	if (swept) {
+		free_remote(s[x], b[x]);
+		assert_true(np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL) > 0); /* x released */
+	} else {
+		assert_true(np_slab_adopt_listed(s[x], OTHER));
+	}
 	for (int steps = 0, decayed = 0; decayed < N - 1 && steps < N; steps++) {
 		np_slab_decay_orphans(now + 2 * period, period, st);
 		decayed = 0;
@@ -688,11 +694,25 @@ static void orphan_decay_goes_on_past_an_adopted_orphan(void **state)
 		rest[n] = s[k];
 		rest_b[n++] = b[k];
 	}
-	assert_false(np_slab_decayed(s[x]));
 	adopt_and_release_all(cls, rest, rest_b, n); /* all still listed */
-	np_slab_collect(s[x]);
-	free_local(s[x], b[x]);
-	np_slab_release(s[x], &pcp);
+	if (!swept) {
+		assert_false(np_slab_decayed(s[x]));
+		np_slab_collect(s[x]);
+		free_local(s[x], b[x]);
+		np_slab_release(s[x], &pcp);
+	}
+}
+
+static void orphan_decay_goes_on_past_an_adopted_orphan(void **state)
+{
+	(void)state;
+	orphan_decay_goes_on_past_an_orphan_gone(false);
+}
+
+static void orphan_decay_goes_on_past_a_swept_orphan(void **state)
+{
+	(void)state;
+	orphan_decay_goes_on_past_an_orphan_gone(true);
 }
 
 /* A step of the orphans' decay gives back about NP_DECAY_PAGES pages at most, one orphan past
@@ -1316,6 +1336,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(orphan_decay_reads_each_orphan_once_a_pass, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_decay_step_gives_back_a_bounded_number_of_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_decay_goes_on_past_an_adopted_orphan, setup, teardown),
+		cmocka_unit_test_setup_teardown(orphan_decay_goes_on_past_a_swept_orphan, setup, teardown),
 		cmocka_unit_test_setup_teardown(orphan_sweeps_are_due_only_after_a_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(held_orphan_is_not_adopted_after_many_sweeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_local_link_is_cut, setup, teardown),
