@@ -74,16 +74,20 @@ void *np_malloc_bad_link(struct np_slab *s, size_t size)
 	return np_malloc_slow(size);
 }
 
+void *np_malloc_class_slow(struct np_thread *th, unsigned c, size_t size)
+{
+	np_home_follow(th); /* a slab miss: where a moved thread is noticed */
+	void *p = np_ring_alloc(th, c);
+	if (p) /* the slab that served p (np_ring_alloc made it current); used counted it */
+		np_tls.cur[c]->requested += size;
+	return p;
+}
+
 static void *malloc_for(struct np_thread *th, size_t size)
 {
 	void *p;
 	if (size <= NP_SMALL_MAX) {
-		unsigned c = np_size_class(size);
-		np_home_follow(th); /* a slab miss: where a moved thread is noticed */
-		p = np_ring_alloc(th, c);
-		if (p) {
-			np_tls.cur[c]->requested += size; /* the slab that served p; used counted it */
-		}
+		p = np_malloc_class_slow(th, np_size_class(size), size);
 	} else {
 		size_t dirty;
 		if (size > NP_MAX_REQUEST)

@@ -39,6 +39,10 @@
 struct np_ptr;
 
 NP_NOINLINE void *np_malloc_slow(size_t size);
+/* A block of small class c for a request of size bytes after the fast path found none: a moved
+ * thread re-homed, then its ring (np_ring_alloc); counted in the slab that served it. NULL when
+ * no memory is left (errno untouched). */
+void *np_malloc_class_slow(struct np_thread *th, unsigned c, size_t size);
 /* The fast path found the link of s->free's head bad: the list ends before the head
  * (np_slab_bad_link), which is not handed out; allocate again. */
 NP_NOINLINE NP_COLD void *np_malloc_bad_link(struct np_slab *s, size_t size);

@@ -147,7 +147,7 @@ void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p)
 	uintptr_t a = (uintptr_t)p;
 	/* A block on the lists has a link for its first word, or another thread's mark in its
 	 * second: only then is the walk made. */
-	if (NP_LIKELY(!np_slab_looks_free(s, a) && !np_slab_has_mark(s, a) && !np_cache_looks_cached(a)))
+	if (NP_LIKELY(np_ptr_looks_live(s, a)))
 		return;
 	if (np_cache_looks_cached(a) || np_slab_confirm_free(s, a, np_tls.self)) {
 		bad(d, "invalid pointer (freed)", true);

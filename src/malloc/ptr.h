@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "malloc/cache.h"
 #include "malloc/slab.h"
 #include "pool/chunk.h"
 
@@ -47,6 +48,13 @@ int np_ptr_node(const struct np_ptr *d, const void *p);
  * free lists (confirmed as free() confirms a double free: exactly for the owner, by the careful
  * racy walk for any other thread). Other kinds are checked by the decoder itself. */
 void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p);
+/* Block a of slab s is on none of the slab's lists by its looks: no link for its first word, no
+ * remote free's mark in its second, not in the thread cache. Only when it is not does a check of
+ * liveness walk the lists. */
+NP_INLINE bool np_ptr_looks_live(const struct np_slab *s, uintptr_t a)
+{
+	return !np_slab_looks_free(s, a) && !np_slab_has_mark(s, a) && !np_cache_looks_cached(a);
+}
 /* Reports a BAD pointer given to `call` ("free", "realloc", ...) and aborts with
  * "numapage: <call>: <why> <p>", or "numapage: free: double free of <p>" when freeing memory
  * already freed. */
