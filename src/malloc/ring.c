@@ -333,14 +333,14 @@ unsigned np_ring_sweep(struct np_thread *th)
 /* The decay's step on s, not current: given back whole when the collect empties it, else its
  * free pages when it served no malloc since before the pass before this one began (so for at
  * least a whole period: passes begin a period apart), and took a malloc or a free since its
- * last decay; *decays counts those down, *pages adds what they gave back. */
-static void decay_slab(struct np_thread *th, struct np_slab *s, unsigned *decays, size_t *pages)
+ * last decay; counted in b. */
+static void decay_slab(struct np_thread *th, struct np_slab *s, struct np_decay_budget *b)
 {
 	if (release_if_empty(th, s))
 		return;
 	if ((uint8_t)(th->decay_passes - s->decay_pass) >= 2 && !np_slab_decayed(s)) {
-		*pages += np_slab_decay(s, &th->st);
-		(*decays)--;
+		b->pages += np_slab_decay(s, &th->st);
+		b->decays++;
 	}
 }
 
@@ -358,24 +358,23 @@ static unsigned ring_decay_step(struct np_thread *th, uint64_t now, uint64_t per
 	/* A class's walk ends at its current slab: one that became current meanwhile ends it
 	 * early, but that slab and the one it replaced served mallocs in this pass, so neither is
 	 * due, and the slabs skipped are looked at in the next pass. */
-	unsigned reads = 0, decays = NP_DECAY_SLABS;
-	size_t pages = 0;
+	struct np_decay_budget b = {0};
 	for (; th->decay_class < NP_NCLASSES; th->decay_class++, th->decay_at = NULL) {
 		struct np_slab *cur = th->ring[th->decay_class];
 		if (!cur)
 			continue;
 		for (struct np_slab *s = th->decay_at ? th->decay_at : cur->next; s != cur;) {
-			if (reads == NP_DECAY_LOOKS || !decays || pages >= NP_DECAY_PAGES) {
+			if (np_decay_spent(&b)) {
 				th->decay_at = s;
-				return reads;
+				return b.reads;
 			}
-			reads++;
+			b.reads++;
 			struct np_slab *next = s->next;
-			decay_slab(th, s, &decays, &pages); /* which may take s out of the ring */
+			decay_slab(th, s, &b); /* which may take s out of the ring */
 			s = next;
 		}
 	}
-	return reads;
+	return b.reads;
 }
 
 /* A thread rests this many times a decay step's length after it: the decay takes a tenth of
@@ -540,6 +539,20 @@ unsigned np_ring_leave_far(struct np_thread *th, uint64_t near)
 	return left;
 }
 
+/* s is one of the slabs of the ring whose current slab is cur (none when cur is NULL). */
+static bool ring_holds(const struct np_slab *cur, const struct np_slab *s)
+{
+	const struct np_slab *t = cur;
+	if (t) {
+		do {
+			if (t == s)
+				return true;
+			t = t->next;
+		} while (t != cur);
+	}
+	return false;
+}
+
 const char *np_ring_check(const struct np_thread *th)
 {
 	for (int c = 0; c < NP_NCLASSES; c++) {
@@ -562,15 +575,7 @@ const char *np_ring_check(const struct np_thread *th)
 			t = t->next;
 		} while (t != s);
 	}
-	if (th->decay_at) {
-		const struct np_slab *s = th->decay_class < NP_NCLASSES ? th->ring[th->decay_class] : NULL, *t = s;
-		do {
-			if (!t)
-				return "the decay's next slab is not in the ring of its class";
-			t = t->next;
-		} while (t != th->decay_at && t != s);
-		if (t != th->decay_at)
-			return "the decay's next slab is not in the ring of its class";
-	}
+	if (th->decay_at && !(th->decay_class < NP_NCLASSES && ring_holds(th->ring[th->decay_class], th->decay_at)))
+		return "the decay's next slab is not in the ring of its class";
 	return np_pcp_check(&th->pcp);
 }

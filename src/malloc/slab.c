@@ -443,13 +443,6 @@ static bool orphan_due(const struct np_slab *s, uint8_t pass)
 /* What a step of the orphans' decay did on a list. */
 enum decay_step { DECAY_NONE_DUE, DECAY_LIST_DONE, DECAY_LIST_MORE };
 
-/* What a step of the orphans' decay has done: orphans read (at most NP_DECAY_LOOKS), taken off
- * their list (NP_DECAY_SLABS) and pages given back (NP_DECAY_PAGES, about). */
-struct decay_budget {
-	unsigned reads, takes;
-	size_t pages;
-};
-
 /* A step of the orphans' decay pass `pass` on node n's list of class c, from where the last
  * step stopped, as far as budget b goes: it walks the list under its lock to the next orphan
  * due and takes it off the list (the others stay listed, so adoptions go on, and a fork
@@ -457,7 +450,7 @@ struct decay_budget {
  * with the lock dropped, collects it, releases it when that emptied it, else gives its free
  * pages back (np_slab_decay); and so on. The orphans it kept are listed again at the end, at
  * the head: behind where the pass goes on. */
-static enum decay_step decay_list(int n, int c, uint8_t pass, struct decay_budget *b, struct np_vmstat_diffs *st)
+static enum decay_step decay_list(int n, int c, uint8_t pass, struct np_decay_budget *b, struct np_vmstat_diffs *st)
 {
 	struct orphan_list *l = &orphans[n];
 	if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
@@ -471,7 +464,7 @@ static enum decay_step decay_list(int n, int c, uint8_t pass, struct decay_budge
 		s = l->decay_at[c] ? l->decay_at[c] : took ? NULL : l->head[c];
 		for (; s && b->reads < NP_DECAY_LOOKS && !orphan_due(s, pass); s = s->next)
 			b->reads++;
-		bool take = s && b->reads < NP_DECAY_LOOKS && b->takes < NP_DECAY_SLABS && b->pages < NP_DECAY_PAGES;
+		bool take = s && !np_decay_spent(b);
 		if (take) {
 			b->reads++;
 			l->decay_at[c] = s->next;
@@ -482,7 +475,7 @@ static enum decay_step decay_list(int n, int c, uint8_t pass, struct decay_budge
 		np_unlock(&l->lock);
 		if (!take)
 			break;
-		b->takes++;
+		b->decays++;
 		took++;
 		s->decay_seen = pass;
 		np_slab_collect(s);
@@ -512,7 +505,7 @@ static bool pass_due(uint64_t now, uint64_t period_ns)
 
 unsigned np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmstat_diffs *st)
 {
-	struct decay_budget b = {0};
+	struct np_decay_budget b = {0};
 	unsigned lists = (unsigned)np_topo_table.nnodes * NP_NCLASSES;
 	if ((__atomic_load_n(&orphan_cursor, __ATOMIC_RELAXED) >= lists && !pass_due(now, period_ns)) ||
 	    __atomic_exchange_n(&np_slab_sweeping, 1, __ATOMIC_ACQUIRE))

@@ -530,6 +530,19 @@ unsigned np_slab_decay_orphans(uint64_t now, uint64_t period_ns, struct np_vmsta
  * the page's unmapping: 32 orphans of 30 free pages each took a step 12 ms on the
  * paravirtualized test host, where a page costs as much to unmap as to fault in. */
 #define NP_DECAY_PAGES 256
+/* What a step of a decay pass (the owner's, ring.c, or the orphans', slab.c) has done: slab
+ * headers read, slabs decayed (the orphans' step counts those its collect emptied, released
+ * whole, too) and pages given back. */
+struct np_decay_budget {
+	unsigned reads, decays;
+	size_t pages;
+};
+/* The step may decay no more slabs: it read NP_DECAY_LOOKS headers, decayed NP_DECAY_SLABS
+ * slabs, or gave back NP_DECAY_PAGES pages. */
+NP_INLINE bool np_decay_spent(const struct np_decay_budget *b)
+{
+	return b->reads >= NP_DECAY_LOOKS || b->decays >= NP_DECAY_SLABS || b->pages >= NP_DECAY_PAGES;
+}
 /* Orphans the last sweep left on the lists, and slab slow paths (any thread's, counted by
  * ring.c while np_slab_orphans_changed is set) since it: relaxed hints for when the next sweep
  * is worth its walk. */
