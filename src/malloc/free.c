@@ -28,11 +28,11 @@ NP_COLD static void invalid(const char *what, uintptr_t a)
 	np_fatal("free: %s %p", what, (void *)a);
 }
 
-/* The counter of th's bytes in use that a free of a block of s counts in: the fast path's, in
- * np_tls, when the slab is of th's first-choice node. */
-NP_INLINE int64_t *in_use_counter(struct np_thread *th, const struct np_slab *s)
+/* The counter of th's bytes in use that a free of a block of node's memory counts in: the fast
+ * path's, in np_tls, when node is th's first choice. */
+NP_INLINE int64_t *in_use_counter(struct np_thread *th, unsigned node)
 {
-	return NP_LIKELY(s->node == np_tls.count_node) ? &np_tls.in_use : &th->in_use[s->node];
+	return NP_LIKELY(node == np_tls.count_node) ? &np_tls.in_use : &th->in_use[node];
 }
 
 /* After th's free of a block of another thread's slab s (or nobody's), what is seldom due:
@@ -48,15 +48,20 @@ NP_INLINE int64_t *in_use_counter(struct np_thread *th, const struct np_slab *s)
  * needing it: in larson/2 it then never ran out, never let a slab go, and its ring held
  * megabytes of free blocks per class while the other thread made hundreds of new slabs
  * (docs/design.md has the numbers). th is NULL for a thread without state: then its counts
- * went to the statistics directly. */
-NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct np_slab *s, struct np_thread *owner,
-						   bool first, bool claimed)
+ * went to the statistics directly.
+ * node: s's, read before the push. Once the push is made, s's header is not read again unless
+ * the free claimed it: the push may have left s empty, and whoever collects it then (its owner,
+ * a sweep, the orphans' decay) may release it and make a new slab of its run, whose header a
+ * read here would see half made (ThreadSanitizer found it; unit test
+ * remote_free_reads_the_slab_before_its_push). A claimed slab stays until it is orphaned below. */
+NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct np_slab *s, unsigned node,
+						   struct np_thread *owner, bool first, bool claimed)
 {
 	if (th) {
-		if (*in_use_counter(th, s) < -(int64_t)REMOTE_FOLD_BYTES)
+		if (*in_use_counter(th, node) < -(int64_t)REMOTE_FOLD_BYTES)
 			np_thread_fold_bytes(th);
-		if (!((th->pcp.near >> s->node) & 1))
-			np_vmstat_add(&th->st, s->node, NUMA_PAGE_STAT_remote_free, 1);
+		if (!((th->pcp.near >> node) & 1))
+			np_vmstat_add(&th->st, (int)node, NUMA_PAGE_STAT_remote_free, 1);
 	}
 	if (first && owner == NP_NO_OWNER)
 		np_slab_note_orphan_free(); /* an orphan's (a floating slab claimed here is orphaned
@@ -111,8 +116,9 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 	 * writes it, and malloc wipes it). */
 	if (np_cache_looks_cached(a))
 		invalid("double free of", a);
+	unsigned node = s->node;
 	if (th) {
-		*in_use_counter(th, s) -= s->block;
+		*in_use_counter(th, node) -= s->block;
 	} else {
 		np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
 		if (np_pcp_is_remote(NULL, s->node))
@@ -120,21 +126,22 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 	}
 	bool first;
 	bool claimed = np_slab_push_remote(s, a, i, &first);
-	after_remote_free(th, s, owner, first, claimed);
+	after_remote_free(th, s, node, owner, first, claimed);
 }
 
 /* The common remote free's count, CAS push and one test of everything seldom due. */
 NP_INLINE void push_home(struct np_thread *th, struct np_slab *s, struct np_thread *owner, uintptr_t a, uint64_t i)
 {
 	/* Both tests, no branch between them (a branch put the second one out of line). */
-	bool seldom = ((np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES) | !((th->pcp.near >> s->node) & 1);
+	unsigned node = s->node; /* read before the push: see after_remote_free */
+	bool seldom = ((np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES) | !((th->pcp.near >> node) & 1);
 	bool first;
 	bool claimed = np_slab_push_remote(s, a, i, &first);
 	if (NP_UNLIKELY(seldom || claimed ||
 			(first && !__atomic_load_n((uintptr_t)owner <= (uintptr_t)NP_NO_OWNER ? &np_slab_orphans_changed
 											       : &owner->remote_pending,
 						   __ATOMIC_RELAXED))))
-		after_remote_free(th, s, owner, first, claimed);
+		after_remote_free(th, s, node, owner, first, claimed);
 }
 
 /* th's free of block a (index i) of s, an orphan that its owner's exit or move left: th adopts

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -844,6 +845,79 @@ static void decay_rests_nine_times_its_step(void **state)
 	assert_true(l.rested >= 1);  /* ten times later: the pass goes on */
 }
 
+/* ---- a remote free reads the slab before its push, never after (free.c) ---- */
+
+/* After the CAS that pushes its block, a remote free may not read the slab's header: the push
+ * can make the slab empty, and whoever collects it then (its owner, a sweep, the orphans'
+ * decay) may release it and make a new slab of its run, rewriting the header. The statistics'
+ * node was read after the push (after_remote_free: in_use_counter, the remote_free event), so
+ * it could come from the new slab's header, half made. Here the freeing thread stays alive
+ * and unsynchronised (relaxed flags only) while the main thread sweeps the emptied orphan and
+ * makes a slab on its run: the real-time order is fixed, but nothing orders the freer's reads
+ * after its push before the new header's writes, which ThreadSanitizer reports (CI's TSan
+ * tier: `meson test -C build-tsan`). Any build checks the event's node. */
+enum { RR_SIZE = 8192, RR_MAX = 4096 };
+struct rr_life {
+	void *x;      /* the block the owner leaves behind */
+	int freed;    /* relaxed: the freer's free is done */
+	int go;       /* relaxed: the freer may exit */
+};
+
+static void *rr_owner(void *arg)
+{
+	struct rr_life *l = arg;
+	np_fake_os_set_cpu(0); /* node 0 */
+	l->x = numa_page_malloc(RR_SIZE);
+	assert_non_null(l->x);
+	return NULL; /* its slab, one block in use, becomes an orphan */
+}
+
+static void *rr_freer(void *arg)
+{
+	struct rr_life *l = arg;
+	np_fake_os_set_cpu(2); /* node 1: node 0's memory is not near, so every free of it counts
+				* a remote_free event, read from the slab's node */
+	void *own = numa_page_malloc(24); /* a state, and no ring of RR_SIZE's class: no adoption */
+	assert_non_null(own);
+	numa_page_free(l->x);
+	__atomic_store_n(&l->freed, 1, __ATOMIC_RELAXED);
+	while (!__atomic_load_n(&l->go, __ATOMIC_RELAXED))
+		sched_yield();
+	numa_page_free(own);
+	return NULL;
+}
+
+static void remote_free_reads_the_slab_before_its_push(void **state)
+{
+	(void)state;
+	static struct rr_life l;
+	memset(&l, 0, sizeof l);
+	run_thread(rr_owner, &l);
+	const struct np_slab *sx = np_slab_at_step(l.x);
+	long remote0 = stat(0, NUMA_PAGE_STAT_remote_free);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, rr_freer, &l), 0);
+	while (!__atomic_load_n(&l.freed, __ATOMIC_RELAXED))
+		sched_yield();
+	np_slab_sweep_orphans(NP_SWEEP_COLLECT, NULL); /* empty: its run goes back */
+	/* A slab made on that run rewrites the header. */
+	static void *blk[RR_MAX];
+	int n = 0;
+	bool reused = false;
+	np_fake_os_set_cpu(0);
+	while (!reused && n < RR_MAX) {
+		blk[n] = numa_page_malloc(RR_SIZE);
+		assert_non_null(blk[n]);
+		reused = np_slab_at_step(blk[n++]) == sx;
+	}
+	__atomic_store_n(&l.go, 1, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (int i = 0; i < n; i++)
+		numa_page_free(blk[i]);
+	assert_true(reused);
+	assert_int_equal(stat(0, NUMA_PAGE_STAT_remote_free), remote0 + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -856,6 +930,7 @@ int main(void)
 		cmocka_unit_test(decay_pass_reads_each_slab_once),
 		cmocka_unit_test(decay_step_gives_back_a_bounded_number_of_pages),
 		cmocka_unit_test(decay_rests_nine_times_its_step),
+		cmocka_unit_test(remote_free_reads_the_slab_before_its_push),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
