@@ -38,6 +38,19 @@
 #define NP_PREFETCH_WRITE(p) __builtin_prefetch((p), 1)
 #endif
 #define NP_ALIGNED(n) __attribute__((aligned(n)))
+/* 1 in a ThreadSanitizer build (gcc defines __SANITIZE_THREAD__; clang has the feature): it
+ * does not model atomic_thread_fence, so where the code orders by a fence, such a build orders
+ * by the atomic operation itself instead. */
+#if defined(__SANITIZE_THREAD__)
+#define NP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NP_TSAN 1
+#endif
+#endif
+#ifndef NP_TSAN
+#define NP_TSAN 0
+#endif
 /* On the library's large zero-initialised tables (4 KiB and more: sized for NP_MAX_NODES nodes
  * or NP_MAX_CPUS CPUs, buffers, the granule map): they go after every other zero-initialised
  * variable, so the small variables share two pages instead of each sitting beside a large

@@ -78,7 +78,7 @@ void np_ptr_decode(const void *p, bool interior, struct np_ptr *d)
 	/* A small block: its slab from the descriptor of its step's first page (every page
 	 * of a slab names it). */
 	struct np_page *step = &c->pages[((uintptr_t)p >> NP_PAGE_SHIFT) & (NP_CHUNK_PAGES - NP_SLAB_ALIGN_PAGES)];
-	struct np_slab *s = step->owner;
+	struct np_slab *s = np_page_owner(step);
 	if (s && !interior) {
 		d->slab = s;
 		d->page = s->run;

@@ -94,7 +94,7 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	atomic_init(&s->thread_free, NP_SLAB_OWNED);
 	np_page_set_state(run, NP_PAGE_SLAB);
 	for (size_t i = 0; i < pages; i++)
-		run[i].owner = s;
+		np_page_set_owner(&run[i], s);
 	set_lead(s, s);
 	np_slab_extend(s);
 	return s;
@@ -258,7 +258,7 @@ void np_slab_release(struct np_slab *s, struct np_pcp *pcp)
 	struct np_page *run = s->run;
 	size_t pages = np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT;
 	for (size_t i = 0; i < pages; i++)
-		run[i].owner = NULL;
+		np_page_set_owner(&run[i], NULL);
 	set_lead(s, NULL);
 	np_page_set_state(run, NP_PAGE_USED);
 	run->clean = 0; /* blocks were written: a calloc served by this run must zero it */
@@ -289,6 +289,13 @@ void np_slab_set_state(struct np_slab *s, uintptr_t state)
 		;
 }
 
+/* A list's head becomes s (l's lock held): a relaxed store, since np_slab_adopt, sweep_list
+ * and decay_list peek at the head without the lock (a hint, checked under it). */
+static void set_head_locked(struct orphan_list *l, unsigned c, struct np_slab *s)
+{
+	__atomic_store_n(&l->head[c], s, __ATOMIC_RELAXED);
+}
+
 /* s at the head of its list of l (l's lock held). */
 static void list_locked(struct orphan_list *l, struct np_slab *s)
 {
@@ -296,7 +303,7 @@ static void list_locked(struct orphan_list *l, struct np_slab *s)
 	s->prev = NULL;
 	if (s->next)
 		s->next->prev = s;
-	l->head[s->cls] = s;
+	set_head_locked(l, s->cls, s);
 	s->list_gen = l->gen[s->cls];
 	__atomic_store_n(&s->listed, 1, __ATOMIC_RELAXED);
 }
@@ -309,7 +316,7 @@ static void unlist_locked(struct orphan_list *l, struct np_slab *s)
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		l->head[s->cls] = s->next;
+		set_head_locked(l, s->cls, s->next);
 	if (s->next)
 		s->next->prev = s->prev;
 	__atomic_store_n(&s->listed, 0, __ATOMIC_RELAXED);
@@ -381,7 +388,7 @@ static void sweep_list(int n, int c, enum np_sweep how, size_t *pages, size_t *k
 		return;
 	np_lock(&l->lock);
 	struct np_slab *s = l->head[c], *keep = NULL;
-	l->head[c] = NULL;
+	set_head_locked(l, (unsigned)c, NULL);
 	l->decay_at[c] = NULL;
 	l->gen[c]++; /* they are this sweep's now: no free adopts one meanwhile */
 	np_unlock(&l->lock);
@@ -412,7 +419,7 @@ static void sweep_list(int n, int c, enum np_sweep how, size_t *pages, size_t *k
 		t->next = l->head[c];
 		if (t->next)
 			t->next->prev = t;
-		l->head[c] = keep;
+		set_head_locked(l, (unsigned)c, keep);
 		np_unlock(&l->lock);
 	}
 }
@@ -630,7 +637,7 @@ const char *np_slab_check(const struct np_slab *s)
 	}
 	if (s->used < NP_SLAB_PINNED && (uint64_t)count + hidden + s->used + s->reserved > s->capacity)
 		return "used + free + hidden + reserved blocks exceed the capacity";
-	if (s->run->state != NP_PAGE_SLAB || s->run->owner != s)
+	if (s->run->state != NP_PAGE_SLAB || np_page_owner(s->run) != s)
 		return "the slab's run does not point back at it";
 	if (s->lead)
 		return "the slab's own header names a lead";

@@ -470,7 +470,9 @@ NP_INLINE bool np_slab_push_remote(struct np_slab *s, uintptr_t b, uint64_t i, b
 		      ((uintptr_t)1 << NP_SLAB_RLEN_SHIFT)) |
 		     ((uintptr_t)i << NP_SLAB_RHEAD_SHIFT) | (len ? 0 : (uintptr_t)i << NP_SLAB_RTAIL_SHIFT) |
 		     ((old + 1) & NP_SLAB_ORPHAN);
-	} while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, nw, memory_order_release,
+	} while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &old, nw,
+							 /* a claim orders by a fence after it (free.c) */
+							 NP_TSAN ? memory_order_acq_rel : memory_order_release,
 							 memory_order_relaxed));
 	*first = np_slab_rlen(old) == 0;
 	return (old & NP_SLAB_STATE_MASK) == NP_SLAB_FLOATING;

@@ -137,7 +137,8 @@ int np_node_pick(int home, unsigned *rotor, size_t pages, bool *shared)
 size_t np_node_free_nearby(int node)
 {
 	const struct np_pool *p = &np_pools[primary[node]];
-	size_t room_pages = p->limit_pages > p->mapped_pages ? p->limit_pages - p->mapped_pages : 0;
+	size_t mapped = __atomic_load_n(&p->mapped_pages, __ATOMIC_RELAXED); /* a relaxed atomic */
+	size_t room_pages = p->limit_pages > mapped ? p->limit_pages - mapped : 0;
 	return free_pages(primary[node]) + room_pages;
 }
 

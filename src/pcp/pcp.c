@@ -325,7 +325,7 @@ static void cache(struct np_pcp *pcp, struct np_page *run)
 	unsigned order = run->order;
 	np_assert(order < NP_PCP_ORDERS && run->npages == 1u << order);
 	np_page_set_state(run, NP_PAGE_PCP);
-	run->owner = NULL;
+	np_page_set_owner(run, NULL);
 	if (is_near(pcp, node))
 		push_head(&pcp->list[order], run);
 	else
@@ -449,7 +449,7 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 /* np_pcp_put_run without the counting. */
 static void cache_run(struct np_pcp *pcp, struct np_page *run)
 {
-	run->owner = NULL;
+	np_page_set_owner(run, NULL);
 	if (pcp && keepable(run->npages) && is_near(pcp, np_page_node(run))) {
 		run->clean = 0;
 		if (pcp->nruns == NP_PCP_RUNS || pcp->run_pages + (int)run->npages > NP_PCP_RUN_PAGES) {

@@ -197,6 +197,21 @@ NP_INLINE void np_page_set_state(struct np_page *pg, enum np_page_state state)
 	__atomic_store_n(&pg->state, (uint8_t)state, __ATOMIC_RELAXED);
 }
 
+/* A page's owner (the slab header of a slab run's every page, else NULL) is read by free's
+ * pointer decoder on any pointer (ptr.c), from the first page of the pointer's 128 KiB step,
+ * while that page may belong to another thread's run that is changing hands (pool, page
+ * cache). Slabs cover whole steps, so such a page's owner is NULL before and after; relaxed
+ * atomics on both sides make the race defined behaviour (and quiet under TSan). */
+NP_INLINE void *np_page_owner(const struct np_page *pg)
+{
+	return __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);
+}
+
+NP_INLINE void np_page_set_owner(struct np_page *pg, void *owner)
+{
+	__atomic_store_n(&pg->owner, owner, __ATOMIC_RELAXED);
+}
+
 /* True when address a lies in the start granule of one of our chunks. One shift serves both
  * the range test and the index (no separate test of the high bits: free's fast path). */
 NP_INLINE bool np_granule_is_start(uintptr_t a)

@@ -88,7 +88,7 @@ static size_t budget(const struct cache *h)
 static void unlink_locked(struct cache *h, struct np_chunk **link)
 {
 	struct np_chunk *c = *link;
-	*link = c->next;
+	__atomic_store_n(link, c->next, __ATOMIC_RELAXED); /* may be h->list: see link_locked */
 	c->next = NULL;
 	h->dirty_pages -= dirty_pages_of(c);
 	h->clean_pages -= pages_of(c) - dirty_pages_of(c);
@@ -98,7 +98,7 @@ static void unlink_locked(struct cache *h, struct np_chunk **link)
 static void link_locked(struct cache *h, struct np_chunk *c)
 {
 	c->next = h->list;
-	h->list = c;
+	__atomic_store_n(&h->list, c, __ATOMIC_RELAXED); /* np_huge_get peeks without the lock */
 	h->dirty_pages += dirty_pages_of(c);
 	h->clean_pages += pages_of(c) - dirty_pages_of(c);
 	h->nclean += c->dirty == 0;

@@ -238,7 +238,7 @@ static void insert_free_locked(struct np_pool_shard *p, struct np_page *pg, size
 		dirty = !clean; /* no room for an estimate: dirty exactly when not clean (a remainder
 				 * estimated 0 may still hold data, and calloc trusts clean) */
 	pg->clean = clean;
-	pg->owner = NULL;
+	np_page_set_owner(pg, NULL);
 	pg->order = NP_ORDER_NONE;
 	if (n > 1) {
 		pg[n - 1].state = NP_PAGE_FREE_END;
@@ -246,16 +246,16 @@ static void insert_free_locked(struct np_pool_shard *p, struct np_page *pg, size
 		pg[n - 1].prev = (struct np_page *)(uintptr_t)dirty;
 	}
 	bin_push(p, pg);
-	p->free_pages += n;
-	p->dirty_pages += dirty;
+	np_pool_set_count(&p->free_pages, p->free_pages + n);
+	np_pool_set_count(&p->dirty_pages, p->dirty_pages + dirty);
 }
 
 void np_pool_remove_free_locked(struct np_pool_shard *p, struct np_page *pg)
 {
 	bin_unlink(p, pg);
-	p->free_pages -= pg->npages;
+	np_pool_set_count(&p->free_pages, p->free_pages - pg->npages);
 	size_t d = np_pool_run_dirty(pg);
-	p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
+	np_pool_set_count(&p->dirty_pages, p->dirty_pages > d ? p->dirty_pages - d : 0);
 }
 
 /* Returns a run to the pool, merging it with free neighbours. clean: the run reads as zeros
@@ -313,13 +313,13 @@ void np_pool_mark_used(struct np_page *pg, size_t n, uint8_t order)
 	pg->state = NP_PAGE_USED;
 	pg->npages = (uint32_t)n;
 	pg->order = order;
-	pg->owner = NULL;
+	np_page_set_owner(pg, NULL);
 	pg->user = 0;
 	pg->next = pg->prev = NULL;
 	for (size_t k = 1; k < n; k++) {
 		pg[k].state = NP_PAGE_TAIL;
 		pg[k].npages = 0;
-		pg[k].owner = NULL;
+		np_page_set_owner(&pg[k], NULL);
 	}
 }
 
@@ -463,7 +463,7 @@ static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 	c->shard = p->index;
 	c->next = p->chunks;
 	p->chunks = c;
-	p->mapped_pages += NP_CHUNK_DATA_PAGES;
+	np_pool_set_count(&p->mapped_pages, p->mapped_pages + NP_CHUNK_DATA_PAGES);
 	__atomic_add_fetch(&np_pools[p->node].mapped_pages, NP_CHUNK_DATA_PAGES, __ATOMIC_RELAXED);
 	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true, 0, 0);
 	return true;
@@ -545,11 +545,11 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 			uint8_t period = pg->user;
 			np_pool_remove_free_locked(o, pg);
 			unlink_chunk_locked(o, c);
-			o->mapped_pages -= NP_CHUNK_DATA_PAGES;
+			np_pool_set_count(&o->mapped_pages, o->mapped_pages - NP_CHUNK_DATA_PAGES);
 			c->shard = to->index;
 			c->next = to->chunks;
 			to->chunks = c;
-			to->mapped_pages += NP_CHUNK_DATA_PAGES;
+			np_pool_set_count(&to->mapped_pages, to->mapped_pages + NP_CHUNK_DATA_PAGES);
 			insert_free_locked(to, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, clean, dirty, period);
 			moved = true;
 			break;
@@ -584,7 +584,7 @@ size_t np_pool_unmap_free_chunks(int node, struct np_vmstat_diffs *st)
 			dirty += np_pool_run_dirty(pg);
 			np_pool_remove_free_locked(p, pg);
 			unlink_chunk_locked(p, c);
-			p->mapped_pages -= NP_CHUNK_DATA_PAGES;
+			np_pool_set_count(&p->mapped_pages, p->mapped_pages - NP_CHUNK_DATA_PAGES);
 			c->next = out;
 			out = c;
 		}
@@ -716,7 +716,7 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 		for (size_t k = n; k < new_npages; k++) {
 			run[k].state = NP_PAGE_TAIL;
 			run[k].npages = 0;
-			run[k].owner = NULL;
+			np_page_set_owner(&run[k], NULL);
 		}
 		run->npages = (uint32_t)new_npages;
 		run->order = NP_ORDER_NONE;
@@ -829,7 +829,7 @@ void np_pool_atfork_child(void)
 					for (unsigned r = 0; r < b->n; r++)
 						np_pool_put_locked(p, b->runs[r], false);
 				p->purging = NULL;
-				p->purging_pages = 0;
+				np_pool_set_count(&p->purging_pages, 0);
 				np_pool_unlock(p);
 			}
 }

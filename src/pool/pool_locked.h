@@ -16,6 +16,15 @@
  * np_pool_init. */
 extern size_t np_pool_purge_pages;
 
+/* *count, a shard's page count (free_pages, dirty_pages, mapped_pages, purging_pages), becomes
+ * v: its lock's holder changes it, and other threads read it without the lock as a hint
+ * (relaxed loads: shard_used, np_pool_free_pages, ...), so the store is a relaxed atomic too
+ * and the race defined behaviour (quiet under TSan). A plain move on x86-64. */
+NP_INLINE void np_pool_set_count(size_t *count, size_t v)
+{
+	__atomic_store_n(count, v, __ATOMIC_RELAXED);
+}
+
 /* Takes the shard's lock, counting pool_contended when it has to wait. */
 void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st);
 void np_pool_unlock(struct np_pool_shard *s);

@@ -48,7 +48,7 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, bool old_o
 		if (batch.n) {
 			batch.next = p->purging;
 			p->purging = &batch;
-			p->purging_pages += out;
+			np_pool_set_count(&p->purging_pages, p->purging_pages + out);
 		}
 		np_pool_unlock(p);
 		if (batch.n == 0)
@@ -67,7 +67,7 @@ static size_t purge_shard(struct np_pool_shard *p, size_t keep_pages, bool old_o
 				*l = batch.next;
 				break;
 			}
-		p->purging_pages -= out;
+		np_pool_set_count(&p->purging_pages, p->purging_pages - out);
 		for (unsigned i = 0; i < batch.n; i++) {
 			if (gone[i])
 				np_chunk_lower_touched(batch.runs[i], batch.runs[i]->npages);
@@ -259,7 +259,7 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 					size_t d = np_pool_run_dirty(pg);
 					if (d && gone)
 						total += n; /* known to have been resident */
-					p->dirty_pages = p->dirty_pages > d ? p->dirty_pages - d : 0;
+					np_pool_set_count(&p->dirty_pages, p->dirty_pages > d ? p->dirty_pages - d : 0);
 					pg->clean = 1;
 					if (n > 1)
 						pg[n - 1].prev = NULL; /* dirty estimate 0 */
