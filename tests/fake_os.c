@@ -642,12 +642,24 @@ int np_os_list_dir(const char *path, void (*fn)(const char *name, void *ctx), vo
 	return 0;
 }
 
-static uint64_t clock_offset;
+static uint64_t clock_offset, clock_stopped_at;
+
 void np_fake_os_advance_clock(uint64_t ns) { __atomic_fetch_add(&clock_offset, ns, __ATOMIC_SEQ_CST); }
 
-uint64_t np_os_clock_ns(void)
+static uint64_t real_clock_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + __atomic_load_n(&clock_offset, __ATOMIC_SEQ_CST);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void np_fake_os_stop_clock(bool stop)
+{
+	__atomic_store_n(&clock_stopped_at, stop ? real_clock_ns() : 0, __ATOMIC_SEQ_CST);
+}
+
+uint64_t np_os_clock_ns(void)
+{
+	uint64_t stopped = __atomic_load_n(&clock_stopped_at, __ATOMIC_SEQ_CST);
+	return (stopped ? stopped : real_clock_ns()) + __atomic_load_n(&clock_offset, __ATOMIC_SEQ_CST);
 }

@@ -45,6 +45,10 @@ long np_fake_os_populated(void);
 void np_fake_os_spill(int node, int to);
 /* np_os_clock_ns runs this much ahead from now on (decays without waiting). */
 void np_fake_os_advance_clock(uint64_t ns);
+/* stop: np_os_clock_ns stands still from now on, but for np_fake_os_advance_clock (a test whose
+ * outcome depends on how much time passes between its steps, on a loaded machine or under a
+ * sanitizer that slows it); !stop: it runs again (with the offsets added). */
+void np_fake_os_stop_clock(bool stop);
 /* Forgets binds, counters, policy, spills and node memory (not the mappings). */
 void np_fake_os_reset(void);
 /* What np_os_pid_ns answers (default: the initial namespace's inode, 0xeffffffc). */
