@@ -1216,7 +1216,7 @@ static void calloc_of_a_reused_block_faults_in_only_what_was_written(void **stat
 		unsigned char *q = F_CALLOC(1, n);
 		assert_ours(q, n);
 		size_t grew = np_t_rss() - before;
-		if (before && grew > 16 * MiB)
+		if (before && grew > 16 * MiB && !NP_TEST_TSAN) /* its shadow of the range is resident */
 			fail_msg("calloc of %zu bytes made %zu bytes resident", n, grew);
 		for (size_t k = 0; k < n; k += (k < 2 * MiB || (k >= n / 2 && k < n / 2 + 128 * KiB)) ? 8 : 4096)
 			if (*(uint64_t *)(void *)(q + k))
@@ -1434,6 +1434,9 @@ static void *late_thread(void *arg)
 static void thread_exit_destructors_leave_no_state(void **state)
 {
 	(void)state;
+	if (NP_TEST_TSAN)
+		skip(); /* ThreadSanitizer's thread state is gone by the last destructor rounds: its
+			 * mutex hook then crashes in the library's pthread_mutex_lock */
 	assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
 	struct numa_page_node_stats before = np_t_stats();
 	for (int i = 0; i < 300; i++) {
@@ -1519,13 +1522,13 @@ static void thread_without_state_counts_exactly(void **state)
  * allocator, whose lock a fork could copy held; the child's first use of it (here the free of
  * such a block) then spun for ever. Each child has 10 s (SIGALRM kills it otherwise). */
 static pthread_key_t fb_key;
-static void *volatile fb_keep;
+static void *fb_keep; /* atomic: the destructor's thread sets it, the main thread waits for it */
 static volatile int fb_stop;
 static void fb_destructor(void *arg)
 {
 	(void)arg;
-	if (!fb_keep)
-		fb_keep = F_MALLOC(np_t_opaque(48));
+	if (!__atomic_load_n(&fb_keep, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&fb_keep, F_MALLOC(np_t_opaque(48)), __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&fb_stop, __ATOMIC_RELAXED))
 		F_FREE(F_MALLOC(np_t_opaque(64)));
 }
@@ -1544,7 +1547,7 @@ static void fork_while_an_exiting_thread_allocates(void **state)
 	assert_int_equal(pthread_key_create(&fb_key, fb_destructor), 0);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, fb_thread, NULL), 0);
-	while (!fb_keep)
+	while (!__atomic_load_n(&fb_keep, __ATOMIC_ACQUIRE))
 		usleep(100);
 	int bad = 0;
 	for (int i = 0; i < 200 && !bad; i++) {
