@@ -96,7 +96,15 @@ static const struct row rows[] = {
 static const char *const other_names[] = {"CONF", "LIB"};
 
 static bool inited;
+/* Where each value came from. numa_page_option_set writes it while other threads may read it
+ * (a thread's first allocation asks whether BIND was given: node.c), so after start-up it is
+ * written and read as a relaxed atomic (set_source, np_options_source). */
 static unsigned char source[NROWS];
+
+static void set_source(int i, enum np_option_source src)
+{
+	__atomic_store_n(&source[i], (unsigned char)src, __ATOMIC_RELAXED);
+}
 
 /* ---- Parsing ------------------------------------------------------------------------------ */
 
@@ -519,7 +527,7 @@ size_t np_options_value(int i, char *buf, size_t size)
 
 int np_options_source(int i)
 {
-	return i >= 0 && i < NROWS ? source[i] : -1;
+	return i >= 0 && i < NROWS ? __atomic_load_n(&source[i], __ATOMIC_RELAXED) : -1;
 }
 
 const char *np_options_source_name(int src)
@@ -635,11 +643,11 @@ NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)
 		v.s = dst;
 		store(r, &v);
 		__atomic_store_n(&set_seq, set_seq + 1, __ATOMIC_RELEASE);
-		source[i] = NP_OPTION_SET;
+		set_source(i, NP_OPTION_SET);
 		__atomic_store_n(&setting, 0, __ATOMIC_RELEASE);
 	} else {
 		store(r, &v);
-		source[i] = NP_OPTION_SET;
+		set_source(i, NP_OPTION_SET);
 	}
 	np_verbose("option %s = %s (numa_page_option_set)", r->name, value[0] ? value : "(unset)");
 	return 0;

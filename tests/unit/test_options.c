@@ -6,11 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "numapage.h"
 #include "options.h"
 
 static int reset(void **state)
@@ -258,6 +261,44 @@ static void verbose_lists_every_option(void **state)
 	np_opt.verbose = 0;
 }
 
+/* A thread's first allocation reads an option's source (the node policy asks whether BIND was
+ * given) while numa_page_option_set may be writing it on another thread: the source was a plain
+ * byte on both sides (a hostile review's ThreadSanitizer run, which this test repeats in CI's
+ * TSan tier); any build checks that the reader only ever sees a source there is. */
+enum { SOURCE_ROUNDS = 2000 };
+static int source_seen_bad, source_reads, source_set_done; /* relaxed: no order between the two */
+
+static void *read_sources(void *arg)
+{
+	int i = *(const int *)arg;
+	while (!__atomic_load_n(&source_set_done, __ATOMIC_RELAXED)) {
+		int s = np_options_source(i);
+		if (s != NP_OPTION_DEFAULT && s != NP_OPTION_SET)
+			__atomic_store_n(&source_seen_bad, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&source_reads, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void source_is_read_while_set(void **state)
+{
+	(void)state;
+	np_options_init(); /* as the library's start-up does, before any thread of the program */
+	int i = np_options_find("decay_ms");
+	assert_true(i >= 0);
+	assert_int_equal(np_options_source(i), NP_OPTION_DEFAULT);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, read_sources, &i), 0);
+	while (!__atomic_load_n(&source_reads, __ATOMIC_RELAXED))
+		sched_yield(); /* the reader is reading */
+	for (int k = 0; k < SOURCE_ROUNDS; k++)
+		assert_int_equal(numa_page_option_set("decay_ms", k & 1 ? "2000" : "3000"), 0);
+	__atomic_store_n(&source_set_done, 1, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(source_seen_bad, 0);
+	assert_int_equal(np_options_source(i), NP_OPTION_SET);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +315,7 @@ int main(void)
 		cmocka_unit_test_setup(stats_takes_only_its_forms, reset),
 		cmocka_unit_test_setup(strings_are_copied, reset),
 		cmocka_unit_test_setup(verbose_lists_every_option, reset),
+		cmocka_unit_test_setup(source_is_read_while_set, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
