@@ -120,9 +120,9 @@ NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 	if (th) {
 		*in_use_counter(th, node) -= s->block;
 	} else {
-		np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
-		if (np_pcp_is_remote(NULL, s->node))
-			np_vmstat_add(NULL, s->node, NUMA_PAGE_STAT_remote_free, 1);
+		np_vmstat_add(NULL, (int)node, NUMA_PAGE_STAT_malloc_in_use, -(long)s->block);
+		if (np_pcp_is_remote(NULL, (int)node))
+			np_vmstat_add(NULL, (int)node, NUMA_PAGE_STAT_remote_free, 1);
 	}
 	bool first;
 	bool claimed = np_slab_push_remote(s, a, i, &first);
