@@ -255,7 +255,7 @@ void np_pool_remove_free_locked(struct np_pool_shard *p, struct np_page *pg)
 	bin_unlink(p, pg);
 	np_pool_set_count(&p->free_pages, p->free_pages - pg->npages);
 	size_t d = np_pool_run_dirty(pg);
-	np_pool_set_count(&p->dirty_pages, p->dirty_pages > d ? p->dirty_pages - d : 0);
+	np_pool_less_dirty(p, d);
 }
 
 /* Returns a run to the pool, merging it with free neighbours. clean: the run reads as zeros

@@ -25,6 +25,14 @@ NP_INLINE void np_pool_set_count(size_t *count, size_t v)
 	__atomic_store_n(count, v, __ATOMIC_RELAXED);
 }
 
+/* d of shard s's free pages that may have been resident are not any more (their run left the
+ * bins, or was given back): its dirty estimate comes down by d, to 0 at the least (the
+ * estimate is an upper bound). */
+NP_INLINE void np_pool_less_dirty(struct np_pool_shard *s, size_t d)
+{
+	np_pool_set_count(&s->dirty_pages, s->dirty_pages > d ? s->dirty_pages - d : 0);
+}
+
 /* Takes the shard's lock, counting pool_contended when it has to wait. */
 void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st);
 void np_pool_unlock(struct np_pool_shard *s);

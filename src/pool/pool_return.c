@@ -259,7 +259,7 @@ size_t np_pool_trim(int node, struct np_vmstat_diffs *st)
 					size_t d = np_pool_run_dirty(pg);
 					if (d && gone)
 						total += n; /* known to have been resident */
-					np_pool_set_count(&p->dirty_pages, p->dirty_pages > d ? p->dirty_pages - d : 0);
+					np_pool_less_dirty(p, d);
 					pg->clean = 1;
 					if (n > 1)
 						pg[n - 1].prev = NULL; /* dirty estimate 0 */
