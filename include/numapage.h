@@ -102,6 +102,12 @@ NUMA_PAGE_API int numa_page_posix_memalign(void **out, size_t alignment, size_t 
 NUMA_PAGE_API void *numa_page_aligned_alloc(size_t alignment, size_t size);
 NUMA_PAGE_API void *numa_page_memalign(size_t alignment, size_t size);
 NUMA_PAGE_API size_t numa_page_usable_size(const void *p);
+/* C23's sized frees (free_sized, free_aligned_sized): p freed as numa_page_free frees it.
+ * NULL is nothing. Beyond numa_page_free's checks, they abort with a message when size is
+ * larger than the block (a smaller one is accepted: realloc may have shrunk it in place), when
+ * alignment is not a power of two, or when p is not aligned to it. */
+NUMA_PAGE_API void numa_page_free_sized(void *p, size_t size);
+NUMA_PAGE_API void numa_page_free_aligned_sized(void *p, size_t alignment, size_t size);
 /* Gives free memory held by the library back to the operating system: free pages, and, in the
  * calling thread's slabs and in those exited threads left with live blocks, every page that
  * only free blocks cover (blocks up to 16 KiB) and the pages inside free blocks of more than

@@ -5,8 +5,9 @@
  * a block of our own that the fast path refused (it looks free: a double free is confirmed
  * before it is reported), a block in a later step of a larger slab (found from that
  * step's slot), page runs, chunks of their own, start-up memory, and what is none of those
- * (reported, then abort). Pointers are decoded once (ptr.h) and the result passed down. No
- * system call but in the pools' purges (errno is kept).
+ * (reported, then abort); and C23's sized frees, which check the size and alignment they are
+ * given. Pointers are decoded once (ptr.h) and the result passed down. No system call but in
+ * the pools' purges (errno is kept).
  */
 #include "malloc/alloc.h"
 
@@ -218,4 +219,38 @@ void np_free_slow(void *p)
 	struct np_ptr d;
 	np_ptr_decode(p, false, &d);
 	np_free_decoded(&d, p);
+}
+
+/* C23's free_sized and free_aligned_sized: p freed as free() frees it, once what the sizes
+ * say is checked, every misuse reported under the call's name: p not a live block of ours (a
+ * double free first, before any size), an alignment that is not a power of two or that p is
+ * not on, a size larger than the block. A smaller size is no error: realloc may have shrunk
+ * the block in place. The size buys no speed here: free finds a block by its address alone. */
+static void free_sized_checked(const char *call, void *p, size_t alignment, size_t size)
+{
+	if (!p)
+		return;
+	struct np_ptr d;
+	np_ptr_decode(p, false, &d);
+	if (d.kind == NP_PTR_BAD)
+		np_ptr_invalid(call, true, &d, p);
+	np_ptr_check_live(call, true, &d, p);
+	if (!alignment || (alignment & (alignment - 1)))
+		np_fatal("%s: alignment %zu is not a power of two", call, alignment);
+	if ((uintptr_t)p & (alignment - 1))
+		np_fatal("%s: %p is not aligned to %zu", call, p, alignment);
+	size_t usable = np_ptr_usable(&d, p);
+	if (size > usable)
+		np_fatal("%s: size %zu is larger than the block at %p (%zu usable bytes)", call, size, p, usable);
+	np_free_decoded(&d, p);
+}
+
+void numa_page_free_sized(void *p, size_t size)
+{
+	free_sized_checked("free_sized", p, 1, size);
+}
+
+void numa_page_free_aligned_sized(void *p, size_t alignment, size_t size)
+{
+	free_sized_checked("free_aligned_sized", p, alignment, size);
 }

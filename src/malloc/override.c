@@ -36,6 +36,23 @@ NP_EXPORT void cfree(void *p)
 	np_free_fast(p);
 }
 
+/* C23's sized frees. Recent glibc defines them beside its malloc (its internal header declares
+ * __free_sized as it does __libc_free), so without these such a call would hand our block to
+ * glibc's own free, which no preload replaces. Declared here for older headers (Debian 12's
+ * glibc 2.36 has neither). */
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t alignment, size_t size);
+
+NP_EXPORT void free_sized(void *p, size_t size)
+{
+	numa_page_free_sized(p, size);
+}
+
+NP_EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size)
+{
+	numa_page_free_aligned_sized(p, alignment, size);
+}
+
 NP_EXPORT void *calloc(size_t nmemb, size_t size)
 {
 	return np_calloc(nmemb, size);

@@ -154,7 +154,7 @@ void *np_realloc(void *p, size_t size)
 	np_ptr_decode(p, false, &d);
 	if (d.kind == NP_PTR_BAD)
 		np_ptr_invalid("realloc", false, &d, p);
-	np_ptr_check_live("realloc", &d, p);
+	np_ptr_check_live("realloc", false, &d, p);
 	if (size == 0) {
 		np_free_decoded(&d, p);
 		return NULL;
@@ -232,7 +232,7 @@ size_t np_usable_size(const void *p)
 	np_ptr_decode(p, false, &d);
 	if (d.kind == NP_PTR_BAD)
 		np_ptr_invalid("malloc_usable_size", false, &d, p);
-	np_ptr_check_live("malloc_usable_size", &d, p);
+	np_ptr_check_live("malloc_usable_size", false, &d, p);
 	return np_ptr_usable(&d, p);
 }
 

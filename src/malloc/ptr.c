@@ -139,7 +139,7 @@ int np_ptr_node(const struct np_ptr *d, const void *p)
 	return np_chunk_node_at(d->chunk, p);
 }
 
-void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p)
+void np_ptr_check_live(const char *call, bool freeing, struct np_ptr *d, const void *p)
 {
 	if (d->kind != NP_PTR_SMALL)
 		return;
@@ -151,7 +151,7 @@ void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p)
 		return;
 	if (np_cache_looks_cached(a) || np_slab_confirm_free(s, a, np_tls.self)) {
 		bad(d, "invalid pointer (freed)", true);
-		np_ptr_invalid(call, false, d, p);
+		np_ptr_invalid(call, freeing, d, p);
 	}
 }
 

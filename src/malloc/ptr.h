@@ -43,11 +43,12 @@ void np_ptr_decode(const void *p, bool interior, struct np_ptr *out);
 size_t np_ptr_usable(const struct np_ptr *d, const void *p);
 /* The dense node of the memory at p, decoded as SMALL, RUN or CHUNK. */
 int np_ptr_node(const struct np_ptr *d, const void *p);
-/* For a call that uses a block without freeing it (realloc, malloc_usable_size): aborts with
- * "numapage: <call>: invalid pointer (freed) <p>" when p, decoded as SMALL, is on its slab's
- * free lists (confirmed as free() confirms a double free: exactly for the owner, by the careful
- * racy walk for any other thread). Other kinds are checked by the decoder itself. */
-void np_ptr_check_live(const char *call, struct np_ptr *d, const void *p);
+/* Aborts with "numapage: <call>: invalid pointer (freed) <p>" (a call that uses the block:
+ * realloc, malloc_usable_size) or "numapage: <call>: double free of <p>" (freeing: the sized
+ * frees, which check it before the size) when p, decoded as SMALL, is on its slab's free lists
+ * (confirmed as free() confirms a double free: exactly for the owner, by the careful racy walk
+ * for any other thread). Other kinds are checked by the decoder itself. */
+void np_ptr_check_live(const char *call, bool freeing, struct np_ptr *d, const void *p);
 /* Block a of slab s is on none of the slab's lists by its looks: no link for its first word, no
  * remote free's mark in its second, not in the thread cache. Only when it is not does a check of
  * liveness walk the lists. */

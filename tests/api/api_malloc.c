@@ -36,6 +36,11 @@
 #define F_MEMALIGN memalign
 #define F_USABLE(p) malloc_usable_size(p)
 #define F_TRIM() malloc_trim(0)
+#define F_FREE_SIZED free_sized
+#define F_FREE_ALIGNED_SIZED free_aligned_sized
+/* C23's: recent glibc's stdlib.h declares them, Debian 12's does not. */
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t alignment, size_t size);
 #else
 #define F_MALLOC numa_page_malloc
 #define F_FREE numa_page_free
@@ -47,6 +52,8 @@
 #define F_MEMALIGN numa_page_memalign
 #define F_USABLE(p) numa_page_usable_size(p)
 #define F_TRIM() numa_page_trim()
+#define F_FREE_SIZED numa_page_free_sized
+#define F_FREE_ALIGNED_SIZED numa_page_free_aligned_sized
 #endif
 
 #define KiB ((size_t)1 << 10)
@@ -777,6 +784,49 @@ static void free_keeps_errno(void **state)
 	assert_int_equal(pthread_create(&t, NULL, free_them, &a), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(a.errno_seen, 777);
+}
+
+/* C23's sized frees free as free() does: a block of a slab's list, of the thread's cache (above
+ * 2 KiB), a page run and a chunk of its own each leave malloc_in_use, aligned or not, errno
+ * untouched; the small block is the class's next malloc. NULL is nothing. (Recent glibc defines
+ * free_sized: where libnumapage does not, such a call hands its blocks to glibc's free.) */
+static void sized_frees_free_as_free(void **state)
+{
+	(void)state;
+	static const size_t sizes[] = {24, 3000, 100 * KiB, 9 * MiB};
+	for (size_t i = 0; i < NP_ARRAY_SIZE_(sizes); i++) {
+		for (int aligned = 0; aligned < 2; aligned++) {
+			size_t n = np_t_opaque(sizes[i]);
+			struct numa_page_node_stats before = np_t_stats();
+			char *p = aligned ? F_ALIGNED_ALLOC(4096, n) : F_MALLOC(n);
+			assert_ours(p, n);
+			memset(p, 0x5a, n);
+			struct numa_page_node_stats held = np_t_stats();
+			assert_true(held.malloc_in_use >= before.malloc_in_use + n);
+			errno = 4242;
+			if (aligned)
+				F_FREE_ALIGNED_SIZED(p, 4096, n);
+			else
+				F_FREE_SIZED(p, n);
+			assert_int_equal(errno, 4242);
+			struct numa_page_node_stats after = np_t_stats();
+			assert_int_equal(after.malloc_in_use, before.malloc_in_use);
+			if (i == 0 && !aligned) {
+				void *q = F_MALLOC(n);
+				assert_ptr_equal(q, p);
+				F_FREE_SIZED(q, n);
+			}
+		}
+	}
+	/* A size below the block's, as for a block realloc shrank in place. */
+	char *p = F_MALLOC(np_t_opaque(100));
+	assert_ours(p, 100);
+	F_FREE_SIZED(F_REALLOC(p, 90), 90);
+	errno = 4242;
+	F_FREE_SIZED(NULL, 0);
+	F_FREE_SIZED(NULL, 100);
+	F_FREE_ALIGNED_SIZED(NULL, 64, 100);
+	assert_int_equal(errno, 4242);
 }
 
 /* Blocks allocated by one thread and freed by another, then reused by their owner. */
@@ -2131,6 +2181,7 @@ int main(void)
 		cmocka_unit_test(large_alignments),
 		cmocka_unit_test(every_alignment_and_size),
 		cmocka_unit_test(free_keeps_errno),
+		cmocka_unit_test(sized_frees_free_as_free),
 		cmocka_unit_test(cross_thread_free_and_reuse),
 		cmocka_unit_test(stats_count_requests),
 		cmocka_unit_test(stats_exact_for_small_blocks),

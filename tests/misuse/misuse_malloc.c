@@ -20,11 +20,18 @@
 #define M_FREE free
 #define M_USABLE malloc_usable_size
 #define M_REALLOC realloc
+#define M_FREE_SIZED free_sized
+#define M_FREE_ALIGNED_SIZED free_aligned_sized
+/* C23's: recent glibc's stdlib.h declares them, Debian 12's does not. */
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t alignment, size_t size);
 #else
 #define M_MALLOC numa_page_malloc
 #define M_FREE numa_page_free
 #define M_USABLE numa_page_usable_size
 #define M_REALLOC numa_page_realloc
+#define M_FREE_SIZED numa_page_free_sized
+#define M_FREE_ALIGNED_SIZED numa_page_free_aligned_sized
 #endif
 
 /* p, opaque to the compiler: it must not see (or warn about) the mistake it cannot prove. */
@@ -417,6 +424,27 @@ int main(int argc, char **argv)
 			M_FREE(launder(victim));
 		else
 			printf("%p\n", M_REALLOC(launder(victim), 200));
+	} else if (!strcmp(c, "free_sized_larger")) {
+		char *p = live_block(100);
+		M_FREE_SIZED(launder(p), 200);
+	} else if (!strcmp(c, "free_sized_larger_run")) {
+		char *p = live_block(100 << 10);
+		M_FREE_SIZED(launder(p), 1 << 20);
+	} else if (!strcmp(c, "free_sized_double")) {
+		char *p = live_block(48);
+		M_FREE(p);
+		M_FREE_SIZED(launder(p), 48);
+	} else if (!strcmp(c, "free_sized_stack")) {
+		char buf[64];
+		memset(buf, 1, sizeof buf);
+		M_FREE_SIZED(launder(buf), sizeof buf);
+	} else if (!strcmp(c, "free_aligned_sized_misaligned")) {
+		/* Of two neighbours 48 bytes apart, one is not on a 4 KiB boundary. */
+		char *p = live_block(48), *q = live_block(48);
+		M_FREE_ALIGNED_SIZED(launder(((uintptr_t)p & 4095) ? p : q), 4096, 48);
+	} else if (!strcmp(c, "free_aligned_sized_bad_alignment")) {
+		char *p = live_block(96);
+		M_FREE_ALIGNED_SIZED(launder(p), 48, 96);
 	} else if (!strcmp(c, "realloc_stack_zero")) {
 		char buf[64];
 		memset(buf, 1, sizeof buf);
