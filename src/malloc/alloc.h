@@ -167,14 +167,22 @@ NP_INLINE void *np_malloc_fast(size_t size)
 	return np_malloc_slow(size);
 }
 
+/* Block a, index i, of s, whose owner is read as `owner`, is a live block of the calling thread
+ * (self): free's fast path frees it. */
+NP_INLINE bool np_free_is_own(const struct np_slab *s, uintptr_t a, uint64_t i, const struct np_thread *self,
+			      const struct np_thread *owner)
+{
+	return NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->end) &&
+	       NP_LIKELY(!np_slab_looks_free(s, a));
+}
+
 /* The free of a, read against s as a slab header: done, or false when s has no owner (not a
  * live slab's header). */
 NP_INLINE bool np_free_in_slab(struct np_slab *s, uintptr_t a)
 {
 	struct np_thread *self = np_tls.self, *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	uint64_t i = np_slab_index(s, a);
-	if (NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->end) &&
-	    NP_LIKELY(!np_slab_looks_free(s, a))) {
+	if (np_free_is_own(s, a, i, self, owner)) {
 		np_free_by_owner(s, a, i);
 		return true;
 	}

@@ -245,12 +245,31 @@ static void free_sized_checked(const char *call, void *p, size_t alignment, size
 	np_free_decoded(&d, p);
 }
 
+/* The common case as free's fast path takes it: a live block of the calling thread's slab of
+ * at least size bytes. False for anything else, which free_sized_checked decodes. */
+static inline bool free_sized_own(void *p, size_t size)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (!np_granule_is_start(a))
+		return false;
+	struct np_slab *s = np_slab_at_step(p);
+	struct np_thread *self = np_tls.self, *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+	uint64_t i = np_slab_index(s, a);
+	if (owner != self || size > s->block || !np_free_is_own(s, a, i, self, owner))
+		return false;
+	np_free_by_owner(s, a, i);
+	return true;
+}
+
 void numa_page_free_sized(void *p, size_t size)
 {
-	free_sized_checked("free_sized", p, 1, size);
+	if (!free_sized_own(p, size))
+		free_sized_checked("free_sized", p, 1, size);
 }
 
 void numa_page_free_aligned_sized(void *p, size_t alignment, size_t size)
 {
-	free_sized_checked("free_aligned_sized", p, alignment, size);
+	bool aligned = alignment && !(alignment & (alignment - 1)) && !((uintptr_t)p & (alignment - 1));
+	if (!aligned || !free_sized_own(p, size))
+		free_sized_checked("free_aligned_sized", p, alignment, size);
 }

@@ -786,9 +786,27 @@ static void free_keeps_errno(void **state)
 	assert_int_equal(a.errno_seen, 777);
 }
 
+struct sized_free_arg {
+	void **blocks;
+	int n;
+	const size_t *sizes; /* block i: sizes[i % 3] bytes */
+};
+
+static void *free_them_sized(void *arg)
+{
+	struct sized_free_arg *a = arg;
+	for (int i = 0; i < a->n; i++) {
+		if (i % 2)
+			F_FREE_SIZED(a->blocks[i], a->sizes[i % 3]);
+		else
+			F_FREE_ALIGNED_SIZED(a->blocks[i], 16, a->sizes[i % 3]);
+	}
+	return NULL;
+}
+
 /* C23's sized frees free as free() does: a block of a slab's list, of the thread's cache (above
  * 2 KiB), a page run and a chunk of its own each leave malloc_in_use, aligned or not, errno
- * untouched; the small block is the class's next malloc. NULL is nothing. (Recent glibc defines
+ * untouched, freed by their thread or another; the small block is the class's next malloc. NULL is nothing. (Recent glibc defines
  * free_sized: where libnumapage does not, such a call hands its blocks to glibc's free.) */
 static void sized_frees_free_as_free(void **state)
 {
@@ -818,6 +836,19 @@ static void sized_frees_free_as_free(void **state)
 			}
 		}
 	}
+	/* Blocks of this thread freed by another, each way (a remote free). */
+	enum { RN = 48 };
+	void *blocks[RN];
+	struct numa_page_node_stats before = np_t_stats();
+	for (int i = 0; i < RN; i++) {
+		blocks[i] = F_MALLOC(np_t_opaque(sizes[i % 3]));
+		assert_ours(blocks[i], sizes[i % 3]);
+	}
+	struct sized_free_arg a = {blocks, RN, sizes};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, free_them_sized, &a), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(np_t_stats().malloc_in_use, before.malloc_in_use);
 	/* A size below the block's, as for a block realloc shrank in place. */
 	char *p = F_MALLOC(np_t_opaque(100));
 	assert_ours(p, 100);
