@@ -246,7 +246,9 @@ static void free_sized_checked(const char *call, void *p, size_t alignment, size
 }
 
 /* The common case as free's fast path takes it: a live block of the calling thread's slab of
- * at least size bytes. False for anything else, which free_sized_checked decodes. */
+ * at least size bytes. False for anything else, which free_sized_checked decodes; a block on
+ * the thread's cache (classes above 2 KiB) too, which free's path would report as a double
+ * free under free's name. */
 static inline bool free_sized_own(void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p;
@@ -255,7 +257,8 @@ static inline bool free_sized_own(void *p, size_t size)
 	struct np_slab *s = np_slab_at_step(p);
 	struct np_thread *self = np_tls.self, *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	uint64_t i = np_slab_index(s, a);
-	if (owner != self || size > s->block || !np_free_is_own(s, a, i, self, owner))
+	if (owner != self || size > s->block || !np_free_is_own(s, a, i, self, owner) ||
+	    (s->cls >= NP_CACHE_FIRST && np_cache_looks_cached(a)))
 		return false;
 	np_free_by_owner(s, a, i);
 	return true;

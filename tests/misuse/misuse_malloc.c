@@ -434,6 +434,11 @@ int main(int argc, char **argv)
 		char *p = live_block(48);
 		M_FREE(p);
 		M_FREE_SIZED(launder(p), 48);
+	} else if (!strcmp(c, "free_sized_double_cached")) {
+		/* A class above 2 KiB: the first free puts the block on the thread's cache. */
+		char *p = live_block(3000);
+		M_FREE(p);
+		M_FREE_SIZED(launder(p), 3000);
 	} else if (!strcmp(c, "free_sized_stack")) {
 		char buf[64];
 		memset(buf, 1, sizeof buf);
