@@ -257,7 +257,7 @@ static inline bool free_sized_own(void *p, size_t size)
 	struct np_slab *s = np_slab_at_step(p);
 	struct np_thread *self = np_tls.self, *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	uint64_t i = np_slab_index(s, a);
-	if (owner != self || size > s->block || !np_free_is_own(s, a, i, self, owner) ||
+	if (size > s->block || !np_free_is_own(s, a, i, self, owner) ||
 	    (s->cls >= NP_CACHE_FIRST && np_cache_looks_cached(a)))
 		return false;
 	np_free_by_owner(s, a, i);
