@@ -62,6 +62,11 @@
 #define NP_LARGE_BSS __attribute__((section(".sbss.np_large")))
 #define NP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define NP_MIN(a, b) ((a) < (b) ? (a) : (b))
+/* x is a power of two (0 is not). */
+NP_INLINE bool np_is_power_of_two(size_t x)
+{
+	return x && !(x & (x - 1));
+}
 #define NP_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Largest number of NUMA nodes the library handles; a machine with more is folded onto one

@@ -235,7 +235,7 @@ static void free_sized_checked(const char *call, void *p, size_t alignment, size
 	if (d.kind == NP_PTR_BAD)
 		np_ptr_invalid(call, true, &d, p);
 	np_ptr_check_live(call, true, &d, p);
-	if (!alignment || (alignment & (alignment - 1)))
+	if (!np_is_power_of_two(alignment))
 		np_fatal("%s: alignment %zu is not a power of two", call, alignment);
 	if ((uintptr_t)p & (alignment - 1))
 		np_fatal("%s: %p is not aligned to %zu", call, p, alignment);
@@ -272,7 +272,7 @@ void numa_page_free_sized(void *p, size_t size)
 
 void numa_page_free_aligned_sized(void *p, size_t alignment, size_t size)
 {
-	bool aligned = alignment && !(alignment & (alignment - 1)) && !((uintptr_t)p & (alignment - 1));
+	bool aligned = np_is_power_of_two(alignment) && !((uintptr_t)p & (alignment - 1));
 	if (!aligned || !free_sized_own(p, size))
 		free_sized_checked("free_aligned_sized", p, alignment, size);
 }

@@ -94,7 +94,7 @@ void *np_alloc_aligned(size_t alignment, size_t size)
 
 void *numa_page_aligned_alloc(size_t alignment, size_t size)
 {
-	if (alignment == 0 || (alignment & (alignment - 1))) {
+	if (!np_is_power_of_two(alignment)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -119,7 +119,7 @@ void *numa_page_memalign(size_t alignment, size_t size)
 
 int numa_page_posix_memalign(void **out, size_t alignment, size_t size)
 {
-	if (alignment < sizeof(void *) || (alignment & (alignment - 1)))
+	if (alignment < sizeof(void *) || !np_is_power_of_two(alignment))
 		return EINVAL;
 	int saved = errno;
 	void *p = np_alloc_aligned(alignment, size);
