@@ -51,6 +51,17 @@ static bool drifted(const struct np_pool *pool, size_t now, size_t folded)
 	return now > folded + pool->dirty_step || now + pool->dirty_step < folded;
 }
 
+/* A chunk more for pool: its mapped pages and, past it, their peak (a slow path, at most once a
+ * chunk). */
+static void note_mapped(struct np_pool *pool)
+{
+	size_t now = __atomic_add_fetch(&pool->mapped_pages, NP_CHUNK_DATA_PAGES, __ATOMIC_RELAXED);
+	size_t peak = __atomic_load_n(&pool->mapped_peak, __ATOMIC_RELAXED);
+	while (now > peak && !__atomic_compare_exchange_n(&pool->mapped_peak, &peak, now, true,
+							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 /* Raises the slot of the period under way (pool.h: peak) to used pages of the pool; a slot a
  * newer period took (this thread read the period before it began) is left alone. */
 static void note_peak(struct np_pool *pool, size_t used)
@@ -150,7 +161,7 @@ void np_pool_init(const struct np_topo *t)
 		p->exists = false;
 		p->nshards = nshards;
 		p->shards_used = shards_upto;
-		p->mapped_pages = 0;
+		p->mapped_pages = p->mapped_peak = 0;
 		p->limit_pages = 0;
 		p->spilled = p->low = 0;
 		p->decay_began = 0;
@@ -464,7 +475,7 @@ static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 	c->next = p->chunks;
 	p->chunks = c;
 	np_pool_set_count(&p->mapped_pages, p->mapped_pages + NP_CHUNK_DATA_PAGES);
-	__atomic_add_fetch(&np_pools[p->node].mapped_pages, NP_CHUNK_DATA_PAGES, __ATOMIC_RELAXED);
+	note_mapped(&np_pools[p->node]);
 	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true, 0, 0);
 	return true;
 }
@@ -768,14 +779,27 @@ size_t np_pool_dirty_pages(int node)
 	return n;
 }
 
+bool np_pool_node_totals(int node, size_t *mapped_pages, size_t *mapped_peak, size_t *free_pages)
+{
+	*mapped_pages = *mapped_peak = *free_pages = 0;
+	if (node < 0 || node >= pool_nodes || !np_pools[node].exists)
+		return false;
+	const struct np_pool *p = &np_pools[node];
+	*mapped_pages = __atomic_load_n(&p->mapped_pages, __ATOMIC_RELAXED);
+	*mapped_peak = NP_MAX(__atomic_load_n(&p->mapped_peak, __ATOMIC_RELAXED), *mapped_pages);
+	*free_pages = np_pool_free_pages(node);
+	return true;
+}
+
 void np_pool_totals(size_t *mapped_pages, size_t *free_pages)
 {
 	*mapped_pages = *free_pages = 0;
 	for (int i = 0; i < pool_nodes; i++) {
-		if (!np_pools[i].exists)
-			continue;
-		*mapped_pages += __atomic_load_n(&np_pools[i].mapped_pages, __ATOMIC_RELAXED);
-		*free_pages += np_pool_free_pages(i);
+		size_t mapped, peak, free;
+		if (np_pool_node_totals(i, &mapped, &peak, &free)) {
+			*mapped_pages += mapped;
+			*free_pages += free;
+		}
 	}
 }
 

@@ -89,6 +89,7 @@ struct np_pool {
 	unsigned nshards;            /* shards in use, 1..NP_POOL_SHARDS */
 	unsigned shards_used;        /* shards any np_pool_init set up: those past it were never written */
 	size_t mapped_pages;         /* data pages of all chunks (relaxed atomic) */
+	size_t mapped_peak;          /* the most mapped_pages has been (relaxed atomic) */
 	size_t limit_pages;          /* the node's memory size (a hint for placement, not a cap) */
 	uint8_t spilled;             /* a chunk mapped for the node landed elsewhere (np_pool_note_spill) */
 	uint8_t low;                 /* the node is nearly full: verify new chunks page by page (np_pool_set_low) */
@@ -213,6 +214,9 @@ void np_pool_used_pages(int node, size_t *now, size_t *recent);
 
 /* Pages mapped and free over all pools (racy reads: mallinfo2's answer). */
 void np_pool_totals(size_t *mapped_pages, size_t *free_pages);
+/* One node's pool: its data pages mapped now and at most since start-up, and those free. False
+ * (and zeros) for a node without a pool. Racy reads, as np_pool_totals (malloc_info's answer). */
+bool np_pool_node_totals(int node, size_t *mapped_pages, size_t *mapped_peak, size_t *free_pages);
 
 /* fork(): hold every pool lock across the fork, release (parent) or re-create (child). */
 void np_pool_atfork_prepare(void);

@@ -1,5 +1,5 @@
 /*
- * api_libc.c — what only the libc names have (valloc, pvalloc, mallinfo2, malloc_stats,
+ * api_libc.c — what only the libc names have (valloc, pvalloc, mallinfo2, malloc_info, malloc_stats,
  * malloc_trim's pad, glibc's __libc_malloc family) and proof that the C library's own allocations (strdup, asprintf, getline,
  * stdio buffers, qsort's buffer) come from libnumapage and can be freed with free. Built only
  * when libnumapage exports the libc names (not under a sanitizer).
@@ -200,6 +200,191 @@ static void malloc_stats_prints_our_table(void **state)
 	assert_non_null(strstr(text, "node"));
 }
 
+/* ---- malloc_info: glibc's XML, one heap per node with memory ---- */
+
+struct mi_figures {
+	int heaps;                  /* <heap> elements */
+	int heap_nr[64];            /* their nr attributes: OS node ids */
+	size_t heap_current[64];    /* their <system type="current"> */
+	size_t heap_max[64], heap_rest[64];
+	size_t heaps_current, heaps_max, heaps_rest, heaps_aspace; /* sums over the heaps */
+	size_t current, max, rest, aspace, mmap_count, mmap_size;  /* the totals after them */
+	bool closed;                /* ends with </malloc> */
+};
+
+/* The number after ` attr="` in line (0 when missing, which the callers' checks then fail). */
+static size_t mi_attr(const char *line, const char *attr)
+{
+	char key[32];
+	snprintf(key, sizeof key, " %s=\"", attr);
+	const char *at = strstr(line, key);
+	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
+}
+
+/* malloc_info(0, ...)'s text, read back and taken apart line by line. */
+static struct mi_figures mi_read(void)
+{
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	assert_int_equal(malloc_info(0, f), 0);
+	rewind(f);
+	struct mi_figures m;
+	memset(&m, 0, sizeof m);
+	char line[512];
+	assert_non_null(fgets(line, sizeof line, f));
+	assert_string_equal(line, "<malloc version=\"1\">\n");
+	int in_heap = -1;
+	while (fgets(line, sizeof line, f)) {
+		assert_false(m.closed); /* nothing after the end */
+		if (!strncmp(line, "<heap nr=\"", 10)) {
+			assert_int_equal(in_heap, -1);
+			assert_true(m.heaps < 64);
+			in_heap = m.heaps++;
+			m.heap_nr[in_heap] = (int)mi_attr(line, "nr");
+		} else if (!strcmp(line, "</heap>\n")) {
+			assert_true(in_heap >= 0);
+			in_heap = -1;
+		} else if (!strcmp(line, "</malloc>\n")) {
+			assert_int_equal(in_heap, -1);
+			m.closed = true;
+		} else if (strstr(line, "<system type=\"current\"")) {
+			size_t v = mi_attr(line, "size");
+			if (in_heap >= 0) {
+				m.heap_current[in_heap] = v;
+				m.heaps_current += v;
+			} else {
+				m.current = v;
+			}
+		} else if (strstr(line, "<system type=\"max\"")) {
+			size_t v = mi_attr(line, "size");
+			if (in_heap >= 0) {
+				m.heap_max[in_heap] = v;
+				m.heaps_max += v;
+			} else {
+				m.max = v;
+			}
+		} else if (strstr(line, "<total type=\"rest\"")) {
+			size_t v = mi_attr(line, "size");
+			if (in_heap >= 0) {
+				m.heap_rest[in_heap] = v;
+				m.heaps_rest += v;
+			} else {
+				m.rest = v;
+			}
+		} else if (strstr(line, "<aspace type=\"total\"")) {
+			if (in_heap >= 0)
+				m.heaps_aspace += mi_attr(line, "size");
+			else
+				m.aspace = mi_attr(line, "size");
+		} else if (strstr(line, "<total type=\"mmap\"")) {
+			assert_int_equal(in_heap, -1);
+			m.mmap_count = mi_attr(line, "count");
+			m.mmap_size = mi_attr(line, "size");
+		}
+	}
+	fclose(f);
+	assert_true(m.closed);
+	return m;
+}
+
+static int mi_heap_of(const struct mi_figures *m, int node)
+{
+	for (int i = 0; i < m->heaps; i++)
+		if (m->heap_nr[i] == node)
+			return i;
+	return -1;
+}
+
+/* malloc_info printed glibc's own heap, which under libnumapage holds nothing: a program that
+ * watched its memory with it saw 0 bytes (system current 0 with 20 MB live). Now glibc's
+ * schema with our figures: a heap per node whose pages were mapped (nr = its node id), the
+ * totals after them adding up to theirs and to mallinfo2's, blocks too large for a pool as
+ * glibc's mmap total. */
+static void malloc_info_reports_our_nodes(void **state)
+{
+	(void)state;
+	errno = 0;
+	assert_int_equal(malloc_info(1, stdout), -1); /* glibc: options must be 0 */
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(malloc_info(0, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+
+	enum { SMALL = 20000, HUGE = 3, HUGE_SIZE = 10000000, ON_NODE = 1 << 20 };
+	static void *small[SMALL];
+	void *huge[HUGE], *on_node[64] = {0};
+	for (int i = 0; i < SMALL; i++)
+		assert_non_null(small[i] = malloc(200));
+	for (int i = 0; i < HUGE; i++)
+		assert_non_null(huge[i] = malloc(HUGE_SIZE));
+	/* A page run asked of every node (on a rehearsed topology too): it lives on the node, or
+	 * for a memoryless one on its nearest node with memory. */
+	int max_node = numa_page_max_node();
+	assert_true(max_node < 64);
+	for (int n = 0; n <= max_node; n++) {
+		on_node[n] = numa_page_alloc_onnode(ON_NODE, n);
+		if (on_node[n])
+			memset(on_node[n], 1, ON_NODE);
+	}
+
+	struct mallinfo2 before = mallinfo2();
+	struct mi_figures m = mi_read();
+	struct mallinfo2 after = mallinfo2();
+
+	assert_true(m.heaps >= 1);
+	for (int n = 0; n <= max_node; n++) {
+		if (!on_node[n])
+			continue;
+		int where = numa_page_node_of(on_node[n]);
+		int h = mi_heap_of(&m, where);
+		if (h < 0)
+			fail_msg("no heap for node %d, where a page run asked of node %d is live", where, n);
+		assert_true(m.heap_current[h] >= ON_NODE);
+		assert_true(m.heap_max[h] >= m.heap_current[h]);
+		assert_true(m.heap_rest[h] <= m.heap_current[h]);
+	}
+	for (int i = 0; i < m.heaps; i++)
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(m.heap_nr[i], m.heap_nr[j]);
+	/* The totals are the heaps' sums. */
+	assert_int_equal(m.current, m.heaps_current);
+	assert_int_equal(m.max, m.heaps_max);
+	assert_int_equal(m.rest, m.heaps_rest);
+	assert_int_equal(m.aspace, m.heaps_aspace);
+	assert_true(m.current >= (size_t)SMALL * 200);
+	assert_true(m.mmap_count >= HUGE);
+	assert_true(m.mmap_size >= (size_t)HUGE * HUGE_SIZE);
+	/* mallinfo2's figures, when nothing changed around the report (a single thread). */
+	if (before.arena == after.arena && before.fordblks == after.fordblks && before.hblks == after.hblks) {
+		assert_int_equal(m.current, after.arena);
+		assert_int_equal(m.rest, after.fordblks);
+		assert_int_equal(m.mmap_count, after.hblks);
+		assert_int_equal(m.mmap_size, after.hblkhd);
+	}
+
+	/* Freed and trimmed: the pools keep their chunks mapped (the trim gives their pages back),
+	 * so what they map stays and what is free grows; the huge blocks' chunks leave the mmap
+	 * total as the node's cache gives them back. The peak's fall below it: address_space. */
+	size_t freed = 0;
+	for (int i = 0; i < HUGE; i++)
+		free(huge[i]);
+	for (int i = 0; i < SMALL; i++)
+		free(small[i]);
+	freed += (size_t)SMALL * 200;
+	for (int n = 0; n <= max_node; n++)
+		if (on_node[n]) {
+			numa_page_free(on_node[n]);
+			freed += ON_NODE;
+		}
+	malloc_trim(0);
+	struct mi_figures later = mi_read();
+	assert_true(later.max >= m.max);
+	assert_true(later.current >= m.current);
+	if (later.rest < m.rest + freed / 2)
+		fail_msg("free bytes %zu -> %zu after %zu bytes were freed", m.rest, later.rest, freed);
+	assert_true(later.mmap_size <= m.mmap_size);
+}
+
 /* malloc_trim's pad is accepted (and ignored); freed memory goes back. */
 static void malloc_trim_with_pad(void **state)
 {
@@ -340,6 +525,7 @@ int main(void)
 		cmocka_unit_test(mallinfo2_reports_our_memory),
 		cmocka_unit_test(mallinfo2_adds_up_and_counts_huge_blocks),
 		cmocka_unit_test(malloc_stats_prints_our_table),
+		cmocka_unit_test(malloc_info_reports_our_nodes),
 		cmocka_unit_test(malloc_trim_with_pad),
 		cmocka_unit_test(libc_internal_names_are_ours),
 		cmocka_unit_test(detached_threads_that_never_allocate_leave_no_state),

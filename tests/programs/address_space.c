@@ -3,13 +3,16 @@
  * as `ulimit -v` sets; the program re-executes itself with the limit, so it holds from the
  * first allocation): memory it frees must be address space again, as under the C library.
  *   reuse:   200 MB of 1000-byte blocks, all freed: then a 150 MB block (the pools kept their
- *            empty 4 MiB chunks mapped, and it failed with ENOMEM)
+ *            empty 4 MiB chunks mapped, and it failed with ENOMEM); malloc_info's totals
+ *            then show the pools' peak above what they map
  *   backoff: a 100 MB block held while small blocks fill the rest of the space up to ENOMEM;
  *            the 100 MB block freed: then 2000 small blocks (none came: the freed block stayed
  *            mapped in its node's cache, and the pool skipped its next 64 growths)
  * Exit status 0 when every allocation that must succeed does; prints what it saw.
  */
 #include <errno.h>
+#include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,28 @@
 		fprintf(stderr, "address_space: " __VA_ARGS__);                            \
 		return 1;                                                                  \
 	} while (0)
+
+/* The totals of malloc_info's report: <system type="current"> and "max" after the heaps. */
+static int system_sizes(size_t *current, size_t *max)
+{
+	FILE *f = tmpfile();
+	if (!f || malloc_info(0, f) != 0)
+		return -1;
+	rewind(f);
+	char line[256];
+	bool in_heap = false;
+	*current = *max = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (!strncmp(line, "<heap ", 6))
+			in_heap = true;
+		else if (!strcmp(line, "</heap>\n"))
+			in_heap = false;
+		else if (!in_heap && sscanf(line, "<system type=\"current\" size=\"%zu\"/>", current) != 1)
+			sscanf(line, "<system type=\"max\" size=\"%zu\"/>", max);
+	}
+	fclose(f);
+	return 0;
+}
 
 static int reuse(void)
 {
@@ -49,7 +74,15 @@ static int reuse(void)
 	if (numa_page_node_of(big) < 0)
 		FAIL("the block is not libnumapage's\n");
 	free(big);
-	printf("reuse: 200 MB of 1000-byte blocks freed, then a 150 MB block\n");
+	/* The chunks given back for it leave the pools' peak in malloc_info's report. */
+	size_t current, max;
+	if (system_sizes(&current, &max) != 0)
+		FAIL("malloc_info's report could not be read\n");
+	if (max < 200 * MB || current >= max)
+		FAIL("malloc_info: system current %zu, max %zu after 200 MB of small blocks went back\n",
+		     current, max);
+	printf("reuse: 200 MB of 1000-byte blocks freed, then a 150 MB block; pools now %zu MB, at "
+	       "most %zu MB\n", current / MB, max / MB);
 	return 0;
 }
 
