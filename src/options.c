@@ -12,6 +12,7 @@
 #include "options.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -154,13 +155,14 @@ static int parse_long(const char *s, long *out)
 	case 'm': case 'M': shift = 20; end++; break;
 	case 'g': case 'G': shift = 30; end++; break;
 	}
-	while (*end == ' ' || *end == '\t') /* as strtol skips them in front */
+	while (*end == ' ' || (*end >= '\t' && *end <= '\r')) /* as strtol skips them in front */
 		end++;
 	if (*end != '\0')
 		return -1;
-	if (shift && (v > (long)(~0UL >> 1) >> shift || v < -((long)(~0UL >> 1) >> shift)))
+	long unit = 1L << shift;
+	if (v > LONG_MAX / unit || v < -(LONG_MAX / unit))
 		return -1;
-	*out = v << shift;
+	*out = v * unit; /* not v << shift: a negative value's shift is undefined */
 	return 0;
 }
 

@@ -49,6 +49,38 @@ static void parses_values(void **state)
 	assert_string_equal(np_opt.topology, "synthetic:node:2 pu:2");
 }
 
+/* Negative numbers: the documented -1 of stat_threshold, and those out of an option's range.
+ * They were shifted by their suffix's power before the range check, even by 0: undefined
+ * behaviour, which the UBSan build (halt_on_error) turned into an exit at start-up under
+ * NUMAPAGE_STAT_THRESHOLD=-1 (found by a hostile review). */
+static void negative_values_parse(void **state)
+{
+	(void)state;
+	assert_int_equal(np_options_set("STAT_THRESHOLD", "5"), 0);
+	assert_int_equal(np_options_set("STAT_THRESHOLD", "-1"), 0);
+	assert_int_equal(np_opt.stat_threshold, -1);
+	assert_int_equal(np_options_set("DECAY_MS", "-1"), -1);
+	assert_int_equal(np_options_set("DECAY_MS", "-1k"), -1);
+	assert_int_equal(np_options_set("DECAY_MS", "-8589934591g"), -1);
+	assert_int_equal(np_options_set("INTERLEAVE_ABOVE", "-1m"), -1);
+	assert_int_equal(np_opt.decay_ms, 10000);
+	assert_int_equal(np_options_set("STAT_THRESHOLD", "-2"), -1);
+	assert_int_equal(np_opt.stat_threshold, -1);
+}
+
+/* Whitespace after a number is skipped as strtol skips it before one: a value read from a
+ * file keeps its newline ("5\n" was refused while "\n5" was taken). */
+static void whitespace_around_numbers(void **state)
+{
+	(void)state;
+	assert_int_equal(np_options_set("PCP_BATCH", "\n12\n"), 0);
+	assert_int_equal(np_opt.pcp_batch, 12);
+	assert_int_equal(np_options_set("PCP_BATCH", " 16 \t\r\n"), 0);
+	assert_int_equal(np_opt.pcp_batch, 16);
+	assert_int_equal(np_options_set("PCP_BATCH", "16\n1"), -1);
+	assert_int_equal(np_opt.pcp_batch, 16);
+}
+
 static void rejects_bad_values_and_keeps_default(void **state)
 {
 	(void)state;
@@ -304,6 +336,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(defaults, reset),
 		cmocka_unit_test_setup(parses_values, reset),
+		cmocka_unit_test_setup(negative_values_parse, reset),
+		cmocka_unit_test_setup(whitespace_around_numbers, reset),
 		cmocka_unit_test_setup(rejects_bad_values_and_keeps_default, reset),
 		cmocka_unit_test_setup(table_is_documented, reset),
 		cmocka_unit_test_setup(conf_string_and_precedence, reset),
