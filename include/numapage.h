@@ -218,13 +218,13 @@ NUMA_PAGE_API int numa_page_stats_reset(void);
  * numa_page_option_set parses value with the same rules as the environment and puts it in
  * force at once, for every thread: 0, or -1 with errno = ENOENT (unknown name), EINVAL (value
  * not valid for the option, or NULL; the value in force is kept), EPERM (the option is fixed
- * once the library has started: topology, stat_threshold, purge_mb, place and shm; placement
- * changes with numa_page_thread_place), EBUSY (another thread is setting a string option at
- * the same moment). What changes at run time: verbose; stats (the report written at exit);
- * bind (for memory mapped from the system afterwards); pcp_high and pcp_batch (for threads
- * that start afterwards); interleave_above (for later mallocs of the main thread, while it is
- * still the only thread that has allocated); decay_ms (from the decay period under way on);
- * thp (for chunks mapped afterwards).
+ * once the library has started: topology, stat_threshold, purge_mb and shm), EBUSY (another
+ * thread is setting a string option at the same moment). What changes at run time: verbose;
+ * stats (the report written at exit); bind (for memory mapped from the system afterwards);
+ * pcp_high and pcp_batch (for threads that start afterwards); interleave_above (for later
+ * mallocs of the main thread, while it is still the only thread that has allocated); decay_ms
+ * (from the decay period under way on); place (for threads created afterwards, as
+ * numa_page_thread_place sets it); thp (for chunks mapped afterwards).
  */
 NUMA_PAGE_API int numa_page_option_get(const char *name, char *buf, size_t size);
 NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value);
