@@ -1,6 +1,7 @@
 /* json.c — see json.h. */
 #include "json.h"
 
+#include <errno.h>
 #include <stdbool.h>
 
 /* The length of the well-formed UTF-8 sequence at s (1-4), or 0 when the bytes there are not
@@ -35,33 +36,44 @@ static int utf8_length(const unsigned char *s)
 	return n;
 }
 
-void np_json_string(FILE *out, const char *str)
+bool np_json_string(FILE *out, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	fputc('"', out);
+	bool ok = fputc('"', out) != EOF;
 	while (*s) {
 		unsigned char c = *s;
 		if (c == '"' || c == '\\') {
-			fprintf(out, "\\%c", c);
+			ok &= fprintf(out, "\\%c", c) >= 0;
 			s++;
 		} else if (c < 0x20) {
-			fprintf(out, "\\u%04x", c);
+			ok &= fprintf(out, "\\u%04x", c) >= 0;
 			s++;
 		} else if (c < 0x80) {
-			fputc(c, out);
+			ok &= fputc(c, out) != EOF;
 			s++;
 		} else {
 			int n = utf8_length(s);
 			if (n) {
-				fwrite(s, 1, (size_t)n, out);
+				ok &= fwrite(s, 1, (size_t)n, out) == (size_t)n;
 				s += n;
 			} else {
-				fputs("\\ufffd", out); /* JSON text is UTF-8: the byte is replaced */
+				ok &= fputs("\\ufffd", out) != EOF; /* JSON text is UTF-8: the byte is replaced */
 				s++;
 			}
 		}
 	}
-	fputc('"', out);
+	return fputc('"', out) != EOF && ok;
+}
+
+int np_stdio_answer(FILE *out, bool ok, int saved_errno)
+{
+	if (fflush(out) == 0 && ok) {
+		errno = saved_errno;
+		return 0;
+	}
+	if (!errno)
+		errno = EIO;
+	return -1;
 }
 
 /* The value of the 4 hex digits at s, or -1. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "json.h"
 #include "malloc/alloc.h"
 #include "malloc/init.h"
 #include "pool/pool.h"
@@ -186,33 +187,36 @@ NP_EXPORT struct mallinfo2 mallinfo2(void)
  * its chunks map now and at most since start-up; <sizes> stays empty (free memory is pages of
  * the pool, not chunks in size bins), the fast bins 0. The totals after the heaps add theirs,
  * with "mmap" for the chunks of blocks too large for a pool (mallinfo2's hblks and hblkhd).
- * Racy reads, as mallinfo2's. -1 with errno = EINVAL for options other than 0 (the manual's
- * answer; glibc itself returns EINVAL) or a NULL fp, and -1 when writing fails. */
+ * Racy reads, as mallinfo2's. fp is flushed. -1 with errno = EINVAL for options other than 0
+ * (the manual's answer; glibc itself returns EINVAL) or a NULL fp, and -1 when one of these
+ * writes fails (np_stdio_answer). */
 NP_EXPORT int malloc_info(int options, FILE *fp)
 {
 	if (options != 0 || !fp) {
 		errno = EINVAL;
 		return -1;
 	}
+	int saved = errno;
+	errno = 0;
 	size_t cur = 0, max = 0, rest = 0, rest_pages = 0;
-	fputs("<malloc version=\"1\">\n", fp);
+	bool ok = fputs("<malloc version=\"1\">\n", fp) != EOF;
 	for (int i = 0; np_is_ready() && i < np_topo_table.nnodes; i++) {
 		size_t mapped, peak, free_pages;
 		if (!np_pool_node_totals(i, &mapped, &peak, &free_pages))
 			continue;
 		free_pages = NP_MIN(free_pages, mapped);
 		size_t bytes = mapped << NP_PAGE_SHIFT, most = peak << NP_PAGE_SHIFT;
-		fprintf(fp,
-			"<heap nr=\"%d\">\n<sizes>\n</sizes>\n"
-			"<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
-			"<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
-			"<system type=\"current\" size=\"%zu\"/>\n"
-			"<system type=\"max\" size=\"%zu\"/>\n"
-			"<aspace type=\"total\" size=\"%zu\"/>\n"
-			"<aspace type=\"mprotect\" size=\"%zu\"/>\n"
-			"</heap>\n",
-			np_topo_table.node[i].os_id, free_pages, free_pages << NP_PAGE_SHIFT, bytes, most,
-			bytes, bytes);
+		ok &= fprintf(fp,
+			      "<heap nr=\"%d\">\n<sizes>\n</sizes>\n"
+			      "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+			      "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+			      "<system type=\"current\" size=\"%zu\"/>\n"
+			      "<system type=\"max\" size=\"%zu\"/>\n"
+			      "<aspace type=\"total\" size=\"%zu\"/>\n"
+			      "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
+			      "</heap>\n",
+			      np_topo_table.node[i].os_id, free_pages, free_pages << NP_PAGE_SHIFT, bytes,
+			      most, bytes, bytes) >= 0;
 		cur += bytes;
 		max += most;
 		rest += free_pages << NP_PAGE_SHIFT;
@@ -221,17 +225,17 @@ NP_EXPORT int malloc_info(int options, FILE *fp)
 	size_t chunks = 0, chunk_bytes = 0;
 	if (np_is_ready())
 		np_chunk_huge_totals(&chunks, &chunk_bytes);
-	fprintf(fp,
-		"<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
-		"<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
-		"<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
-		"<system type=\"current\" size=\"%zu\"/>\n"
-		"<system type=\"max\" size=\"%zu\"/>\n"
-		"<aspace type=\"total\" size=\"%zu\"/>\n"
-		"<aspace type=\"mprotect\" size=\"%zu\"/>\n"
-		"</malloc>\n",
-		rest_pages, rest, chunks, chunk_bytes, cur, max, cur, cur);
-	return ferror(fp) ? -1 : 0;
+	ok &= fprintf(fp,
+		      "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+		      "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+		      "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
+		      "<system type=\"current\" size=\"%zu\"/>\n"
+		      "<system type=\"max\" size=\"%zu\"/>\n"
+		      "<aspace type=\"total\" size=\"%zu\"/>\n"
+		      "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
+		      "</malloc>\n",
+		      rest_pages, rest, chunks, chunk_bytes, cur, max, cur, cur) >= 0;
+	return np_stdio_answer(fp, ok, saved);
 }
 
 /* The older interface (ints): mallinfo2's figures, each capped at INT_MAX. */

@@ -153,14 +153,15 @@ int np_vmstat_node_index(int os_id);
 
 /* Prints a numastat-like table of raw counts: one row per item, one column per node
  * ("node<os id>") and a Total column. values[n * nitems + i]. The format of
- * numa_page_stats_print and NUMAPAGE_STATS=1. */
-void np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
+ * numa_page_stats_print and NUMAPAGE_STATS=1. These printers return false when stdio refused a
+ * write (what the stream's buffer holds shows at its flush: np_stdio_answer). */
+bool np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
 			   const char *const *names, const long *values);
 /* The JSON object {"nodes":[{"node":<os id>,"<item>":<value>,...},...]} followed by '\n'. */
-void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
+bool np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
 			  const char *const *names, const long *values);
 /* Just the member "nodes":[...] of that object, for callers that add members of their own. */
-void np_vmstat_print_json_nodes(FILE *out, int nnodes, const int *os_ids, int nitems,
+bool np_vmstat_print_json_nodes(FILE *out, int nnodes, const int *os_ids, int nitems,
 				const char *const *names, const long *values);
 
 /* How the numapage command shows a table (numastat's options). */

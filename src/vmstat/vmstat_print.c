@@ -19,53 +19,54 @@
 
 #define VALUE_WIDTH 14
 
-void np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
+bool np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
 			   const char *const *names, const long *values)
 {
 	int w = 16;
 	for (int k = 0; k < nitems; k++)
 		w = NP_MAX(w, (int)strlen(names[k]) + 1);
-	fprintf(out, "%-*s", w, "");
+	bool ok = fprintf(out, "%-*s", w, "") >= 0;
 	for (int i = 0; i < nnodes; i++) {
 		char col[24];
 		snprintf(col, sizeof col, "node%d", os_ids[i]);
-		fprintf(out, " %*s", VALUE_WIDTH, col);
+		ok &= fprintf(out, " %*s", VALUE_WIDTH, col) >= 0;
 	}
-	fprintf(out, " %*s\n", VALUE_WIDTH, "Total");
+	ok &= fprintf(out, " %*s\n", VALUE_WIDTH, "Total") >= 0;
 	for (int k = 0; k < nitems; k++) {
 		long sum = 0;
-		fprintf(out, "%-*s", w, names[k]);
+		ok &= fprintf(out, "%-*s", w, names[k]) >= 0;
 		for (int i = 0; i < nnodes; i++) {
 			long v = values[(size_t)i * (size_t)nitems + (size_t)k];
 			sum += v;
-			fprintf(out, " %*ld", VALUE_WIDTH, v);
+			ok &= fprintf(out, " %*ld", VALUE_WIDTH, v) >= 0;
 		}
-		fprintf(out, " %*ld\n", VALUE_WIDTH, sum);
+		ok &= fprintf(out, " %*ld\n", VALUE_WIDTH, sum) >= 0;
 	}
+	return ok;
 }
 
-void np_vmstat_print_json_nodes(FILE *out, int nnodes, const int *os_ids, int nitems,
+bool np_vmstat_print_json_nodes(FILE *out, int nnodes, const int *os_ids, int nitems,
 				const char *const *names, const long *values)
 {
-	fputs("\"nodes\":[", out);
+	bool ok = fputs("\"nodes\":[", out) != EOF;
 	for (int i = 0; i < nnodes; i++) {
-		fprintf(out, "%s{\"node\":%d", i ? "," : "", os_ids[i]);
+		ok &= fprintf(out, "%s{\"node\":%d", i ? "," : "", os_ids[i]) >= 0;
 		for (int k = 0; k < nitems; k++) {
-			fputc(',', out);
-			np_json_string(out, names[k]);
-			fprintf(out, ":%ld", values[(size_t)i * (size_t)nitems + (size_t)k]);
+			ok &= fputc(',', out) != EOF;
+			ok &= np_json_string(out, names[k]);
+			ok &= fprintf(out, ":%ld", values[(size_t)i * (size_t)nitems + (size_t)k]) >= 0;
 		}
-		fputc('}', out);
+		ok &= fputc('}', out) != EOF;
 	}
-	fputc(']', out);
+	return fputc(']', out) != EOF && ok;
 }
 
-void np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
+bool np_vmstat_print_json(FILE *out, int nnodes, const int *os_ids, int nitems,
 			  const char *const *names, const long *values)
 {
-	fputc('{', out);
-	np_vmstat_print_json_nodes(out, nnodes, os_ids, nitems, names, values);
-	fputs("}\n", out);
+	bool ok = fputc('{', out) != EOF;
+	ok &= np_vmstat_print_json_nodes(out, nnodes, os_ids, nitems, names, values);
+	return fputs("}\n", out) != EOF && ok;
 }
 
 /* ---- The numapage command's table (numastat's -c, -z, MiB, folding) ------------------------- */
@@ -195,13 +196,14 @@ NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format)
 		os_ids[i] = np_vmstat_os_id(i);
 		np_vmstat_snapshot_node(i, &values[i * NUMA_PAGE_STAT_NITEMS], true);
 	}
-	if (format == NUMA_PAGE_STATS_TABLE)
-		np_vmstat_print_table(out, n, os_ids, NUMA_PAGE_STAT_NITEMS, names, values);
-	else
-		np_vmstat_print_json(out, n, os_ids, NUMA_PAGE_STAT_NITEMS, names, values);
-	if (fflush(out) == EOF || ferror(out))
-		return -1;
-	return 0;
+	/* The answer is whether these writes went out, each call's result and the flush's: not the
+	 * stream's error indicator, which the program's earlier use of it may have left set. */
+	int saved = errno;
+	errno = 0;
+	bool ok = format == NUMA_PAGE_STATS_TABLE
+			  ? np_vmstat_print_table(out, n, os_ids, NUMA_PAGE_STAT_NITEMS, names, values)
+			  : np_vmstat_print_json(out, n, os_ids, NUMA_PAGE_STAT_NITEMS, names, values);
+	return np_stdio_answer(out, ok, saved);
 }
 
 /* ---- At start and at exit ---------------------------------------------------------------- */

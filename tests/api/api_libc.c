@@ -385,6 +385,41 @@ static void malloc_info_reports_our_nodes(void **state)
 	assert_true(later.mmap_size <= m.mmap_size);
 }
 
+/* malloc_info answers for its own writes (a hostile review): a stream's error indicator left
+ * by the program's earlier use made a report written whole return -1, errno untouched; a
+ * device that refuses every write returned 0 on a buffered stream. */
+static void malloc_info_answers_for_its_own_writes(void **state)
+{
+	(void)state;
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	int fd = dup(fileno(f));
+	assert_true(fd >= 0);
+	FILE *w = fdopen(fd, "w");
+	assert_non_null(w);
+	(void)fgetc(w); /* a read of a write-only stream sets its error indicator */
+	assert_true(ferror(w));
+	assert_int_equal(malloc_info(0, w), 0);
+	fclose(w);
+	rewind(f);
+	char text[8192];
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	text[n] = 0;
+	fclose(f);
+	assert_non_null(strstr(text, "<malloc version=\"1\">\n"));
+	assert_non_null(strstr(text, "</malloc>\n"));
+	for (int buffered = 0; buffered <= 1; buffered++) {
+		FILE *full = fopen("/dev/full", "w");
+		assert_non_null(full);
+		if (!buffered)
+			assert_int_equal(setvbuf(full, NULL, _IONBF, 0), 0);
+		errno = 0;
+		assert_int_equal(malloc_info(0, full), -1);
+		assert_int_equal(errno, ENOSPC);
+		fclose(full);
+	}
+}
+
 /* malloc_trim's pad is accepted (and ignored); freed memory goes back. */
 static void malloc_trim_with_pad(void **state)
 {
@@ -526,6 +561,7 @@ int main(void)
 		cmocka_unit_test(mallinfo2_adds_up_and_counts_huge_blocks),
 		cmocka_unit_test(malloc_stats_prints_our_table),
 		cmocka_unit_test(malloc_info_reports_our_nodes),
+		cmocka_unit_test(malloc_info_answers_for_its_own_writes),
 		cmocka_unit_test(malloc_trim_with_pad),
 		cmocka_unit_test(libc_internal_names_are_ours),
 		cmocka_unit_test(detached_threads_that_never_allocate_leave_no_state),
