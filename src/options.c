@@ -145,9 +145,12 @@ static int parse_long(const char *s, long *out)
 {
 	/* Decimal with an optional k/m/g suffix (powers of 1024). strtol does not allocate. */
 	char *end;
+	int saved = errno;
 	errno = 0;
 	long v = strtol(s, &end, 10);
-	if (end == s || errno)
+	bool range = errno != 0;
+	errno = saved; /* a caller's errno survives a success */
+	if (end == s || range)
 		return -1;
 	int shift = 0;
 	switch (*end) {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -79,6 +80,10 @@ static void whitespace_around_numbers(void **state)
 	assert_int_equal(np_opt.pcp_batch, 16);
 	assert_int_equal(np_options_set("PCP_BATCH", "16\n1"), -1);
 	assert_int_equal(np_opt.pcp_batch, 16);
+	/* A success leaves errno alone (the number's parse cleared it: a review of the contract). */
+	errno = EDOM;
+	assert_int_equal(np_options_set("PCP_BATCH", "8"), 0);
+	assert_int_equal(errno, EDOM);
 }
 
 static void rejects_bad_values_and_keeps_default(void **state)
