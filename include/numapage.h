@@ -76,7 +76,9 @@ NUMA_PAGE_API void numa_page_free(void *p);
 /* The node the memory at p (any address inside an allocation) is on: for a page already
  * touched, where the kernel put it (move_pages(2)), else the node it is bound to (for
  * interleaved memory: the node of p's page); -1 with errno = EINVAL when p is not memory this
- * library manages. With NUMAPAGE_TOPOLOGY, the rehearsed node (nothing is really bound). */
+ * library manages. With NUMAPAGE_TOPOLOGY, the rehearsed node (nothing is really bound); there
+ * the few blocks of the start-up allocator (served while the library starts, and in a thread's
+ * destructors after its exit hook) are on no rehearsed node: -1 with errno = EINVAL. */
 NUMA_PAGE_API int numa_page_node_of(const void *p);
 
 /* The calling thread's home node: where its allocations come from (under a preferred or
@@ -143,7 +145,7 @@ NUMA_PAGE_API int numa_page_trim(void);
 	X(pcp_refill, COUNT_EVENT, "per-thread cache refills from this node's pool") \
 	X(pcp_drain, COUNT_EVENT, "per-thread cache drains into this node's pool") \
 	X(pages_stolen, EVENT, "pages this node gave a memoryless node whose first choice is another") \
-	X(remote_free, COUNT_EVENT, "objects or pages of this node freed by a thread of another node") \
+	X(remote_free, COUNT_EVENT, "objects or pages of this node freed by a thread homed away from it (a memoryless home's nearest nodes count as its own)") \
 	X(pool_contended, COUNT_EVENT, "acquisitions of this node's pool lock that had to wait") \
 	X(bind_fail, COUNT_EVENT, "binds of this node's memory that the kernel refused") \
 	X(bind_skipped, COUNT_EVENT, "binds skipped because the topology is a rehearsal") \
@@ -179,8 +181,10 @@ struct numa_page_node_stats {
  * blocks; the calling thread's own are exact. 0, or -1/EINVAL for an unknown node or a NULL
  * out. */
 NUMA_PAGE_API int numa_page_stats_get(int node, struct numa_page_node_stats *out);
-/* Shared totals only, lock-free: may lag by at most (fold threshold x live threads) per counter;
- * gauges are clamped at 0. Exact once all threads that counted have exited. Errors as above. */
+/* Shared totals only, lock-free: may differ from the exact value, in either direction, by at
+ * most (fold threshold x live threads) per counter (a thread whose delta passes its threshold
+ * folds half a threshold more, which it then counts down, as Linux's vmstat oversteps); gauges
+ * are clamped at 0. Exact once all threads that counted have exited. Errors as above. */
 NUMA_PAGE_API int numa_page_stats_get_cheap(int node, struct numa_page_node_stats *out);
 /* The name and description of counter i: static strings, never freed (NULL outside
  * 0 .. NUMA_PAGE_STAT_NITEMS - 1). */
