@@ -76,9 +76,11 @@ NUMA_PAGE_API void numa_page_free(void *p);
 /* The node the memory at p (any address inside an allocation) is on: for a page already
  * touched, where the kernel put it (move_pages(2)), else the node it is bound to (for
  * interleaved memory: the node of p's page); -1 with errno = EINVAL when p is not memory this
- * library manages. With NUMAPAGE_TOPOLOGY, the rehearsed node (nothing is really bound); there
- * the few blocks of the start-up allocator (served while the library starts, and in a thread's
- * destructors after its exit hook) are on no rehearsed node: -1 with errno = EINVAL. */
+ * library manages, and for the few blocks of its start-up allocator (small blocks served while
+ * the library starts, and in a thread's destructors after its exit hook), which are on no node
+ * of its own: they were first-touched wherever the thread ran, and the kernel need not tell
+ * (move_pages(2) can be refused, the page untouched, p inside the block). With
+ * NUMAPAGE_TOPOLOGY, the rehearsed node (nothing is really bound). */
 NUMA_PAGE_API int numa_page_node_of(const void *p);
 
 /* The calling thread's home node: where its allocations come from (under a preferred or

@@ -83,25 +83,19 @@ int numa_page_node_of(const void *p)
 {
 	struct np_ptr d;
 	np_ptr_decode(p, true, &d);
-	if (d.kind == NP_PTR_BAD) {
+	/* The start-up allocator's blocks are on no node of ours (numapage.h). */
+	if (d.kind == NP_PTR_BAD || d.kind == NP_PTR_BOOT) {
 		errno = EINVAL;
 		return -1;
 	}
 	/* On this machine, a page already touched is wherever the kernel put it: a full node's
 	 * pages may have gone elsewhere after we checked (another process took its memory), and
-	 * the answer must never name a node the memory is not on. Untouched: where it will go. A
-	 * block of the start-up allocator (served while the library starts, or in a thread's
-	 * destructors after its exit hook) is on no node of ours but is touched (its header): the
-	 * kernel's answer, which a rehearsal does not have. */
+	 * the answer must never name a node the memory is not on. Untouched: where it will go. */
 	if (np_topo_table.is_system) {
 		void *page = (void *)((uintptr_t)p & ~(uintptr_t)(NP_PAGE_SIZE - 1));
 		int status = -1;
 		if (np_os_nodes_of(&page, 1, &status) == 0 && status >= 0 && np_topo_node_index(&np_topo_table, status) >= 0)
 			return status;
-	}
-	if (d.kind == NP_PTR_BOOT) {
-		errno = EINVAL;
-		return -1;
 	}
 	return np_topo_table.node[np_ptr_node(&d, p)].os_id;
 }
