@@ -163,7 +163,7 @@ static int parse_long(const char *s, long *out)
 	if (*end != '\0')
 		return -1;
 	long unit = 1L << shift;
-	if (v > LONG_MAX / unit || v < -(LONG_MAX / unit))
+	if (v > LONG_MAX / unit || v < LONG_MIN / unit)
 		return -1;
 	*out = v * unit; /* not v << shift: a negative value's shift is undefined */
 	return 0;
