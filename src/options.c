@@ -273,6 +273,34 @@ static char *str_slot(int i)
 	return slot < MAX_STR_ROWS ? str_store[slot] : NULL;
 }
 
+/* The first n bytes of s (up to its NUL) as a message shows them: each control byte and DEL as
+ * \xNN, so that a value from the environment is one line of stderr and sends the terminal no
+ * escape; what does not fit in size - 1 bytes is cut, with "..." in its place (size >= 4). */
+static const char *printable(const char *s, size_t n, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (size_t k = 0; k < n && s[k]; k++) {
+		unsigned char c = (unsigned char)s[k];
+		bool escape = c < 0x20 || c == 0x7f;
+		if (o + (escape ? 4 : 1) >= size) { /* no room for it and the NUL: the mark */
+			o = NP_MIN(o, size - 4);
+			memcpy(buf + o, "...", 4);
+			return buf;
+		}
+		if (escape) {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 /* Parses and stores a value read at start-up; `from` names where it came from in the warning
  * ("NUMAPAGE_BIND=x" or "bind=x in NUMAPAGE_CONF"). A bad value keeps the one in force. */
 static int apply(int i, const char *value, int src)
@@ -295,15 +323,15 @@ static int apply(int i, const char *value, int src)
 		source[i] = (unsigned char)src;
 		return 0;
 	}
-	char ok[160], now[128];
+	char ok[160], now[128], nowp[128], shown[256];
 	accepted(r, ok, sizeof ok);
 	np_options_value(i, now, sizeof now);
+	printable(now[0] ? now : r->deflt_text, SIZE_MAX, nowp, sizeof nowp);
+	printable(value, SIZE_MAX, shown, sizeof shown);
 	if (src == NP_OPTION_CONF)
-		np_warn("NUMAPAGE_CONF: %s=%s is not valid (%s); keeping %s", r->name, value, ok,
-			now[0] ? now : r->deflt_text);
+		np_warn("NUMAPAGE_CONF: %s=%s is not valid (%s); keeping %s", r->name, shown, ok, nowp);
 	else
-		np_warn("NUMAPAGE_%s=%s is not valid (%s); keeping %s", r->name, value, ok,
-			now[0] ? now : r->deflt_text);
+		np_warn("NUMAPAGE_%s=%s is not valid (%s); keeping %s", r->name, shown, ok, nowp);
 	return -1;
 }
 
@@ -348,7 +376,7 @@ static void unknown(const char *name, size_t len, const char *where)
 		}
 	}
 	char shown[64];
-	np_format(shown, NP_MIN(sizeof shown, len + 1), "%s", name);
+	printable(name, len, shown, sizeof shown);
 	if (where)
 		np_warn("%s: '%s' is not a libnumapage option%s%s%s; ignored (numapage options lists them)",
 			where, shown, !best ? "" : prefixed ? " (did you mean NUMAPAGE_" : " (did you mean ",
@@ -392,7 +420,9 @@ static void load_conf(const char *conf)
 		if (!*item) {
 			/* an empty item (",,", a leading or trailing comma): nothing to say */
 		} else if (!eq || eq == item) {
-			np_warn("NUMAPAGE_CONF: '%s' is not name=value; ignored", item);
+			char shown[256];
+			np_warn("NUMAPAGE_CONF: '%s' is not name=value; ignored",
+				printable(item, SIZE_MAX, shown, sizeof shown));
 		} else {
 			*eq = '\0';
 			size_t klen = strlen(trim(item)); /* item starts with no space: only its end is cut */
@@ -458,9 +488,10 @@ void np_options_load(char *const *env, bool secure)
 		}
 	}
 	/* mimalloc's verbose mode: every option, what is in force and where it came from. */
-	char v[256];
+	char raw[256], v[256];
 	for (int i = 0; i < NROWS; i++) {
-		np_options_value(i, v, sizeof v);
+		np_options_value(i, raw, sizeof raw);
+		printable(raw, SIZE_MAX, v, sizeof v);
 		if (source[i] == NP_OPTION_ENV)
 			np_verbose("option %s = %s (NUMAPAGE_%s)", rows[i].name, v[0] ? v : "(unset)", rows[i].name);
 		else
@@ -654,6 +685,8 @@ NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)
 		store(r, &v);
 		set_source(i, NP_OPTION_SET);
 	}
-	np_verbose("option %s = %s (numa_page_option_set)", r->name, value[0] ? value : "(unset)");
+	char shown[256];
+	np_verbose("option %s = %s (numa_page_option_set)", r->name,
+		   value[0] ? printable(value, SIZE_MAX, shown, sizeof shown) : "(unset)");
 	return 0;
 }

@@ -210,6 +210,28 @@ static void unknown_names_warn_once_with_a_suggestion(void **state)
 	assert_int_equal(np_opt.place, NP_PLACE_NONE);
 }
 
+/* A value, name or item from the environment is shown with its control bytes as \xNN: each
+ * warning is one line, and a value cannot forge lines of the program's stderr or send the
+ * terminal escapes (a rejected "16\n1" printed two lines). */
+static void warnings_show_control_bytes_escaped(void **state)
+{
+	(void)state;
+	char *env[] = {"NUMAPAGE_PCP_BATCH=16\n1", "NUMAPAGE_CONF=bind=\x1b[2Jx,junk\nline",
+		       "NUMAPAGE_BO\aGUS=1", NULL};
+	char err[4096];
+	load_capturing(env, false, err, sizeof err);
+	assert_non_null(strstr(err, "NUMAPAGE_PCP_BATCH=16\\x0a1 is not valid"));
+	assert_non_null(strstr(err, "NUMAPAGE_CONF: BIND=\\x1b[2Jx is not valid"));
+	assert_non_null(strstr(err, "NUMAPAGE_CONF: 'junk\\x0aline' is not name=value"));
+	assert_non_null(strstr(err, "NUMAPAGE_BO\\x07GUS is not a libnumapage option"));
+	int lines = 0;
+	for (const char *c = err; *c; c++) {
+		lines += *c == '\n';
+		assert_true((unsigned char)*c >= 0x20 || *c == '\n');
+	}
+	assert_int_equal(lines, 4);
+}
+
 /* NUMAPAGE_CONF takes names with or without the prefix: a misspelt one gets the closest
  * option's name either way, written as the user wrote it (the prefix is not counted as edits). */
 static void unknown_conf_name_with_prefix_gets_a_suggestion(void **state)
@@ -350,6 +372,7 @@ int main(void)
 		cmocka_unit_test_setup(spaces_and_value_case_are_forgiven, reset),
 		cmocka_unit_test_setup(unknown_names_warn_once_with_a_suggestion, reset),
 		cmocka_unit_test_setup(unknown_conf_name_with_prefix_gets_a_suggestion, reset),
+		cmocka_unit_test_setup(warnings_show_control_bytes_escaped, reset),
 		cmocka_unit_test_setup(secure_execution_reads_nothing, reset),
 		cmocka_unit_test_setup(stats_takes_only_its_forms, reset),
 		cmocka_unit_test_setup(strings_are_copied, reset),
