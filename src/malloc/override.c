@@ -182,6 +182,22 @@ NP_EXPORT struct mallinfo2 mallinfo2(void)
 	return mi;
 }
 
+/* The figures malloc_info writes for a heap and again for the totals, in pages (mmap: the
+ * totals' line for huge blocks, left out of a heap when NULL). */
+static bool info_figures(FILE *fp, size_t free_pages, const char *mmap, size_t mapped, size_t peak)
+{
+	return fprintf(fp,
+		       "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+		       "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+		       "%s"
+		       "<system type=\"current\" size=\"%zu\"/>\n"
+		       "<system type=\"max\" size=\"%zu\"/>\n"
+		       "<aspace type=\"total\" size=\"%zu\"/>\n"
+		       "<aspace type=\"mprotect\" size=\"%zu\"/>\n",
+		       free_pages, free_pages << NP_PAGE_SHIFT, mmap ? mmap : "", mapped << NP_PAGE_SHIFT,
+		       peak << NP_PAGE_SHIFT, mapped << NP_PAGE_SHIFT, mapped << NP_PAGE_SHIFT) >= 0;
+}
+
 /* glibc's XML, in libnumapage's terms: a <heap> per node with memory (nr, the node's id), whose
  * "rest" is its pool's free pages (count: pages) and whose "system" and "aspace" are the pages
  * its chunks map now and at most since start-up; <sizes> stays empty (free memory is pages of
@@ -198,43 +214,27 @@ NP_EXPORT int malloc_info(int options, FILE *fp)
 	}
 	int saved = errno;
 	errno = 0;
-	size_t cur = 0, max = 0, rest = 0, rest_pages = 0;
+	size_t all_mapped = 0, all_peak = 0, all_free = 0;
 	bool ok = fputs("<malloc version=\"1\">\n", fp) != EOF;
 	for (int i = 0; np_is_ready() && i < np_topo_table.nnodes; i++) {
 		size_t mapped, peak, free_pages;
 		if (!np_pool_node_totals(i, &mapped, &peak, &free_pages))
 			continue;
 		free_pages = NP_MIN(free_pages, mapped);
-		size_t bytes = mapped << NP_PAGE_SHIFT, most = peak << NP_PAGE_SHIFT;
-		ok &= fprintf(fp,
-			      "<heap nr=\"%d\">\n<sizes>\n</sizes>\n"
-			      "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
-			      "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
-			      "<system type=\"current\" size=\"%zu\"/>\n"
-			      "<system type=\"max\" size=\"%zu\"/>\n"
-			      "<aspace type=\"total\" size=\"%zu\"/>\n"
-			      "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
-			      "</heap>\n",
-			      np_topo_table.node[i].os_id, free_pages, free_pages << NP_PAGE_SHIFT, bytes,
-			      most, bytes, bytes) >= 0;
-		cur += bytes;
-		max += most;
-		rest += free_pages << NP_PAGE_SHIFT;
-		rest_pages += free_pages;
+		ok &= fprintf(fp, "<heap nr=\"%d\">\n<sizes>\n</sizes>\n", np_topo_table.node[i].os_id) >= 0;
+		ok &= info_figures(fp, free_pages, NULL, mapped, peak);
+		ok &= fputs("</heap>\n", fp) != EOF;
+		all_mapped += mapped;
+		all_peak += peak;
+		all_free += free_pages;
 	}
 	size_t chunks = 0, chunk_bytes = 0;
 	if (np_is_ready())
 		np_chunk_huge_totals(&chunks, &chunk_bytes);
-	ok &= fprintf(fp,
-		      "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
-		      "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
-		      "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
-		      "<system type=\"current\" size=\"%zu\"/>\n"
-		      "<system type=\"max\" size=\"%zu\"/>\n"
-		      "<aspace type=\"total\" size=\"%zu\"/>\n"
-		      "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
-		      "</malloc>\n",
-		      rest_pages, rest, chunks, chunk_bytes, cur, max, cur, cur) >= 0;
+	char mmap[96];
+	snprintf(mmap, sizeof mmap, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", chunks, chunk_bytes);
+	ok &= info_figures(fp, all_free, mmap, all_mapped, all_peak);
+	ok &= fputs("</malloc>\n", fp) != EOF;
 	return np_stdio_answer(fp, ok, saved);
 }
 
