@@ -328,10 +328,8 @@ static int apply(int i, const char *value, int src)
 	np_options_value(i, now, sizeof now);
 	printable(now[0] ? now : r->deflt_text, SIZE_MAX, nowp, sizeof nowp);
 	printable(value, SIZE_MAX, shown, sizeof shown);
-	if (src == NP_OPTION_CONF)
-		np_warn("NUMAPAGE_CONF: %s=%s is not valid (%s); keeping %s", r->name, shown, ok, nowp);
-	else
-		np_warn("NUMAPAGE_%s=%s is not valid (%s); keeping %s", r->name, shown, ok, nowp);
+	np_warn("NUMAPAGE_%s%s=%s is not valid (%s); keeping %s", src == NP_OPTION_CONF ? "CONF: " : "",
+		r->name, shown, ok, nowp);
 	return -1;
 }
 
