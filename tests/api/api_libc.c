@@ -221,6 +221,20 @@ static size_t mi_attr(const char *line, const char *attr)
 	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
 }
 
+/* A figure's size attribute: inside heap h (>= 0) into per_heap[h] (when kept) and the heaps'
+ * sum, after the heaps into the total. */
+static void mi_take(const char *line, int h, size_t *per_heap, size_t *heaps_sum, size_t *total)
+{
+	size_t v = mi_attr(line, "size");
+	if (h < 0) {
+		*total = v;
+		return;
+	}
+	if (per_heap)
+		per_heap[h] = v;
+	*heaps_sum += v;
+}
+
 /* malloc_info(0, ...)'s text, read back and taken apart line by line. */
 static struct mi_figures mi_read(void)
 {
@@ -248,34 +262,13 @@ static struct mi_figures mi_read(void)
 			assert_int_equal(in_heap, -1);
 			m.closed = true;
 		} else if (strstr(line, "<system type=\"current\"")) {
-			size_t v = mi_attr(line, "size");
-			if (in_heap >= 0) {
-				m.heap_current[in_heap] = v;
-				m.heaps_current += v;
-			} else {
-				m.current = v;
-			}
+			mi_take(line, in_heap, m.heap_current, &m.heaps_current, &m.current);
 		} else if (strstr(line, "<system type=\"max\"")) {
-			size_t v = mi_attr(line, "size");
-			if (in_heap >= 0) {
-				m.heap_max[in_heap] = v;
-				m.heaps_max += v;
-			} else {
-				m.max = v;
-			}
+			mi_take(line, in_heap, m.heap_max, &m.heaps_max, &m.max);
 		} else if (strstr(line, "<total type=\"rest\"")) {
-			size_t v = mi_attr(line, "size");
-			if (in_heap >= 0) {
-				m.heap_rest[in_heap] = v;
-				m.heaps_rest += v;
-			} else {
-				m.rest = v;
-			}
+			mi_take(line, in_heap, m.heap_rest, &m.heaps_rest, &m.rest);
 		} else if (strstr(line, "<aspace type=\"total\"")) {
-			if (in_heap >= 0)
-				m.heaps_aspace += mi_attr(line, "size");
-			else
-				m.aspace = mi_attr(line, "size");
+			mi_take(line, in_heap, NULL, &m.heaps_aspace, &m.aspace);
 		} else if (strstr(line, "<total type=\"mmap\"")) {
 			assert_int_equal(in_heap, -1);
 			m.mmap_count = mi_attr(line, "count");
