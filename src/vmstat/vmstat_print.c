@@ -177,32 +177,43 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
 	return nrows;
 }
 
+/* Every node's exact counters, what the printers take: snapshot first (reg_lock held per
+ * node), print after, so that no lock is held during stdio. */
+struct snapshot {
+	int n;
+	int os_ids[NP_MAX_NODES];
+	const char *names[NUMA_PAGE_STAT_NITEMS];
+	long values[NP_MAX_NODES * NUMA_PAGE_STAT_NITEMS];
+};
+
+static void take_snapshot(struct snapshot *v)
+{
+	if (np_vmstat_read_hook)
+		np_vmstat_read_hook();
+	v->n = np_vmstat_nnodes();
+	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+		v->names[k] = numa_page_stat_name(k);
+	for (int i = 0; i < v->n; i++) {
+		v->os_ids[i] = np_vmstat_os_id(i);
+		np_vmstat_snapshot_node(i, &v->values[i * NUMA_PAGE_STAT_NITEMS], true);
+	}
+}
+
 NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format)
 {
 	if (!out || (format != NUMA_PAGE_STATS_TABLE && format != NUMA_PAGE_STATS_JSON)) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (np_vmstat_read_hook)
-		np_vmstat_read_hook();
-	/* Snapshot first (reg_lock held per node), print after: no lock is held during stdio. */
-	const char *names[NUMA_PAGE_STAT_NITEMS];
-	long values[NP_MAX_NODES * NUMA_PAGE_STAT_NITEMS];
-	int os_ids[NP_MAX_NODES];
-	int n = np_vmstat_nnodes();
-	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
-		names[k] = numa_page_stat_name(k);
-	for (int i = 0; i < n; i++) {
-		os_ids[i] = np_vmstat_os_id(i);
-		np_vmstat_snapshot_node(i, &values[i * NUMA_PAGE_STAT_NITEMS], true);
-	}
+	struct snapshot v;
+	take_snapshot(&v);
 	/* The answer is whether these writes went out, each call's result and the flush's: not the
 	 * stream's error indicator, which the program's earlier use of it may have left set. */
 	int saved = errno;
 	errno = 0;
 	bool ok = format == NUMA_PAGE_STATS_TABLE
-			  ? np_vmstat_print_table(out, n, os_ids, NUMA_PAGE_STAT_NITEMS, names, values)
-			  : np_vmstat_print_json(out, n, os_ids, NUMA_PAGE_STAT_NITEMS, names, values);
+			  ? np_vmstat_print_table(out, v.n, v.os_ids, NUMA_PAGE_STAT_NITEMS, v.names, v.values)
+			  : np_vmstat_print_json(out, v.n, v.os_ids, NUMA_PAGE_STAT_NITEMS, v.names, v.values);
 	return np_stdio_answer(out, ok, saved);
 }
 
@@ -313,24 +324,14 @@ static bool report_path(const char *spec, char *path, size_t size)
 
 static int write_json_report(FILE *f)
 {
-	if (np_vmstat_read_hook)
-		np_vmstat_read_hook();
-	const char *names[NUMA_PAGE_STAT_NITEMS];
-	long values[NP_MAX_NODES * NUMA_PAGE_STAT_NITEMS];
-	int os_ids[NP_MAX_NODES];
-	int n = np_vmstat_nnodes();
-	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
-		names[k] = numa_page_stat_name(k);
-	for (int i = 0; i < n; i++) {
-		os_ids[i] = np_vmstat_os_id(i);
-		np_vmstat_snapshot_node(i, &values[i * NUMA_PAGE_STAT_NITEMS], true);
-	}
+	struct snapshot v;
+	take_snapshot(&v);
 	/* Who wrote it, for `numapage run --per-process`: pid, command, and the process it was
 	 * forked from (0: it was started by exec). */
 	fprintf(f, "{\"pid\":%d,\"parent\":%d,\"command\":", np_os_pid(), parent_pid);
 	np_json_string(f, program_invocation_short_name);
 	fputc(',', f);
-	np_vmstat_print_json_nodes(f, n, os_ids, NUMA_PAGE_STAT_NITEMS, names, values);
+	np_vmstat_print_json_nodes(f, v.n, v.os_ids, NUMA_PAGE_STAT_NITEMS, v.names, v.values);
 	fputs("}\n", f);
 	return ferror(f) ? -1 : 0;
 }
