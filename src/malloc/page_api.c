@@ -29,7 +29,9 @@ static struct np_thread *page_thread(bool *leave)
 	return *leave ? np_thread_get() : np_thread_or_init();
 }
 
-static void *pages_for(size_t size, int node)
+/* Pages for a page API call: on the dense node `node` (-1: where the thread's policy puts
+ * them), or interleaved over the nodes the policy allows. */
+static void *pages_for(size_t size, int node, bool interleaved)
 {
 	if (!np_ensure_ready())
 		return np_enomem();
@@ -40,7 +42,8 @@ static void *pages_for(size_t size, int node)
 	if (!th)
 		return np_enomem();
 	size_t dirty;
-	void *p = np_large_alloc(th, size, NP_PAGE_SIZE, node, &dirty);
+	void *p = interleaved ? np_large_interleaved(th, size, 0)
+			      : np_large_alloc(th, size, NP_PAGE_SIZE, node, &dirty);
 	if (leave)
 		np_ring_leave(th);
 	return p ? p : np_enomem();
@@ -48,7 +51,7 @@ static void *pages_for(size_t size, int node)
 
 void *numa_page_alloc(size_t size)
 {
-	return pages_for(size, -1);
+	return pages_for(size, -1, false);
 }
 
 void *numa_page_alloc_onnode(size_t size, int node)
@@ -60,23 +63,12 @@ void *numa_page_alloc_onnode(size_t size, int node)
 		errno = EINVAL;
 		return NULL;
 	}
-	return pages_for(size, dense);
+	return pages_for(size, dense, false);
 }
 
 void *numa_page_alloc_interleaved(size_t size)
 {
-	if (!np_ensure_ready())
-		return np_enomem();
-	if (size > NP_MAX_REQUEST)
-		return np_enomem();
-	bool leave;
-	struct np_thread *th = page_thread(&leave);
-	if (!th)
-		return np_enomem();
-	void *p = np_large_interleaved(th, size, 0);
-	if (leave)
-		np_ring_leave(th);
-	return p ? p : np_enomem();
+	return pages_for(size, -1, true);
 }
 
 int numa_page_node_of(const void *p)
