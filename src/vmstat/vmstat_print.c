@@ -92,6 +92,26 @@ static void cell(char *buf, size_t size, const struct np_vmstat_table_opts *o, i
 	snprintf(buf, size, o->compact ? "%.0f" : "%.2f", mib);
 }
 
+/* Column i's heading: a node's, or Total for i == nnodes. */
+static void column_heading(char *buf, size_t size, int i, int nnodes, const int *os_ids)
+{
+	if (i == nnodes)
+		snprintf(buf, size, "Total");
+	else
+		snprintf(buf, size, "node%d", os_ids[i]);
+}
+
+/* Item k's value in column i: a node's, or (i == nnodes) the sum over the nodes. */
+static long column_value(const long *values, int nitems, int nnodes, int i, int k)
+{
+	if (i < nnodes)
+		return values[(size_t)i * (size_t)nitems + (size_t)k];
+	long v = 0;
+	for (int j = 0; j < nnodes; j++)
+		v += values[(size_t)j * (size_t)nitems + (size_t)k];
+	return v;
+}
+
 int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, int nnodes,
 			       const int *os_ids, int nitems, const char *const *names,
 			       const uint8_t *kinds, const long *values)
@@ -123,20 +143,11 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
 		label_w = NP_MAX(label_w, (int)strlen(names[rows[r]]));
 	for (int c = 0; c < ncols; c++) {
 		int i = cols[c];
-		if (i == nnodes)
-			snprintf(buf, sizeof buf, "Total");
-		else
-			snprintf(buf, sizeof buf, "node%d", os_ids[i]);
+		column_heading(buf, sizeof buf, i, nnodes, os_ids);
 		w[c] = o->compact ? (int)strlen(buf) : NP_MAX((int)strlen(buf), VALUE_WIDTH);
 		for (int r = 0; r < nrows; r++) {
 			int k = rows[r];
-			long v = 0;
-			if (i == nnodes)
-				for (int j = 0; j < nnodes; j++)
-					v += values[(size_t)j * (size_t)nitems + (size_t)k];
-			else
-				v = values[(size_t)i * (size_t)nitems + (size_t)k];
-			cell(buf, sizeof buf, o, kinds[k], v);
+			cell(buf, sizeof buf, o, kinds[k], column_value(values, nitems, nnodes, i, k));
 			w[c] = NP_MAX(w[c], (int)strlen(buf));
 		}
 	}
@@ -149,10 +160,7 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
 			fputc('\n', out);
 		fprintf(out, "%-*s %-*s", label_w, "", unit_w, "");
 		for (int c = first; c <= last; c++) {
-			if (cols[c] == nnodes)
-				snprintf(buf, sizeof buf, "Total");
-			else
-				snprintf(buf, sizeof buf, "node%d", os_ids[cols[c]]);
+			column_heading(buf, sizeof buf, cols[c], nnodes, os_ids);
 			fprintf(out, " %*s", w[c], buf);
 		}
 		fputc('\n', out);
@@ -160,14 +168,7 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
 			int k = rows[r];
 			fprintf(out, "%-*s %-*s", label_w, names[k], unit_w, unit_of(o, kinds[k]));
 			for (int c = first; c <= last; c++) {
-				int i = cols[c];
-				long v = 0;
-				if (i == nnodes)
-					for (int j = 0; j < nnodes; j++)
-						v += values[(size_t)j * (size_t)nitems + (size_t)k];
-				else
-					v = values[(size_t)i * (size_t)nitems + (size_t)k];
-				cell(buf, sizeof buf, o, kinds[k], v);
+				cell(buf, sizeof buf, o, kinds[k], column_value(values, nitems, nnodes, cols[c], k));
 				fprintf(out, " %*s", w[c], buf);
 			}
 			fputc('\n', out);
