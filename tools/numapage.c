@@ -51,6 +51,15 @@ static void usage(FILE *out)
 		     "man numapage (1), man 7 numapage for the NUMAPAGE_* options.\n");
 }
 
+int np_usage_error(const char *cmd, void (*print_usage)(FILE *out), const char *fmt, const char *arg)
+{
+	fprintf(stderr, "numapage %s: ", cmd);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	print_usage(stderr);
+	return 2;
+}
+
 const char *np_bad_option(char *buf, size_t size, char **argv, const struct option *opts)
 {
 	const char *arg = optind > 0 ? argv[optind - 1] : "?";

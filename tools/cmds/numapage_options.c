@@ -35,11 +35,7 @@ void np_usage_options(FILE *out)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fputs("numapage options: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	np_usage_options(stderr);
-	return 2;
+	return np_usage_error("options", np_usage_options, fmt, arg);
 }
 
 /* /proc/PID/environ as a NULL-terminated array of strings inside one buffer, all of it (an

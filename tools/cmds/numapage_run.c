@@ -70,11 +70,7 @@ void np_usage_run(FILE *out)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fputs("numapage run: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	np_usage_run(stderr);
-	return 2;
+	return np_usage_error("run", np_usage_run, fmt, arg);
 }
 
 /* The library to preload: --lib, $NUMAPAGE_LIB, the build tree's when this tool runs from it,

@@ -65,11 +65,7 @@ void np_usage_stat(FILE *out)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fputs("numapage stat: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	np_usage_stat(stderr);
-	return 2;
+	return np_usage_error("stat", np_usage_stat, fmt, arg);
 }
 
 /* ---- The files in /dev/shm --------------------------------------------------------------- */

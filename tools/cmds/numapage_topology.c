@@ -27,11 +27,7 @@ void np_usage_topology(FILE *out)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fputs("numapage topology: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	np_usage_topology(stderr);
-	return 2;
+	return np_usage_error("topology", np_usage_topology, fmt, arg);
 }
 
 int np_cmd_topology(int argc, char **argv)
