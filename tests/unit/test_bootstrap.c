@@ -12,14 +12,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "malloc/bootstrap.h"
+#include "unit_child.h"
 
 static void blocks_are_usable_aligned_and_distinct(void **state)
 {
@@ -96,23 +94,6 @@ static void foreign_memory_is_not_claimed(void **state)
 	assert_true(np_bootstrap_free(p));
 }
 
-/* Runs fn in a child; true when the child died of SIGABRT. */
-static bool aborts(void (*fn)(void))
-{
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-		if (devnull >= 0)
-			dup2(devnull, 2);
-		fn();
-		_exit(0);
-	}
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
-}
-
 static void free_twice(void)
 {
 	void *p = np_bootstrap_alloc(64, 16);
@@ -129,8 +110,8 @@ static void free_interior(void)
 static void misuse_aborts(void **state)
 {
 	(void)state;
-	assert_true(aborts(free_twice));
-	assert_true(aborts(free_interior));
+	assert_true(np_test_aborts_with(free_twice, "free: double free of"));
+	assert_true(np_test_aborts_with(free_interior, "free: invalid pointer (not the start of a block)"));
 }
 
 /* After start-up (np_init calls it), once every block is freed: the allocator starts afresh and

@@ -12,14 +12,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lock.h"
+#include "unit_child.h"
 
 static struct np_lock place = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0);
 static struct np_lock threads = NP_LOCK_INITIALIZER(NP_LOCK_RANK_THREADS, 0);
@@ -31,22 +29,6 @@ static int setup(void **state)
 	for (int i = 0; i < 3; i++)
 		np_lock_init(&pool[i], NP_LOCK_RANK_POOL, i, true);
 	return 0;
-}
-
-static bool aborts(void (*fn)(void))
-{
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-		if (devnull >= 0)
-			dup2(devnull, 2);
-		fn();
-		_exit(0);
-	}
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
 }
 
 static void in_order_is_fine(void **state)
@@ -107,12 +89,12 @@ static void order_is_enforced(void **state)
 {
 	(void)state;
 	bool checked = np_config_debug >= 2;
-	assert_int_equal(aborts(lower_rank_inside), checked);
-	assert_int_equal(aborts(same_rank_backwards), checked);
-	assert_int_equal(aborts(locked_without_lock), checked);
+	assert_int_equal(np_test_aborts_with(lower_rank_inside, "lock order broken"), checked);
+	assert_int_equal(np_test_aborts_with(same_rank_backwards, "lock order broken"), checked);
+	assert_int_equal(np_test_aborts_with(locked_without_lock, "called without its lock"), checked);
 	if (checked)
-		assert_true(aborts(same_lock_twice));
-	assert_false(aborts(reinit_forgets));
+		assert_true(np_test_aborts_with(same_lock_twice, "lock order broken"));
+	assert_false(np_test_aborts_with(reinit_forgets, NULL));
 }
 
 int main(void)

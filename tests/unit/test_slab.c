@@ -34,6 +34,7 @@
 #include "malloc/sizeclass.h"
 #include "malloc/slab.h"
 #include "pcp/pcp.h"
+#include "unit_child.h"
 #include "unit_fixture.h"
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
@@ -108,34 +109,6 @@ static void free_remote(struct np_slab *s, uintptr_t b)
 {
 	bool first;
 	np_slab_push_remote(s, b, np_slab_index(s, b), &first);
-}
-
-/* True when fn() dies by SIGABRT in a child process with `msg` in what it wrote to stderr. */
-static bool aborts_with(void (*fn)(void), const char *msg)
-{
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 2);
-		close(fds[0]);
-		fn();
-		_exit(0);
-	}
-	close(fds[1]);
-	char buf[1024];
-	size_t n = 0;
-	ssize_t r;
-	while (n < sizeof buf - 1 && (r = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
-		n += (size_t)r;
-	buf[n] = 0;
-	close(fds[0]);
-	int status = 0;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (!strstr(buf, msg))
-		print_message("child said: %s\n", buf);
-	return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && strstr(buf, msg);
 }
 
 static void every_block_once_then_back(void **state)
@@ -343,10 +316,10 @@ static void dup_found_at_release(void)
 static void remote_double_push_is_stopped(void **state)
 {
 	(void)state;
-	assert_true(aborts_with(dup_at_the_head, "double free"));
-	assert_true(aborts_with(dup_first_of_list, "double free"));
-	assert_true(aborts_with(dup_more_than_used, "double free"));
-	assert_true(aborts_with(dup_found_at_release, "double free"));
+	assert_true(np_test_aborts_with(dup_at_the_head, "double free"));
+	assert_true(np_test_aborts_with(dup_first_of_list, "double free"));
+	assert_true(np_test_aborts_with(dup_more_than_used, "double free"));
+	assert_true(np_test_aborts_with(dup_found_at_release, "double free"));
 	/* Among other blocks in use: collect takes it; the second copy is reached by the pops,
 	 * where the block is live (its link zeroed): it is not handed out again, the slab is
 	 * never given back, and used stays an upper bound. */
