@@ -68,6 +68,16 @@ NP_INLINE bool np_is_power_of_two(size_t x)
 	return x && !(x & (x - 1));
 }
 #define NP_MAX(a, b) ((a) > (b) ? (a) : (b))
+/* A 64-bit mixer (MurmurHash3's finaliser): every input bit moves about half the output
+ * bits. For keys made from addresses and secrets, and for stretching a seed. */
+NP_INLINE uint64_t np_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
 
 /* Largest number of NUMA nodes the library handles; a machine with more is folded onto one
  * node with a warning (the topology module says so). */

@@ -145,15 +145,6 @@ bool np_os_address_limited(void)
 	return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 31;
-	x *= 0x7fb5d329728ea185ULL;
-	x ^= x >> 27;
-	x *= 0x81dadef4bc2dd44dULL;
-	return x ^ (x >> 33);
-}
-
 void np_os_random(void *buf, size_t n)
 {
 	SAVE_ERRNO;
@@ -173,10 +164,11 @@ void np_os_random(void *buf, size_t n)
 		const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t seed = (at ? at[0] ^ mix(at[1]) : 0) ^ mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32)) ^
-				mix((uint64_t)(uintptr_t)buf ^ (uint64_t)(uintptr_t)&seed);
+		uint64_t seed = (at ? at[0] ^ np_mix64(at[1]) : 0) ^
+				np_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32)) ^
+				np_mix64((uint64_t)(uintptr_t)buf ^ (uint64_t)(uintptr_t)&seed);
 		for (; got < n; got++) {
-			seed = mix(seed + 0x9e3779b97f4a7c15ULL);
+			seed = np_mix64(seed + 0x9e3779b97f4a7c15ULL);
 			out[got] ^= (char)seed;
 		}
 	}

@@ -46,15 +46,6 @@ static void orphans_init(void)
 		np_lock_init(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
-
 /* The slots of s's steps after its first name lead (s, or NULL when s is released). */
 static void set_lead(const struct np_slab *s, struct np_slab *lead)
 {
@@ -85,10 +76,10 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	s->beat = np_slab_beat(s);
 	/* Keyed by a process secret: an address and a count alone do not give it away. */
 	static uint64_t counter;
-	s->key = (uintptr_t)mix64(s->start ^ key_seed ^
+	s->key = (uintptr_t)np_mix64(s->start ^ key_seed ^
 				  __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) | 1;
 	/* Through another secret: a block's two words do not give the key away more than its link. */
-	s->mark = (uintptr_t)mix64(s->key ^ mark_secret) | 1;
+	s->mark = (uintptr_t)np_mix64(s->key ^ mark_secret) | 1;
 	s->owner = owner;
 	s->free_i = s->end;
 	atomic_init(&s->thread_free, NP_SLAB_OWNED);
