@@ -24,6 +24,7 @@ struct cache {
 	long live_pages;        /* pages of huge blocks handed out (relaxed atomic) */
 	size_t peak_pages;      /* the recent peak of live_pages */
 	uint64_t decay_at;      /* np_os_clock_ns when the peak halves next */
+	uint64_t look_at;       /* np_os_clock_ns of the pools' next decay look (np_huge_decay) */
 	struct np_chunk *purging; /* chunks give_back is purging with the lock dropped (linked by
 				   * next): a fork's child, without that thread, caches them again */
 } NP_ALIGNED(NP_CACHELINE);
@@ -281,6 +282,28 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 	*dirty = c->dirty;
 	np_huge_count_live(node, (long)pages_of(c));
 	return c;
+}
+
+void np_huge_decay(int node, uint64_t now, struct np_vmstat_diffs *st)
+{
+	struct cache *h = &caches[node];
+	if (!h->exists || !__atomic_load_n(&h->list, __ATOMIC_RELAXED))
+		return;
+	/* A look every period of the decay, at most once a second (the peak's pace): the thread
+	 * whose compare-and-swap moves the time on makes it. Signed, as in choose_locked. */
+	uint64_t decay = (uint64_t)np_opt_load(decay_ms) * 1000000u;
+	uint64_t every = decay && decay < DECAY_PERIOD_NS ? decay : DECAY_PERIOD_NS;
+	uint64_t at = __atomic_load_n(&h->look_at, __ATOMIC_RELAXED);
+	if ((int64_t)(now - at) < 0 ||
+	    !__atomic_compare_exchange_n(&h->look_at, &at, now + every, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	struct np_chunk *purge[BATCH], *unmap[BATCH];
+	int np, nu;
+	np_lock(&h->lock);
+	choose_locked(h, now, purge, &np, unmap, &nu);
+	np_unlock(&h->lock);
+	if (np || nu)
+		give_back(h, node, purge, np, unmap, nu, st);
 }
 
 size_t np_huge_trim(int node, struct np_vmstat_diffs *st)

@@ -13,8 +13,10 @@
  * A request takes the smallest cached chunk that fits; when none does, the largest grows in
  * place (mremap). A chunk much larger than the request is cut down to twice the request, or
  * the request and 32 MiB (the larger); the rest is unmapped. Decays happen when the cache is
- * used (no background thread): a program that stops allocating keeps what is cached until
- * malloc_trim.
+ * used and at the pools' decay looks, which the malloc slow paths make now and then
+ * (np_pool_decay), so a program that goes on with smaller blocks gets its freed huge blocks'
+ * pages back too. No background thread: a program that stops calling the allocator keeps what
+ * is cached until malloc_trim.
  *
  * Lock: one per node, rank NP_LOCK_RANK_HUGE; never held with a pool lock; system calls are
  * made with it dropped. Invariants: np_huge_check().
@@ -47,6 +49,9 @@ bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st);
  * kind HUGE again (the smallest that fits, or the largest grown to fit), or NULL. *dirty:
  * bytes from its data's start that may not read as zeros (calloc clears only those). */
 struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty, struct np_vmstat_diffs *st);
+/* The decay of node's cache as its use makes it (NUMAPAGE_DECAY_MS, the peak's halving), when a
+ * look is due: np_pool_decay calls it for every node. now: np_os_clock_ns. */
+void np_huge_decay(int node, uint64_t now, struct np_vmstat_diffs *st);
 /* malloc_trim: every cached chunk of the node unmapped. Returns the pages that were resident. */
 size_t np_huge_trim(int node, struct np_vmstat_diffs *st);
 /* Pages cached for node: resident and clean (for tests and statistics). */

@@ -13,6 +13,7 @@
 #include "options.h"
 #include "os.h"
 #include "pool/chunk.h"
+#include "pool/huge.h"
 #include "pool/pool_locked.h"
 
 /* Gives back dirty free runs of shard p, largest first (the coldest, one madvise each), until
@@ -181,9 +182,11 @@ void np_pool_decay(struct np_vmstat_diffs *st)
 	if (!period)
 		return;
 	uint64_t now = np_os_clock_ns();
-	for (int i = 0; i < np_topo_table.nnodes && i < NP_MAX_NODES; i++)
+	for (int i = 0; i < np_topo_table.nnodes && i < NP_MAX_NODES; i++) {
 		if (np_pools[i].exists)
 			decay_node(&np_pools[i], now, period, st);
+		np_huge_decay(i, now, st);
+	}
 }
 
 void np_pool_put_batch(struct np_page **runs, int n, struct np_vmstat_diffs *st)

@@ -1692,9 +1692,6 @@ static void trim_returns_memory(void **state)
 	assert_int_equal(F_TRIM(), 0);
 }
 
-/* Pages wholly inside the blocks p[i] of n bytes freed by a trim test (every i not a multiple
- * of `keep`) past their first 16 bytes (a free list's link, a remote free's mark); *resident: how
- * many of them mincore says are resident. */
 /* The whole pages in [lo, hi); *resident grows by how many of them mincore says are resident. */
 static size_t whole_pages_in(uintptr_t lo, uintptr_t hi, size_t *resident)
 {
@@ -1708,6 +1705,9 @@ static size_t whole_pages_in(uintptr_t lo, uintptr_t hi, size_t *resident)
 	return pages;
 }
 
+/* Pages wholly inside the blocks p[i] of n bytes freed by a trim test (every i not a multiple
+ * of `keep`) past their first 16 bytes (a free list's link, a remote free's mark); *resident: how
+ * many of them mincore says are resident. */
 static size_t inner_pages_of_freed(void *const *p, int count, size_t n, int keep, size_t *resident)
 {
 	size_t inner = 0;
@@ -2065,6 +2065,75 @@ static void decay_gives_back_pages_of_free_small_blocks_in_orphans(void **state)
 	F_TRIM();
 }
 
+/* Resident pages of the range [p, p + n) that the allocator may have unmapped since: none of
+ * an unmapped page. */
+static size_t resident_pages_of(uintptr_t p, size_t n)
+{
+	size_t resident = 0;
+	for (uintptr_t a = p & ~(uintptr_t)4095; a < p + n; a += 4096) {
+		unsigned char v;
+		if (mincore((void *)a, 4096, &v) == 0)
+			resident += v & 1;
+		else
+			assert_int_equal(errno, ENOMEM);
+	}
+	return resident;
+}
+
+/* Freed huge blocks, which their node's cache keeps resident for reuse, give their pages back
+ * after NUMAPAGE_DECAY_MS while the program goes on calling the allocator for other sizes
+ * (page runs of 256 KiB here). The cache decayed only when it was itself used: 20 buffers of
+ * 10 MiB freed, then 30 s of smaller allocations, kept 200 MiB resident (a helper's CPython
+ * run). The wait ends when it happened, or after 30 s: a loaded machine makes it slower, not
+ * different. */
+static void decay_gives_back_freed_huge_blocks(void **state)
+{
+	(void)state;
+	enum { N = 4 };
+	const size_t n = 10 * MiB;
+	uintptr_t a[N];
+	for (int i = 0; i < N; i++) {
+		void *p = F_MALLOC(np_t_opaque(n));
+		assert_non_null(p);
+		memset(p, i + 1, n);
+		a[i] = (uintptr_t)p;
+	}
+	for (int i = N - 1; i >= 0; i--)
+		F_FREE((void *)a[i]);
+	size_t resident = 0;
+	for (int i = 0; i < N; i++)
+		resident += resident_pages_of(a[i], n);
+	assert_true(resident >= N * (n / 4096) * 9 / 10); /* cached for reuse */
+	struct numa_page_node_stats st0 = np_t_stats();
+	assert_int_equal(numa_page_option_set("DECAY_MS", "50"), 0);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned rounds = 0;
+	do {
+		for (int k = 0; k < 64; k++) {
+			void *q = F_MALLOC(np_t_opaque(256 * KiB));
+			assert_non_null(q);
+			*(volatile char *)q = 1;
+			F_FREE(q);
+		}
+		struct timespec ms = {0, 60 * 1000000};
+		nanosleep(&ms, NULL);
+		resident = 0;
+		for (int i = 0; i < N; i++)
+			resident += resident_pages_of(a[i], n);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		rounds++;
+	} while (resident > 0 && t.tv_sec - t0.tv_sec < 30);
+	assert_int_equal(numa_page_option_set("DECAY_MS", "10000"), 0);
+	struct numa_page_node_stats st1 = np_t_stats();
+	print_message("decay, freed huge blocks: %zu of %zu pages resident after %u rounds of 60 ms, %llu pages "
+		      "purged\n", resident, N * (n / 4096), rounds,
+		      (unsigned long long)(st1.pages_purged - st0.pages_purged));
+	assert_int_equal(resident, 0);
+	assert_true(st1.pages_purged - st0.pages_purged >= N * (n / 4096) * 9 / 10);
+	F_TRIM();
+}
+
 /* The decay keeps what is in use: slabs a class's ring turns over (every round takes all their
  * free blocks and frees them again, so each is current in every round) give nothing back,
  * however many periods pass, while the slabs of the test's earlier work decay. A slab is
@@ -2237,6 +2306,7 @@ int main(void)
 		cmocka_unit_test(decay_returns_what_stays_free),
 		cmocka_unit_test(decay_gives_back_pages_of_free_small_blocks),
 		cmocka_unit_test(decay_gives_back_pages_of_free_small_blocks_in_orphans),
+		cmocka_unit_test(decay_gives_back_freed_huge_blocks),
 		cmocka_unit_test(decay_keeps_the_slabs_in_use),
 	};
 #ifdef API_LIBC

@@ -248,6 +248,45 @@ static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
 	check();
 }
 
+/* The pools' decay look, which the malloc slow path makes now and then (np_pool_decay), gives
+ * back the pages of chunks cached longer than NUMAPAGE_DECAY_MS too: the cache decayed only
+ * when it was used, so a program that freed 200 MiB of 10 MiB buffers and went on with smaller
+ * blocks kept them resident for good (a helper's CPython run). */
+static void cached_chunks_decay_at_the_pools_look(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "1000", NULL);
+	struct np_chunk *c[3];
+	for (int i = 0; i < 3; i++)
+		c[i] = make(6 * MB);
+	for (int i = 0; i < 3; i++)
+		assert_true(np_huge_put(c[i], NULL));
+	size_t one = PAGES(np_chunk_data_bytes(c[0]));
+	assert_int_equal(cached_dirty(), 3 * one);
+	long purged = np_fake_os_purged_bytes();
+	np_pool_decay(NULL);
+	assert_int_equal(cached_dirty(), 3 * one); /* not old yet */
+	np_fake_os_advance_clock(2000000000ull);
+	np_pool_decay(NULL);
+	assert_int_equal(cached_dirty(), 0);
+	assert_int_equal(cached_clean(), 3 * one); /* mapped, clean, for the next request */
+	assert_true(np_fake_os_purged_bytes() - purged >= (long)(3 * one) << NP_PAGE_SHIFT);
+	check();
+	/* A chunk cached since is left until it is old in turn. */
+	size_t dirty;
+	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	assert_non_null(t);
+	memset((char *)t + t->data_offset, 0x55, 6 * MB);
+	assert_true(np_huge_put(t, NULL));
+	np_fake_os_advance_clock(500000000ull);
+	np_pool_decay(NULL);
+	assert_int_equal(cached_dirty(), one);
+	np_fake_os_advance_clock(600000000ull);
+	np_pool_decay(NULL);
+	assert_int_equal(cached_dirty(), 0);
+	check();
+}
+
 /* A chunk cached after the clock reading a decay check works with (another thread took the
  * time, then the lock, while this one cached): it is not old. Its age was an unsigned
  * difference, which wrapped to a huge one and gave its pages back at once (a review). */
@@ -354,6 +393,7 @@ int main(void)
 		cmocka_unit_test_teardown(budget_follows_the_peak, teardown),
 		cmocka_unit_test_teardown(a_grown_block_counts_its_new_pages, teardown),
 		cmocka_unit_test_teardown(decay_gives_pages_back_then_unmaps_the_clean, teardown),
+		cmocka_unit_test_teardown(cached_chunks_decay_at_the_pools_look, teardown),
 		cmocka_unit_test_teardown(a_chunk_cached_after_the_clock_reading_is_not_old, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
