@@ -1953,9 +1953,23 @@ static void trim_gives_back_pages_of_free_small_blocks_in_orphans(void **state)
 	trim_in_orphans(1000, pages_inside_freed_runs, ORPHAN_N / 10);
 }
 
-/* Rounds of slow paths of another size (64 large blocks, then a sleep of round_ms) until at
- * most `most` of the pages inside runs of the freed blocks p[i] (a trim test's) are resident, or
- * 30 s: how many rounds it took; *resident, how many stay. */
+/* A round of the program going on with other sizes, for the decay tests: 64 slow paths (page
+ * runs of 256 KiB, taken and freed), then a sleep of round_ms. */
+static void slow_path_round(long round_ms)
+{
+	for (int k = 0; k < 64; k++) {
+		void *q = F_MALLOC(np_t_opaque(256 * KiB));
+		assert_non_null(q);
+		*(volatile char *)q = 1;
+		F_FREE(q);
+	}
+	struct timespec ms = {round_ms / 1000, (round_ms % 1000) * 1000000};
+	nanosleep(&ms, NULL);
+}
+
+/* Rounds of slow paths of another size (slow_path_round) until at most `most` of the pages
+ * inside runs of the freed blocks p[i] (a trim test's) are resident, or 30 s: how many rounds
+ * it took; *resident, how many stay. */
 static unsigned decay_rounds(void *const *p, int count, size_t n, int keep, long round_ms, size_t most,
 			     size_t *resident)
 {
@@ -1963,14 +1977,7 @@ static unsigned decay_rounds(void *const *p, int count, size_t n, int keep, long
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	unsigned rounds = 0;
 	do {
-		for (int k = 0; k < 64; k++) {
-			void *q = F_MALLOC(np_t_opaque(256 * KiB));
-			assert_non_null(q);
-			*(volatile char *)q = 1;
-			F_FREE(q);
-		}
-		struct timespec ms = {round_ms / 1000, (round_ms % 1000) * 1000000};
-		nanosleep(&ms, NULL);
+		slow_path_round(round_ms);
 		pages_inside_freed_runs(p, count, n, keep, resident);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		rounds++;
@@ -2082,7 +2089,7 @@ static size_t resident_pages_of(uintptr_t p, size_t n)
 
 /* Freed huge blocks, which their node's cache keeps resident for reuse, give their pages back
  * after NUMAPAGE_DECAY_MS while the program goes on calling the allocator for other sizes
- * (page runs of 256 KiB here). The cache decayed only when it was itself used: 20 buffers of
+ * (slow_path_round). The cache decayed only when it was itself used: 20 buffers of
  * 10 MiB freed, then 30 s of smaller allocations, kept 200 MiB resident (a helper's CPython
  * run). The wait ends when it happened, or after 30 s: a loaded machine makes it slower, not
  * different. */
@@ -2110,14 +2117,7 @@ static void decay_gives_back_freed_huge_blocks(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	unsigned rounds = 0;
 	do {
-		for (int k = 0; k < 64; k++) {
-			void *q = F_MALLOC(np_t_opaque(256 * KiB));
-			assert_non_null(q);
-			*(volatile char *)q = 1;
-			F_FREE(q);
-		}
-		struct timespec ms = {0, 60 * 1000000};
-		nanosleep(&ms, NULL);
+		slow_path_round(60);
 		resident = 0;
 		for (int i = 0; i < N; i++)
 			resident += resident_pages_of(a[i], n);

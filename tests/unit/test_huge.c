@@ -82,6 +82,21 @@ static size_t cached_clean(void)
 	return cl;
 }
 
+/* n chunks of 6 MiB made (make) and cached, oldest first: the pages of one, all dirty in the
+ * cache. */
+static size_t cache_chunks(int n)
+{
+	struct np_chunk *c[16];
+	assert_true(n <= 16);
+	for (int i = 0; i < n; i++)
+		c[i] = make(6 * MB);
+	for (int i = 0; i < n; i++)
+		assert_true(np_huge_put(c[i], NULL));
+	size_t one = PAGES(np_chunk_data_bytes(c[0]));
+	assert_int_equal(cached_dirty(), (size_t)n * one);
+	return one;
+}
+
 static void reuse_whole_and_grow(void **state)
 {
 	(void)state;
@@ -211,13 +226,7 @@ static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
 {
 	(void)state;
 	start("2node", "DECAY_MS", "1000", NULL);
-	struct np_chunk *c[12];
-	for (int i = 0; i < 12; i++)
-		c[i] = make(6 * MB);
-	for (int i = 0; i < 12; i++)
-		assert_true(np_huge_put(c[i], NULL));
-	size_t one = PAGES(np_chunk_data_bytes(c[0]));
-	assert_int_equal(cached_dirty(), 12 * one);
+	size_t one = cache_chunks(12);
 	/* After the decay every chunk's pages go back; past 8 clean ones, the oldest unmap. */
 	np_fake_os_advance_clock(2000000000ull);
 	long unmaps = np_fake_os_unmaps(), purged = np_fake_os_purged_bytes();
@@ -256,13 +265,7 @@ static void cached_chunks_decay_at_the_pools_look(void **state)
 {
 	(void)state;
 	start("2node", "DECAY_MS", "1000", NULL);
-	struct np_chunk *c[3];
-	for (int i = 0; i < 3; i++)
-		c[i] = make(6 * MB);
-	for (int i = 0; i < 3; i++)
-		assert_true(np_huge_put(c[i], NULL));
-	size_t one = PAGES(np_chunk_data_bytes(c[0]));
-	assert_int_equal(cached_dirty(), 3 * one);
+	size_t one = cache_chunks(3);
 	long purged = np_fake_os_purged_bytes();
 	np_pool_decay(NULL);
 	assert_int_equal(cached_dirty(), 3 * one); /* not old yet */
@@ -314,11 +317,7 @@ static void refused_purges_leave_zeros(void **state)
 	(void)state;
 	start("2node", "DECAY_MS", "1000", NULL);
 	np_fake_os_fail_purge(-EINVAL);
-	struct np_chunk *c[3];
-	for (int i = 0; i < 3; i++)
-		c[i] = make(6 * MB);
-	for (int i = 0; i < 3; i++)
-		assert_true(np_huge_put(c[i], NULL));
+	cache_chunks(3);
 	np_fake_os_advance_clock(2000000000ull);
 	long purged = np_fake_os_purged_bytes();
 	size_t dirty;
@@ -364,13 +363,7 @@ static void fork_during_a_purge_keeps_the_chunks(void **state)
 {
 	(void)state;
 	start("2node", "DECAY_MS", "1000", NULL);
-	struct np_chunk *c[3];
-	for (int i = 0; i < 3; i++)
-		c[i] = make(6 * MB);
-	for (int i = 0; i < 3; i++)
-		assert_true(np_huge_put(c[i], NULL));
-	size_t one = PAGES(np_chunk_data_bytes(c[0]));
-	assert_int_equal(cached_dirty(), 3 * one);
+	size_t one = cache_chunks(3);
 	np_fake_os_advance_clock(2000000000ull);
 	np_fake_os_purge_hook = fork_in_purge_hook;
 	struct np_chunk *k = make(1 * MB); /* its put decays the three: purged, forking meanwhile */
