@@ -7,6 +7,7 @@
 #include "malloc/ring.h"
 #include "node/node.h"
 #include "pcp/pcp.h"
+#include "pool/pool.h"
 
 void np_home_move(struct np_thread *th, int node)
 {
@@ -16,8 +17,10 @@ void np_home_move(struct np_thread *th, int node)
 		np_cache_flush();
 	np_thread_fold_bytes(th);
 	np_pcp_set_home(&th->pcp, node);
-	if (th == np_tls.self)
+	if (th == np_tls.self) {
 		np_tls.count_node = (uint8_t)np_node_primary(th->pcp.target);
+		np_pool_rehome_thread();
+	}
 	np_ring_leave_far(th, th->pcp.near);
 }
 

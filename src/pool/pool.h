@@ -2,8 +2,10 @@
  * pool.h — one page pool per node with allowed memory: the free runs of that node's chunks,
  * binned by length, coalesced on return. A pool is split into shards (up to NP_POOL_SHARDS,
  * as many as the process has CPUs): each shard owns whole chunks, their free runs and a mutex
- * taken once per batch (not per page). A thread takes runs from the shard of the CPU it runs
- * on; when that has none that fits, a wholly free chunk of another shard moves over, and only
+ * taken once per batch (not per page). A thread takes runs from its shard: the one of the CPU
+ * it first took on, kept while the scheduler moves it, changed when it finds that shard's lock
+ * taken or moves to another node; when that has none that fits, a wholly free chunk of another
+ * shard moves over, and only
  * then does its own shard map a chunk (a node that may not grow, or a process short of
  * address space, borrows other shards' runs); a run always returns to the shard of its
  * chunk. So threads on different CPUs do not queue on one lock, nor write each other's bins
@@ -112,8 +114,8 @@ struct np_pool {
 	 * the period's number (mod 2^32) above the pages (capped at 2^32 - 1), raised by a
 	 * compare-and-swap at a fold that passes it and when a period begins (what a program holds
 	 * through a period is a peak of it too); every period's start writes its slot, so no stamp
-	 * is older than the period before. The node's peak, not a sum of the shards' own: a thread
-	 * that moves between CPUs takes from each one's shard in turn, and the shards' peaks summed
+	 * is older than the period before. The node's peak, not a sum of the shards' own: threads on
+	 * several CPUs in turn take from each one's shard in turn, and the shards' peaks summed
 	 * kept 4,800 pages against a real peak of 608 (a helper's review). Within half the option
 	 * of the real peak either way: each shard may hold a step it has not folded (up or down).
 	 * Relaxed atomics. */
@@ -160,6 +162,10 @@ int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, str
  * none, or at once when no chunk could hold it at that alignment (the caller maps it as a huge
  * chunk instead). */
 struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st, bool grow);
+/* The calling thread takes its runs from the shard of the CPU it runs on at its next take,
+ * and keeps that shard while it moves between CPUs (pool.c: home_shard): for a thread moved to
+ * another node (malloc/home.c). */
+void np_pool_rehome_thread(void);
 /* Up to n such runs in one lock hold (growing only when empty-handed); how many were stored in
  * out[]. */
 int np_pool_get_runs(int node, size_t npages, size_t align_pages, int n, struct np_page **out,
