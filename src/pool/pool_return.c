@@ -178,12 +178,11 @@ static void decay_node(struct np_pool *pool, uint64_t now, uint64_t period_ns, s
 
 void np_pool_decay(struct np_vmstat_diffs *st)
 {
+	/* The huge caches look with NUMAPAGE_DECAY_MS=0 too: their peak still halves each second. */
 	uint64_t period = decay_period_ns();
-	if (!period)
-		return;
 	uint64_t now = np_os_clock_ns();
 	for (int i = 0; i < np_topo_table.nnodes && i < NP_MAX_NODES; i++) {
-		if (np_pools[i].exists)
+		if (period && np_pools[i].exists)
 			decay_node(&np_pools[i], now, period, st);
 		np_huge_decay(i, now, st);
 	}

@@ -290,6 +290,24 @@ static void cached_chunks_decay_at_the_pools_look(void **state)
 	check();
 }
 
+/* With NUMAPAGE_DECAY_MS=0 (no decay by age: "only past the budgets") the pools' looks still
+ * halve the cache's peak once a second, so its resident part comes down to NUMAPAGE_PURGE_MB:
+ * np_pool_decay returned before its looks when the option was 0 (a review of the change). */
+static void without_decay_the_looks_bring_the_cache_to_its_budget(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "0", "PURGE_MB", "1", NULL);
+	size_t one = cache_chunks(3);
+	for (int i = 0; i < 8; i++) {
+		np_fake_os_advance_clock(1100000000ull);
+		np_pool_decay(NULL);
+	}
+	assert_int_equal(cached_dirty(), 0); /* the peak halved to under one chunk */
+	assert_true(cached_clean() <= 4 * PAGES(MB)); /* past four budgets, clean chunks unmap */
+	assert_true(one > 4 * PAGES(MB));
+	check();
+}
+
 /* A chunk cached after the clock reading a decay check works with (another thread took the
  * time, then the lock, while this one cached): it is not old. Its age was an unsigned
  * difference, which wrapped to a huge one and gave its pages back at once (a review). */
@@ -387,6 +405,7 @@ int main(void)
 		cmocka_unit_test_teardown(a_grown_block_counts_its_new_pages, teardown),
 		cmocka_unit_test_teardown(decay_gives_pages_back_then_unmaps_the_clean, teardown),
 		cmocka_unit_test_teardown(cached_chunks_decay_at_the_pools_look, teardown),
+		cmocka_unit_test_teardown(without_decay_the_looks_bring_the_cache_to_its_budget, teardown),
 		cmocka_unit_test_teardown(a_chunk_cached_after_the_clock_reading_is_not_old, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
