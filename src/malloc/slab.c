@@ -77,7 +77,7 @@ struct np_slab *np_slab_create(struct np_pcp *pcp, unsigned cls, struct np_threa
 	/* Keyed by a process secret: an address and a count alone do not give it away. */
 	static uint64_t counter;
 	s->key = (uintptr_t)np_mix64(s->start ^ key_seed ^
-				  __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) | 1;
+				     __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) | 1;
 	/* Through another secret: a block's two words do not give the key away more than its link. */
 	s->mark = (uintptr_t)np_mix64(s->key ^ mark_secret) | 1;
 	s->owner = owner;

@@ -490,11 +490,10 @@ static bool fits_in_chunk(size_t n, size_t align)
 
 /* ---- the pool's interface ----------------------------------------------------------------- */
 
-/* The shard of the CPU the calling thread runs on (rseq: one load). */
 /* 1 + the shard the calling thread takes runs from, in every node's pool (0: none chosen yet). */
 static NP_TLS uint8_t my_shard;
 
-/* The shard of the CPU the calling thread runs on. */
+/* The shard of the CPU the calling thread runs on (rseq: one load). */
 static unsigned cpu_shard_now(void)
 {
 	int cpu = np_os_current_cpu();
@@ -512,7 +511,7 @@ static struct np_pool_shard *home_shard(struct np_pool *p)
 {
 	if (p->nshards == 1)
 		return &p->shard[0];
-	if (!my_shard)
+	if (!my_shard || my_shard > p->nshards) /* none yet, or chosen in a table with more CPUs */
 		my_shard = (uint8_t)(cpu_shard_now() + 1);
 	unsigned k = my_shard - 1u;
 	return &p->shard[k < p->nshards ? k : 0];

@@ -5,11 +5,10 @@
  * taken once per batch (not per page). A thread takes runs from its shard: the one of the CPU
  * it first took on, kept while the scheduler moves it, changed when it finds that shard's lock
  * taken or moves to another node; when that has none that fits, a wholly free chunk of another
- * shard moves over, and only
- * then does its own shard map a chunk (a node that may not grow, or a process short of
- * address space, borrows other shards' runs); a run always returns to the shard of its
- * chunk. So threads on different CPUs do not queue on one lock, nor write each other's bins
- * and page descriptors (jemalloc's arenas per CPU, per node here). Free memory goes back to
+ * shard moves over, and only then does its own shard map a chunk (a node that may not grow, or
+ * a process short of address space, borrows other shards' runs); a run always returns to the
+ * shard of its chunk. So threads on different CPUs do not queue on one lock, nor write each
+ * other's bins and page descriptors (jemalloc's arenas per CPU, per node here). Free memory goes back to
  * the OS (madvise) once a pool's shards hold more dirty free pages together than
  * NUMAPAGE_PURGE_MB plus the most pages the pool had in use in this decay period and the one
  * before (np_pool_purge_mark), and by time: a free run carries the
@@ -115,7 +114,7 @@ struct np_pool {
 	 * compare-and-swap at a fold that passes it and when a period begins (what a program holds
 	 * through a period is a peak of it too); every period's start writes its slot, so no stamp
 	 * is older than the period before. The node's peak, not a sum of the shards' own: threads on
-	 * several CPUs in turn take from each one's shard in turn, and the shards' peaks summed
+	 * several CPUs take from each one's shard, and the shards' peaks summed
 	 * kept 4,800 pages against a real peak of 608 (a helper's review). Within half the option
 	 * of the real peak either way: each shard may hold a step it has not folded (up or down).
 	 * Relaxed atomics. */
