@@ -290,6 +290,26 @@ static void cached_chunks_decay_at_the_pools_look(void **state)
 	check();
 }
 
+/* The looks are paced: one a decay period (here 1 s), whichever thread makes it. A chunk that
+ * turns old between two looks waits for the next one: the slow paths of every thread call
+ * np_pool_decay, and each of them must not take the cache's lock. */
+static void the_pools_looks_are_paced(void **state)
+{
+	(void)state;
+	start("2node", "DECAY_MS", "1000", NULL);
+	size_t one = cache_chunks(1);
+	np_fake_os_advance_clock(900000000ull);
+	np_pool_decay(NULL); /* a look: not old yet (0.9 s); the next is due in 1 s */
+	assert_int_equal(cached_dirty(), one);
+	np_fake_os_advance_clock(200000000ull);
+	np_pool_decay(NULL); /* old now (1.1 s), but no look is due */
+	assert_int_equal(cached_dirty(), one);
+	np_fake_os_advance_clock(900000000ull);
+	np_pool_decay(NULL); /* 1.9 s after the first: due */
+	assert_int_equal(cached_dirty(), 0);
+	check();
+}
+
 /* With NUMAPAGE_DECAY_MS=0 (no decay by age: "only past the budgets") the pools' looks still
  * halve the cache's peak once a second, so its resident part comes down to NUMAPAGE_PURGE_MB:
  * np_pool_decay returned before its looks when the option was 0 (a review of the change). */
@@ -405,6 +425,7 @@ int main(void)
 		cmocka_unit_test_teardown(a_grown_block_counts_its_new_pages, teardown),
 		cmocka_unit_test_teardown(decay_gives_pages_back_then_unmaps_the_clean, teardown),
 		cmocka_unit_test_teardown(cached_chunks_decay_at_the_pools_look, teardown),
+		cmocka_unit_test_teardown(the_pools_looks_are_paced, teardown),
 		cmocka_unit_test_teardown(without_decay_the_looks_bring_the_cache_to_its_budget, teardown),
 		cmocka_unit_test_teardown(a_chunk_cached_after_the_clock_reading_is_not_old, teardown),
 	};
