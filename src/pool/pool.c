@@ -27,12 +27,13 @@ static uint8_t cpu_shard[NP_MAX_CPUS] NP_LARGE_BSS;
 
 size_t np_pool_purge_pages;
 
-void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
+bool np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
 {
-	if (!np_trylock(&s->lock)) {
-		np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pool_contended, 1);
-		np_lock(&s->lock);
-	}
+	if (np_trylock(&s->lock))
+		return false;
+	np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pool_contended, 1);
+	np_lock(&s->lock);
+	return true;
 }
 
 /* Pages of shard p's chunks in use: mapped, not free, not out for a purge. Exact under the
@@ -529,12 +530,8 @@ static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages,
 		     struct np_page **out, struct np_vmstat_diffs *st, bool grow, const char *where)
 {
 	int got = 0;
-	if (!np_trylock(&p->lock)) {
-		np_vmstat_add(st, p->node, NUMA_PAGE_STAT_pool_contended, 1);
-		np_lock(&p->lock);
-		if (my_shard == p->index + 1u) /* another thread shares it: move to the CPU's */
-			my_shard = (uint8_t)(cpu_shard_now() + 1);
-	}
+	if (np_pool_lock(p, st) && my_shard == p->index + 1u) /* another thread shares it: */
+		my_shard = (uint8_t)(cpu_shard_now() + 1);   /* the CPU's from now on */
 	while (got < n) {
 		struct np_page *run = take_locked(p, npages, align_pages);
 		if (!run) {

@@ -33,8 +33,8 @@ NP_INLINE void np_pool_less_dirty(struct np_pool_shard *s, size_t d)
 	np_pool_set_count(&s->dirty_pages, s->dirty_pages > d ? s->dirty_pages - d : 0);
 }
 
-/* Takes the shard's lock, counting pool_contended when it has to wait. */
-void np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st);
+/* Takes the shard's lock, counting pool_contended when it has to wait; true when it waited. */
+bool np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st);
 void np_pool_unlock(struct np_pool_shard *s);
 /* The shard that owns the chunk of page pg. */
 NP_INLINE struct np_pool_shard *np_pool_shard_of(const struct np_page *pg)
