@@ -19,6 +19,27 @@
 
 #define VALUE_WIDTH 14
 
+/* Column i's heading: a node's, or Total for i == nnodes. */
+static void column_heading(char *buf, size_t size, int i, int nnodes, const int *os_ids)
+{
+	if (i == nnodes)
+		snprintf(buf, size, "Total");
+	else
+		snprintf(buf, size, "node%d", os_ids[i]);
+}
+
+/* Item k's value in column i: a node's, or (i == nnodes) the sum over the nodes. */
+static long column_value(const long *values, int nitems, int nnodes, int i, int k)
+{
+	if (i < nnodes)
+		return values[(size_t)i * (size_t)nitems + (size_t)k];
+	long v = 0;
+	for (int j = 0; j < nnodes; j++)
+		v += values[(size_t)j * (size_t)nitems + (size_t)k];
+	return v;
+}
+
+/* numastat's table: a column a node, then Total. */
 bool np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
 			   const char *const *names, const long *values)
 {
@@ -26,21 +47,17 @@ bool np_vmstat_print_table(FILE *out, int nnodes, const int *os_ids, int nitems,
 	for (int k = 0; k < nitems; k++)
 		w = NP_MAX(w, (int)strlen(names[k]) + 1);
 	bool ok = fprintf(out, "%-*s", w, "") >= 0;
-	for (int i = 0; i < nnodes; i++) {
+	for (int i = 0; i <= nnodes; i++) {
 		char col[24];
-		snprintf(col, sizeof col, "node%d", os_ids[i]);
+		column_heading(col, sizeof col, i, nnodes, os_ids);
 		ok &= fprintf(out, " %*s", VALUE_WIDTH, col) >= 0;
 	}
-	ok &= fprintf(out, " %*s\n", VALUE_WIDTH, "Total") >= 0;
+	ok &= fputc('\n', out) != EOF;
 	for (int k = 0; k < nitems; k++) {
-		long sum = 0;
 		ok &= fprintf(out, "%-*s", w, names[k]) >= 0;
-		for (int i = 0; i < nnodes; i++) {
-			long v = values[(size_t)i * (size_t)nitems + (size_t)k];
-			sum += v;
-			ok &= fprintf(out, " %*ld", VALUE_WIDTH, v) >= 0;
-		}
-		ok &= fprintf(out, " %*ld\n", VALUE_WIDTH, sum) >= 0;
+		for (int i = 0; i <= nnodes; i++)
+			ok &= fprintf(out, " %*ld", VALUE_WIDTH, column_value(values, nitems, nnodes, i, k)) >= 0;
+		ok &= fputc('\n', out) != EOF;
 	}
 	return ok;
 }
@@ -90,26 +107,6 @@ static void cell(char *buf, size_t size, const struct np_vmstat_table_opts *o, i
 	}
 	double mib = NP_VMSTAT_KIND_IS_BYTES(kind) ? (double)v / MiB : (double)v * (double)o->page_size / MiB;
 	snprintf(buf, size, o->compact ? "%.0f" : "%.2f", mib);
-}
-
-/* Column i's heading: a node's, or Total for i == nnodes. */
-static void column_heading(char *buf, size_t size, int i, int nnodes, const int *os_ids)
-{
-	if (i == nnodes)
-		snprintf(buf, size, "Total");
-	else
-		snprintf(buf, size, "node%d", os_ids[i]);
-}
-
-/* Item k's value in column i: a node's, or (i == nnodes) the sum over the nodes. */
-static long column_value(const long *values, int nitems, int nnodes, int i, int k)
-{
-	if (i < nnodes)
-		return values[(size_t)i * (size_t)nitems + (size_t)k];
-	long v = 0;
-	for (int j = 0; j < nnodes; j++)
-		v += values[(size_t)j * (size_t)nitems + (size_t)k];
-	return v;
 }
 
 int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, int nnodes,
