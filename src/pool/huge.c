@@ -190,6 +190,18 @@ static void give_back(struct cache *h, int node, struct np_chunk **purge, int np
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, pages);
 }
 
+/* The cache's decay at `now`, with its lock held: what choose_locked picks is given back
+ * after the lock is dropped. Every user of the cache ends its lock hold here. */
+static void decay_and_unlock(struct cache *h, int node, uint64_t now, struct np_vmstat_diffs *st)
+{
+	struct np_chunk *purge[BATCH], *unmap[BATCH];
+	int np, nu;
+	choose_locked(h, now, purge, &np, unmap, &nu);
+	np_unlock(&h->lock);
+	if (np || nu)
+		give_back(h, node, purge, np, unmap, nu, st);
+}
+
 bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st)
 {
 	if (c->kind != NP_CHUNK_HUGE)
@@ -205,14 +217,9 @@ bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st)
 	c->user = 0;
 	c->dirty = np_chunk_data_bytes(c); /* its user may have written all of it */
 	c->cached_at = now;
-	struct np_chunk *purge[BATCH], *unmap[BATCH];
-	int np, nu;
 	np_lock(&h->lock);
 	link_locked(h, c);
-	choose_locked(h, now, purge, &np, unmap, &nu);
-	np_unlock(&h->lock);
-	if (np || nu)
-		give_back(h, node, purge, np, unmap, nu, st);
+	decay_and_unlock(h, node, now, st);
 	return true;
 }
 
@@ -223,8 +230,6 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		return NULL;
 	size_t need = (bytes + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
 	uint64_t now = np_os_clock_ns();
-	struct np_chunk *purge[BATCH], *unmap[BATCH];
-	int np, nu;
 	np_lock(&h->lock);
 	/* The smallest that fits (resident before clean on a tie); else the largest, to grow. */
 	struct np_chunk **best = NULL, **largest = NULL;
@@ -245,10 +250,7 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		unlink_locked(h, take);
 		c->kind = NP_CHUNK_HUGE;
 	}
-	choose_locked(h, now, purge, &np, unmap, &nu); /* the rest, after the pick */
-	np_unlock(&h->lock);
-	if (np || nu)
-		give_back(h, node, purge, np, unmap, nu, st);
+	decay_and_unlock(h, node, now, st); /* the rest, after the pick */
 	if (!c)
 		return NULL;
 	if (!best) {
@@ -297,13 +299,8 @@ void np_huge_decay(int node, uint64_t now, struct np_vmstat_diffs *st)
 	if ((int64_t)(now - at) < 0 ||
 	    !__atomic_compare_exchange_n(&h->look_at, &at, now + every, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	struct np_chunk *purge[BATCH], *unmap[BATCH];
-	int np, nu;
 	np_lock(&h->lock);
-	choose_locked(h, now, purge, &np, unmap, &nu);
-	np_unlock(&h->lock);
-	if (np || nu)
-		give_back(h, node, purge, np, unmap, nu, st);
+	decay_and_unlock(h, node, now, st);
 }
 
 size_t np_huge_trim(int node, struct np_vmstat_diffs *st)
