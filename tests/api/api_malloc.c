@@ -2072,18 +2072,19 @@ static void decay_gives_back_pages_of_free_small_blocks_in_orphans(void **state)
 	F_TRIM();
 }
 
-/* Resident pages of the range [p, p + n) that the allocator may have unmapped since: none of
- * an unmapped page. */
-static size_t resident_pages_of(uintptr_t p, size_t n)
+/* Resident pages of the ranges [p[i], p[i] + n), which the allocator may have unmapped since:
+ * none of an unmapped page. */
+static size_t resident_pages_of(const uintptr_t *p, int count, size_t n)
 {
 	size_t resident = 0;
-	for (uintptr_t a = p & ~(uintptr_t)4095; a < p + n; a += 4096) {
-		unsigned char v;
-		if (mincore((void *)a, 4096, &v) == 0)
-			resident += v & 1;
-		else
-			assert_int_equal(errno, ENOMEM);
-	}
+	for (int i = 0; i < count; i++)
+		for (uintptr_t a = p[i] & ~(uintptr_t)4095; a < p[i] + n; a += 4096) {
+			unsigned char v;
+			if (mincore((void *)a, 4096, &v) == 0)
+				resident += v & 1;
+			else
+				assert_int_equal(errno, ENOMEM);
+		}
 	return resident;
 }
 
@@ -2107,9 +2108,7 @@ static void decay_gives_back_freed_huge_blocks(void **state)
 	}
 	for (int i = N - 1; i >= 0; i--)
 		F_FREE((void *)a[i]);
-	size_t resident = 0;
-	for (int i = 0; i < N; i++)
-		resident += resident_pages_of(a[i], n);
+	size_t resident = resident_pages_of(a, N, n);
 	assert_true(resident >= N * (n / 4096) * 9 / 10); /* cached for reuse */
 	struct numa_page_node_stats st0 = np_t_stats();
 	assert_int_equal(numa_page_option_set("DECAY_MS", "50"), 0);
@@ -2118,9 +2117,7 @@ static void decay_gives_back_freed_huge_blocks(void **state)
 	unsigned rounds = 0;
 	do {
 		slow_path_round(60);
-		resident = 0;
-		for (int i = 0; i < N; i++)
-			resident += resident_pages_of(a[i], n);
+		resident = resident_pages_of(a, N, n);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		rounds++;
 	} while (resident > 0 && t.tv_sec - t0.tv_sec < 30);
