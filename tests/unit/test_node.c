@@ -22,22 +22,6 @@
 #include "unit_fixture.h"
 #include "topology/topology.h"
 
-static void start(const char *fixture, ...)
-{
-	va_list ap;
-	va_start(ap, fixture);
-	np_test_start_fixture(fixture, ap);
-	va_end(ap);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	np_test_unmap_pools();
-	np_fake_os_reset();
-	return 0;
-}
-
 /* Fills pool `node` with `pages` free pages (maps what it needs). */
 static void fill(int node, size_t pages)
 {
@@ -49,7 +33,7 @@ static void fill(int node, size_t pages)
 static void pick_on_2990wx(void **state)
 {
 	(void)state;
-	start("2990wx", NULL);
+	np_test_start("2990wx", NULL);
 	/* Memoryless 1 and 3 are dealt the two equidistant memory nodes in turn as first
 	 * choices, and take their batches from the group in turn from there. */
 	assert_int_equal(np_node_primary(0), 0);
@@ -93,7 +77,7 @@ static void pick_on_2990wx(void **state)
 static void pick_on_r7425(void **state)
 {
 	(void)state;
-	start("r7425", NULL);
+	np_test_start("r7425", NULL);
 	/* Each memoryless node has one nearest memory node: no choice, no sharing. */
 	const int want[8] = {1, 1, 1, 1, 5, 5, 5, 5};
 	fill(5, NP_CHUNK_DATA_PAGES);
@@ -111,7 +95,7 @@ static void pick_on_r7425(void **state)
 static void policy_targets(void **state)
 {
 	(void)state;
-	start("4node", NULL);
+	np_test_start("4node", NULL);
 	unsigned rotor = 0;
 	struct np_topo_policy def = {.mode = NP_POLICY_DEFAULT};
 	assert_int_equal(np_node_target(&def, 2, &rotor), 2);
@@ -172,7 +156,7 @@ static void policy_targets(void **state)
 static void served_cpus_and_near_masks(void **state)
 {
 	(void)state;
-	start("r7425", NULL);
+	np_test_start("r7425", NULL);
 	/* Every CPU is served by the pool nearest its node: 4 each. */
 	assert_int_equal(np_node_cpus_served(1), 4);
 	assert_int_equal(np_node_cpus_served(5), 4);
@@ -181,7 +165,7 @@ static void served_cpus_and_near_masks(void **state)
 	assert_int_equal(np_node_near(1), 1ULL << 1);
 	assert_int_equal(np_node_near(0), 1ULL << 1);
 	assert_int_equal(np_node_near(6), 1ULL << 5);
-	start("2990wx", NULL);
+	np_test_start("2990wx", NULL);
 	assert_int_equal(np_node_near(1), (1ULL << 0) | (1ULL << 2));
 	assert_int_equal(np_node_near(2), 1ULL << 2);
 }
@@ -207,7 +191,7 @@ static bool record(int node, bool stolen, bool grow, void *arg)
 static void walk_orders_every_node_once(void **state)
 {
 	(void)state;
-	start("4node", NULL);
+	np_test_start("4node", NULL);
 	/* Node 2's fallback: itself, then 0, 1, 3 (equidistant, by id). */
 	struct log l = {.accept = -1};
 	struct np_node_req r = {.intended = 2, .pages = 1};
@@ -232,7 +216,7 @@ static void walk_orders_every_node_once(void **state)
 static void walk_tries_the_picked_pool_first(void **state)
 {
 	(void)state;
-	start("2990wx", NULL);
+	np_test_start("2990wx", NULL);
 	struct log l = {.accept = -1};
 	unsigned rotor = 1; /* node 1's second pick: node 2, shared */
 	struct np_node_req r = {.intended = 1, .flags = NP_WALK_PICK, .pages = 1, .rotor = &rotor};
@@ -255,7 +239,7 @@ static void walk_tries_the_picked_pool_first(void **state)
 static void walk_passes_over_full_nodes_first(void **state)
 {
 	(void)state;
-	start("4node", NULL);
+	np_test_start("4node", NULL);
 	/* On this machine (a rehearsed full node serves nothing in the first round: the next
 	 * test), the kernel says nodes 2 and 0 are full: every node is tried, 2 and 0 without
 	 * growing; then 2 and 0 again, growing, only when nobody else served, in the same order. */
@@ -303,7 +287,7 @@ static bool serve_any(int node, bool stolen, bool grow, void *arg)
 static void rehearsed_node_serves_no_more_than_its_memory(void **state)
 {
 	(void)state;
-	start("4node", NULL);
+	np_test_start("4node", NULL);
 	assert_false(np_topo_table.is_system);
 	long size0 = (long)np_pools[0].limit_pages;
 	fill(0, 100); /* node 0's pool holds a chunk's free pages */
@@ -342,7 +326,7 @@ static void rehearsed_node_serves_no_more_than_its_memory(void **state)
 static void room_from_the_kernel(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	np_topo_table.is_system = true;
 	np_node_init(&np_topo_table);
 	int os0 = np_topo_table.node[0].os_id;
@@ -378,15 +362,15 @@ static void room_from_the_kernel(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(pick_on_2990wx, teardown),
-		cmocka_unit_test_teardown(pick_on_r7425, teardown),
-		cmocka_unit_test_teardown(served_cpus_and_near_masks, teardown),
-		cmocka_unit_test_teardown(walk_orders_every_node_once, teardown),
-		cmocka_unit_test_teardown(walk_tries_the_picked_pool_first, teardown),
-		cmocka_unit_test_teardown(walk_passes_over_full_nodes_first, teardown),
-		cmocka_unit_test_teardown(rehearsed_node_serves_no_more_than_its_memory, teardown),
-		cmocka_unit_test_teardown(policy_targets, teardown),
-		cmocka_unit_test_teardown(room_from_the_kernel, teardown),
+		cmocka_unit_test_teardown(pick_on_2990wx, np_test_teardown_pools),
+		cmocka_unit_test_teardown(pick_on_r7425, np_test_teardown_pools),
+		cmocka_unit_test_teardown(served_cpus_and_near_masks, np_test_teardown_pools),
+		cmocka_unit_test_teardown(walk_orders_every_node_once, np_test_teardown_pools),
+		cmocka_unit_test_teardown(walk_tries_the_picked_pool_first, np_test_teardown_pools),
+		cmocka_unit_test_teardown(walk_passes_over_full_nodes_first, np_test_teardown_pools),
+		cmocka_unit_test_teardown(rehearsed_node_serves_no_more_than_its_memory, np_test_teardown_pools),
+		cmocka_unit_test_teardown(policy_targets, np_test_teardown_pools),
+		cmocka_unit_test_teardown(room_from_the_kernel, np_test_teardown_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,9 @@
  * through the fake OS by OS node id, strict and preferred bind failures) and the per-node page
  * pools (batches of aligned runs, exact runs with alignment, growth and the node's limit,
  * coalescing and every invariant after each step of a randomized sequence with a fixed seed,
- * growing a run in place, purging, and the contended-lock counter). Each test loads a fixture into np_topo_table and
- * re-initialises options, statistics and pools; teardown unmaps every chunk it left behind.
+ * growing a run in place, purging, and the contended-lock counter). Each test loads a fixture
+ * into np_topo_table and re-initialises options, statistics and pools (np_test_start);
+ * np_test_teardown_pools unmaps every chunk it left behind.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,25 +52,6 @@ static void load_cpus(int cpus)
 	char spec[96];
 	snprintf(spec, sizeof spec, "synthetic:pack:1 [numa(memory=4294967296)] core:%d pu:1", cpus);
 	np_test_load_topology(spec, NULL);
-}
-
-/* Loads a fixture as the library's table and sets up fresh pools; option pairs name, value
- * are applied first (NULL-terminated). */
-static void start(const char *fixture, ...)
-{
-	va_list ap;
-	va_start(ap, fixture);
-	np_test_start_fixture(fixture, ap);
-	va_end(ap);
-}
-
-/* Unmaps every normal chunk of every pool (tests leave whole pools behind). */
-static int teardown(void **state)
-{
-	(void)state;
-	np_test_unmap_pools();
-	np_fake_os_reset();
-	return 0;
 }
 
 static void check_node(int node)
@@ -130,7 +112,7 @@ static size_t page_index(const struct np_page *pg)
 static void chunk_layout_and_lookup(void **state)
 {
 	(void)state;
-	start("sparse", NULL);
+	np_test_start("sparse", NULL);
 	enum np_chunk_refusal why;
 	struct np_chunk *c = np_chunk_map(2, false, &why); /* dense 2 = OS node 5 */
 	assert_non_null(c);
@@ -166,7 +148,7 @@ static void chunk_layout_and_lookup(void **state)
 static void chunks_bind_by_os_id(void **state)
 {
 	(void)state;
-	start("sparse", NULL);
+	np_test_start("sparse", NULL);
 	np_topo_table.is_system = true; /* the fake records binds as a real kernel would see them */
 	for (int n = 0; n < 3; n++) {
 		struct np_page *run;
@@ -183,7 +165,7 @@ static void chunks_bind_by_os_id(void **state)
 static void strict_bind_failure_means_no_memory(void **state)
 {
 	(void)state;
-	start("2node", "BIND", "strict", NULL);
+	np_test_start("2node", "BIND", "strict", NULL);
 	np_topo_table.is_system = true;
 	np_fake_os_fail_bind(1, -ENOMEM);
 	struct np_page *run;
@@ -214,7 +196,7 @@ static void strict_bind_failure_means_no_memory(void **state)
 static void preferred_bind_failures(void **state)
 {
 	(void)state;
-	start("2node", NULL); /* preferred is the default */
+	np_test_start("2node", NULL); /* preferred is the default */
 	np_topo_table.is_system = true;
 	np_fake_os_fail_bind(1, -ENOSYS);
 	struct np_page *run;
@@ -233,7 +215,7 @@ static void preferred_bind_failures(void **state)
 static void map_failure_means_no_memory(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	np_fake_os_fail_map_after(0);
 	struct np_page *run;
 	assert_int_equal(np_pool_get_batch(0, 0, 4, &run, NULL, true), 0);
@@ -247,7 +229,7 @@ static void map_failure_means_no_memory(void **state)
 static void map_failure_does_not_back_off(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	np_fake_os_fail_map_after(0);
 	assert_null(np_pool_get_run(0, 100, 1, NULL, true));
 	np_fake_os_fail_map_after(-1);
@@ -262,7 +244,7 @@ static void map_failure_does_not_back_off(void **state)
 static void empty_chunks_unmap(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	struct np_page *a = np_pool_get_run(0, 100, 1, NULL, true);
 	struct np_page *b = np_pool_get_run(0, NP_CHUNK_DATA_PAGES, 1, NULL, true);
 	assert_non_null(a);
@@ -293,7 +275,7 @@ static void empty_chunks_unmap(void **state)
 static void huge_chunk(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	size_t bytes = 9 * NP_CHUNK_SIZE / 2 + 123; /* 18 MiB and a bit: five granules */
 	struct np_chunk *c = np_chunk_map_huge(1, 0, bytes, NP_PAGE_SIZE, false, NULL);
 	assert_non_null(c);
@@ -342,7 +324,7 @@ static int mappings_over(uintptr_t lo, uintptr_t hi)
 static void many_huge_chunks_share_mappings(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	long saved = np_chunk_merge_above;
 	np_chunk_merge_above = 4;
 	enum { N = 48 };
@@ -382,7 +364,7 @@ static void many_huge_chunks_share_mappings(void **state)
 static void thp_advice_comes_before_the_first_write(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	struct np_chunk *c = np_chunk_map_huge(0, 0, 6 << 20, NP_PAGE_SIZE, false, NULL);
 	struct np_page *r = np_pool_get_run(0, 4, 1, NULL, true);
 	assert_non_null(c);
@@ -419,7 +401,7 @@ static void thp_advice_comes_before_the_first_write(void **state)
 static void huge_chunk_aligned(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	for (size_t align = NP_PAGE_SIZE; align <= 2 * NP_CHUNK_SIZE; align <<= 1) {
 		struct np_chunk *c = np_chunk_map_huge(0, 0, 5 << 20, align, false, NULL);
 		assert_non_null(c);
@@ -433,7 +415,7 @@ static void huge_chunk_aligned(void **state)
 static void interleaved_chunk_round_robin(void **state)
 {
 	(void)state;
-	start("4node", NULL);
+	np_test_start("4node", NULL);
 	np_topo_table.is_system = true;
 	struct np_chunk *c = np_chunk_map_huge(-1, 0, 64 * NP_PAGE_SIZE, NP_PAGE_SIZE, false, NULL);
 	assert_non_null(c);
@@ -456,7 +438,7 @@ static void interleaved_chunk_round_robin(void **state)
 static void init_marks_memory_nodes(void **state)
 {
 	(void)state;
-	start("r7425", NULL);
+	np_test_start("r7425", NULL);
 	for (int n = 0; n < 8; n++)
 		assert_int_equal(np_pools[n].exists, n == 1 || n == 5);
 	assert_int_equal(np_pools[1].limit_pages, np_topo_table.node[1].mem_bytes >> NP_PAGE_SHIFT);
@@ -472,7 +454,7 @@ static void init_marks_memory_nodes(void **state)
 static void pools_past_the_tables_stay_untouched(void **state)
 {
 	(void)state;
-	start("r7425", NULL);
+	np_test_start("r7425", NULL);
 	size_t mapped, free_pages;
 	np_pool_totals(&mapped, &free_pages);
 	np_pool_atfork_prepare();
@@ -487,7 +469,7 @@ static void pools_past_the_tables_stay_untouched(void **state)
 static void batch_of_aligned_runs(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	for (unsigned order = 0; order < 5; order++) {
 		struct np_page *runs[64];
 		int got = np_pool_get_batch(1, order, 40, runs, NULL, true);
@@ -524,7 +506,7 @@ static void batch_of_aligned_runs(void **state)
 static void batch_grows_only_when_empty(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	struct np_page *runs[64];
 	/* Take all but 3 pages of the first chunk, then ask for 8: a partial batch, no growth. */
 	struct np_page *big = np_pool_get_run(0, NP_CHUNK_DATA_PAGES - 3, 1, NULL, true);
@@ -545,7 +527,7 @@ static void batch_grows_only_when_empty(void **state)
 static void exact_runs_with_alignment(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	assert_null(np_pool_get_run(0, 0, 1, NULL, true));
 	assert_null(np_pool_get_run(0, NP_POOL_MAX_RUN + 1, 1, NULL, true));
 	struct np_page *whole = np_pool_get_run(0, NP_POOL_MAX_RUN, 1, NULL, true);
@@ -579,7 +561,7 @@ static void aligned_takes_among_leftovers(void **state)
 {
 	(void)state;
 	enum { K = 300, ALIGN = 32 };
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	static struct np_page *runs[K + ALIGN];
 	for (int i = 0; i < K; i++) {
 		runs[i] = np_pool_get_run(0, 1, ALIGN, NULL, true);
@@ -676,7 +658,7 @@ static void aligned_take_finds_the_fitting_run_behind_many(void **state)
 static void unfittable_alignment_fails_fast(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	/* At 256 pages, the first boundary behind the header is page 256. */
 	assert_null(np_pool_get_run(0, NP_CHUNK_PAGES - 128, 256, NULL, true));
 	assert_true(np_fake_os_maps() <= 1);
@@ -694,7 +676,7 @@ static void unfittable_alignment_fails_fast(void **state)
 static void node_size_does_not_cap_mapping(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	/* Pretend node 1 has two chunks' worth of memory, and map four. */
 	np_topo_table.node[1].mem_bytes = 2 * NP_CHUNK_SIZE;
 	np_pool_init(&np_topo_table);
@@ -714,7 +696,7 @@ static void node_size_does_not_cap_mapping(void **state)
 static void coalesces_both_sides(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	struct np_page *a = np_pool_get_run(0, 10, 1, NULL, true);
 	struct np_page *b = np_pool_get_run(0, 20, 1, NULL, true);
 	struct np_page *c = np_pool_get_run(0, 30, 1, NULL, true);
@@ -754,7 +736,7 @@ static void coalesces_both_sides(void **state)
 static void long_runs_take_touched_pages_first(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	const size_t hole = 600, tail = 400, mid = NP_CHUNK_DATA_PAGES - hole - tail;
 	struct np_page *a = np_pool_get_run(0, hole, 1, NULL, true);
 	struct np_page *b = np_pool_get_run(0, mid, 1, NULL, true);
@@ -793,7 +775,7 @@ static void long_runs_take_touched_pages_first(void **state)
 static void grow_run_in_place(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	struct np_page *a = np_pool_get_run(0, 10, 1, NULL, true);
 	struct np_page *b = np_pool_get_run(0, 10, 1, NULL, true);
 	assert_ptr_equal(b, a + 10);
@@ -837,7 +819,7 @@ static void check_stamp(struct np_page *r, uint64_t tag)
 static void randomized_invariants(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", NULL);
+	np_test_start("2node", "PURGE_MB", "1", NULL);
 	enum { MAX_HELD = 200, STEPS = 3000 };
 	static struct np_page *held[MAX_HELD];
 	static uint64_t tags[MAX_HELD];
@@ -914,7 +896,7 @@ static void purge_past_watermark(void **state)
 {
 	(void)state;
 	/* No decay: the mark is the option plus what is in use, no recent peak. */
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "0", NULL); /* 256 dirty pages kept at most */
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "0", NULL); /* 256 dirty pages kept at most */
 	struct np_page *runs[4];
 	for (int i = 0; i < 4; i++) {
 		runs[i] = np_pool_get_run(0, 80, 1, NULL, true);
@@ -1007,7 +989,7 @@ static void zeroing_clears_what_was_written_only(void **state)
 static void a_cut_leaves_no_dirty_page_called_clean(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1024", "DECAY_MS", "0", NULL);
+	np_test_start("2node", "PURGE_MB", "1024", "DECAY_MS", "0", NULL);
 	struct np_page *pins[2];
 	int npins = 0;
 	struct np_page *r;
@@ -1066,7 +1048,7 @@ static void check_clean_runs_read_zero(int node)
 static void refused_purges_leave_zeros(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "1000", NULL);
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "1000", NULL);
 	np_fake_os_fail_purge(-EINVAL);
 	struct np_page *runs[8];
 	for (int i = 0; i < 8; i++) {
@@ -1105,7 +1087,7 @@ static void refused_purges_leave_zeros(void **state)
 static void purge_off_keeps_nothing_dirty(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "0", NULL);
+	np_test_start("2node", "PURGE_MB", "0", NULL);
 	/* Nothing is kept whatever the program has in use (the watermark follows use only
 	 * above a floor the option sets). */
 	struct np_page *held = np_pool_get_run(1, 600, 1, NULL, true);
@@ -1138,7 +1120,7 @@ static int shard_of(const struct np_page *pg)
 static void shards_keep_cpus_apart(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	assert_int_equal(np_pools[0].nshards, 4); /* 4 CPUs */
 	struct np_page *a = take_on(0, 64), *b = take_on(1, 64);
 	assert_int_equal(shard_of(a), 0);
@@ -1180,7 +1162,7 @@ static void shards_keep_cpus_apart(void **state)
 static void a_thread_keeps_its_shard_while_it_moves(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	struct np_page *a = take_on(0, 64);
 	assert_int_equal(shard_of(a), 0);
 	np_fake_os_set_cpu(1); /* the same thread, moved */
@@ -1222,7 +1204,7 @@ static void *hold_shard_until_contended(void *arg)
 static void a_thread_finding_its_shard_taken_moves_to_its_cpus(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	struct np_page *a = take_on(0, 64);
 	np_fake_os_set_cpu(1); /* moved: still shard 0 */
 	contended_before = STAT(0, pool_contended);
@@ -1252,7 +1234,7 @@ static void a_thread_finding_its_shard_taken_moves_to_its_cpus(void **state)
 static void shards_lend_only_when_address_space_is_short(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	on_cpu(0);
 	struct np_page *keep[3];
 	for (int i = 0; i < 3; i++) { /* one run left in each of three chunks */
@@ -1293,7 +1275,7 @@ static void shards_lend_only_when_address_space_is_short(void **state)
 static void purge_watermark_follows_use(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "0", NULL); /* 256 pages */
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "0", NULL); /* 256 pages */
 	struct np_page *held[6];
 	for (int i = 0; i < 6; i++) {
 		held[i] = np_pool_get_run(0, 100, 1, NULL, true);
@@ -1326,7 +1308,8 @@ static void purge_watermark_follows_use(void **state)
 static void purge_watermark_is_the_nodes(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "0", NULL); /* 256 dirty pages, no recent peak */
+	/* 256 dirty pages, no recent peak */
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "0", NULL);
 	struct np_page *r[3];
 	for (int i = 0; i < 3; i++) {
 		on_cpu(i < 2 ? 0 : 1);
@@ -1357,7 +1340,7 @@ static void purge_watermark_is_the_nodes(void **state)
 static void trim_counts_only_dirty_pages(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "64", "DECAY_MS", "0", NULL);
+	np_test_start("2node", "PURGE_MB", "64", "DECAY_MS", "0", NULL);
 	struct np_page *r = np_pool_get_run(0, 80, 1, NULL, true);
 	assert_non_null(r);
 	memset(np_page_addr(r), 0x5a, 80 * NP_PAGE_SIZE);
@@ -1414,7 +1397,7 @@ static size_t pool_in_use(void)
 static void a_burst_of_frees_keeps_the_recent_peak(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL); /* 256 pages, steps of 64 */
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL); /* 256 pages, steps of 64 */
 	on_cpu(0);
 	np_pool_decay(NULL); /* the first look: period 1 begins */
 	struct np_page *held[6];
@@ -1459,7 +1442,7 @@ static void a_burst_of_frees_keeps_the_recent_peak(void **state)
 static void a_held_working_set_is_a_peak(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
 	np_pool_decay(NULL);
 	struct np_page *held[6];
 	take_written(held, 6, 100);
@@ -1477,7 +1460,7 @@ static void a_held_working_set_is_a_peak(void **state)
 static void a_long_sleep_keeps_the_peak_one_period(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
 	np_pool_decay(NULL);
 	struct np_page *big = take_on(0, 1000);
 	memset(np_page_addr(big), 0x22, 1000 * NP_PAGE_SIZE);
@@ -1518,7 +1501,7 @@ static void a_period_begins_with_what_every_shard_holds(void **state)
 static void the_peak_is_the_nodes(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
 	np_pool_decay(NULL);
 	struct np_page *a = take_on(0, 300), *b = take_on(1, 200);
 	assert_int_equal(shard_of(a), 0);
@@ -1618,7 +1601,7 @@ static void take_in_purge_hook(void)
 static void a_purge_under_way_is_not_in_use(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "100000", NULL);
 	on_cpu(0);
 	np_pool_decay(NULL);
 	struct np_page *a = np_pool_get_run(0, 100, 1, NULL, true), *pin = np_pool_get_run(0, 4, 1, NULL, true);
@@ -1647,7 +1630,8 @@ static void a_purge_under_way_is_not_in_use(void **state)
 static void purge_does_not_churn(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "4", "DECAY_MS", "0", NULL); /* 1024 dirty pages, no recent peak */
+	/* 1024 dirty pages, no recent peak */
+	np_test_start("2node", "PURGE_MB", "4", "DECAY_MS", "0", NULL);
 	on_cpu(0);
 	struct np_page *a = np_pool_get_run(0, 900, 1, NULL, true);
 	struct np_page *pin = np_pool_get_run(0, 16, 1, NULL, true); /* the chunk is not whole */
@@ -1675,7 +1659,7 @@ static void purge_does_not_churn(void **state)
 static void decay_gives_back_what_stayed_free(void **state)
 {
 	(void)state;
-	start("2node", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "DECAY_MS", "100000", NULL);
 	on_cpu(0);
 	/* idle | pin1 | busy | pin2 | pin3: no two free ones merge, nor with the chunk's rest */
 	struct np_page *r[5];
@@ -1721,7 +1705,7 @@ static void decay_gives_back_what_stayed_free(void **state)
 static void decay_reaches_every_shard(void **state)
 {
 	(void)state;
-	start("2node", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "DECAY_MS", "100000", NULL);
 	assert_true(np_pools[0].nshards >= 2);
 	on_cpu(0);
 	struct np_page *left = np_pool_get_run(0, 200, 1, NULL, true);
@@ -1743,7 +1727,7 @@ static void decay_reaches_every_shard(void **state)
 	on_cpu(0);
 	np_pool_put_run(pin, NULL);
 
-	start("2node", "DECAY_MS", "0", NULL);
+	np_test_start("2node", "DECAY_MS", "0", NULL);
 	struct np_page *k = np_pool_get_run(0, 50, 1, NULL, true);
 	struct np_page *k2 = np_pool_get_run(0, 4, 1, NULL, true);
 	assert_non_null(k);
@@ -1769,7 +1753,7 @@ static void older_clock_hook(void)
 static void decay_with_an_older_clock_is_not_due(void **state)
 {
 	(void)state;
-	start("2node", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "DECAY_MS", "100000", NULL);
 	on_cpu(0);
 	size_t len[6] = {100, 4, 50, 4, 4, 4}; /* a | pin | c | pin | d | pin */
 	struct np_page *r[6];
@@ -1799,7 +1783,7 @@ static void decay_with_an_older_clock_is_not_due(void **state)
 static void decay_follows_a_moved_chunk(void **state)
 {
 	(void)state;
-	start("2node", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "DECAY_MS", "100000", NULL);
 	on_cpu(1);
 	struct np_page *a = np_pool_get_run(0, NP_CHUNK_DATA_PAGES, 1, NULL, true);
 	struct np_page *b = np_pool_get_run(0, 200, 1, NULL, true);
@@ -1846,7 +1830,7 @@ static void fork_in_purge_hook(void)
 static void fork_during_a_purge_keeps_its_runs(void **state)
 {
 	(void)state;
-	start("2node", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "DECAY_MS", "100000", NULL);
 	on_cpu(0);
 	struct np_page *a = np_pool_get_run(0, 100, 1, NULL, true), *pin = np_pool_get_run(0, 4, 1, NULL, true);
 	assert_non_null(a);
@@ -1868,7 +1852,7 @@ static void fork_during_a_purge_keeps_its_runs(void **state)
 static void decay_reaches_a_run_beside_churn(void **state)
 {
 	(void)state;
-	start("2node", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "DECAY_MS", "100000", NULL);
 	on_cpu(0);
 	struct np_page *x = np_pool_get_run(0, 100, 1, NULL, true);
 	struct np_page *idle = np_pool_get_run(0, 500, 1, NULL, true);
@@ -1916,7 +1900,7 @@ static void purges_of_one_shard_run_side_by_side(void **state)
 	for (beside_mode = 0; beside_mode < 2; beside_mode++) {
 		/* watermark 256 pages plus those in use (8 while a is out being purged): the node
 		 * marked nearly full, so that the mark follows use, not the recent peak */
-		start("2node", "DECAY_MS", "100000", "PURGE_MB", "1", NULL);
+		np_test_start("2node", "DECAY_MS", "100000", "PURGE_MB", "1", NULL);
 		np_pool_set_low(0, true);
 		on_cpu(0);
 		struct np_page *a = np_pool_get_run(0, 40, 1, NULL, true), *pin1 = np_pool_get_run(0, 4, 1, NULL, true);
@@ -1963,7 +1947,7 @@ static void slow_decay_hook(void)
 static void decay_slower_than_a_period_keeps_the_newer(void **state)
 {
 	(void)state;
-	start("2node", "DECAY_MS", "100000", NULL);
+	np_test_start("2node", "DECAY_MS", "100000", NULL);
 	assert_true(np_pools[0].nshards >= 2);
 	on_cpu(0);
 	struct np_page *a = np_pool_get_run(0, 100, 1, NULL, true), *pin = np_pool_get_run(0, 4, 1, NULL, true);
@@ -2039,7 +2023,7 @@ static void sixteen_cpus_sixteen_shards(void **state)
 static void quiet_shard_return_purges_the_node(void **state)
 {
 	(void)state;
-	start("2node", "PURGE_MB", "1", "DECAY_MS", "0", NULL); /* 256 dirty pages, 64 a shard */
+	np_test_start("2node", "PURGE_MB", "1", "DECAY_MS", "0", NULL); /* 256 dirty pages, 64 a shard */
 	assert_int_equal(np_pools[0].nshards, 4);
 	struct np_page *big = take_on(0, 220), *small = take_on(1, 50);
 	memset(np_page_addr(big), 0x5a, 220 * NP_PAGE_SIZE);
@@ -2295,7 +2279,7 @@ static void a_new_table_clears_every_bin_list(void **state)
 static void contended_lock_is_counted(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	struct np_page *run = NULL;
 	struct np_lock *lock = &np_pools[0].shard[(unsigned)np_os_current_cpu() % np_pools[0].nshards].lock;
 	np_lock(lock); /* the shard the other thread's CPU takes from */
@@ -2317,7 +2301,7 @@ static void contended_lock_is_counted(void **state)
 static void tight_address_space_sizes_to_the_page(void **state)
 {
 	(void)state;
-	start("2node", NULL);
+	np_test_start("2node", NULL);
 	assert_false(np_chunk_tight);
 	size_t five = (size_t)5 << 20;
 	assert_int_equal(np_chunk_huge_size(five + 4097), five + ((size_t)1 << 20)); /* step 1 MiB */
@@ -2335,70 +2319,71 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sixty_four_shards_start_small), /* first: nothing touched the pools */
-		cmocka_unit_test_teardown(tight_address_space_sizes_to_the_page, teardown),
-		cmocka_unit_test_teardown(pools_past_the_tables_stay_untouched, teardown),
-		cmocka_unit_test_teardown(chunk_layout_and_lookup, teardown),
-		cmocka_unit_test_teardown(thp_advice_comes_before_the_first_write, teardown),
-		cmocka_unit_test_teardown(map_failure_does_not_back_off, teardown),
-		cmocka_unit_test_teardown(empty_chunks_unmap, teardown),
-		cmocka_unit_test_teardown(chunks_bind_by_os_id, teardown),
-		cmocka_unit_test_teardown(strict_bind_failure_means_no_memory, teardown),
-		cmocka_unit_test_teardown(preferred_bind_failures, teardown),
-		cmocka_unit_test_teardown(map_failure_means_no_memory, teardown),
-		cmocka_unit_test_teardown(huge_chunk, teardown),
-		cmocka_unit_test_teardown(many_huge_chunks_share_mappings, teardown),
-		cmocka_unit_test_teardown(huge_chunk_aligned, teardown),
-		cmocka_unit_test_teardown(interleaved_chunk_round_robin, teardown),
-		cmocka_unit_test_teardown(init_marks_memory_nodes, teardown),
-		cmocka_unit_test_teardown(batch_of_aligned_runs, teardown),
-		cmocka_unit_test_teardown(batch_grows_only_when_empty, teardown),
-		cmocka_unit_test_teardown(exact_runs_with_alignment, teardown),
-		cmocka_unit_test_teardown(aligned_takes_among_leftovers, teardown),
-		cmocka_unit_test_teardown(aligned_take_finds_the_fitting_run_behind_many, teardown),
-		cmocka_unit_test_teardown(unfittable_alignment_fails_fast, teardown),
-		cmocka_unit_test_teardown(node_size_does_not_cap_mapping, teardown),
-		cmocka_unit_test_teardown(coalesces_both_sides, teardown),
-		cmocka_unit_test_teardown(grow_run_in_place, teardown),
-		cmocka_unit_test_teardown(long_runs_take_touched_pages_first, teardown),
-		cmocka_unit_test_teardown(randomized_invariants, teardown),
-		cmocka_unit_test_teardown(purge_past_watermark, teardown),
-		cmocka_unit_test_teardown(zeroing_clears_what_was_written_only, teardown),
-		cmocka_unit_test_teardown(a_cut_leaves_no_dirty_page_called_clean, teardown),
-		cmocka_unit_test_teardown(refused_purges_leave_zeros, teardown),
-		cmocka_unit_test_teardown(purge_off_keeps_nothing_dirty, teardown),
-		cmocka_unit_test_teardown(contended_lock_is_counted, teardown),
-		cmocka_unit_test_teardown(shards_keep_cpus_apart, teardown),
-		cmocka_unit_test_teardown(a_thread_keeps_its_shard_while_it_moves, teardown),
-		cmocka_unit_test_teardown(a_thread_finding_its_shard_taken_moves_to_its_cpus, teardown),
-		cmocka_unit_test_teardown(shards_lend_only_when_address_space_is_short, teardown),
-		cmocka_unit_test_teardown(purge_watermark_is_the_nodes, teardown),
-		cmocka_unit_test_teardown(purge_watermark_follows_use, teardown),
-		cmocka_unit_test_teardown(a_burst_of_frees_keeps_the_recent_peak, teardown),
-		cmocka_unit_test_teardown(a_held_working_set_is_a_peak, teardown),
-		cmocka_unit_test_teardown(a_long_sleep_keeps_the_peak_one_period, teardown),
-		cmocka_unit_test_teardown(a_period_begins_with_what_every_shard_holds, teardown),
-		cmocka_unit_test_teardown(the_peak_is_the_nodes, teardown),
-		cmocka_unit_test_teardown(a_thread_moving_between_cpus_peaks_once, teardown),
-		cmocka_unit_test_teardown(a_racing_reader_sees_the_peak, teardown),
-		cmocka_unit_test_teardown(a_purge_under_way_is_not_in_use, teardown),
-		cmocka_unit_test_teardown(trim_counts_only_dirty_pages, teardown),
-		cmocka_unit_test_teardown(purge_does_not_churn, teardown),
-		cmocka_unit_test_teardown(decay_gives_back_what_stayed_free, teardown),
-		cmocka_unit_test_teardown(decay_reaches_every_shard, teardown),
-		cmocka_unit_test_teardown(decay_with_an_older_clock_is_not_due, teardown),
-		cmocka_unit_test_teardown(decay_follows_a_moved_chunk, teardown),
-		cmocka_unit_test_teardown(fork_during_a_purge_keeps_its_runs, teardown),
-		cmocka_unit_test_teardown(decay_reaches_a_run_beside_churn, teardown),
-		cmocka_unit_test_teardown(purges_of_one_shard_run_side_by_side, teardown),
-		cmocka_unit_test_teardown(decay_slower_than_a_period_keeps_the_newer, teardown),
-		cmocka_unit_test_teardown(sparse_cpuset_uses_every_shard, teardown),
-		cmocka_unit_test_teardown(sixteen_cpus_sixteen_shards, teardown),
-		cmocka_unit_test_teardown(quiet_shard_return_purges_the_node, teardown),
-		cmocka_unit_test_teardown(a_clean_node_sums_no_shards, teardown),
-		cmocka_unit_test_teardown(a_hovering_shard_writes_no_shared_line, teardown),
-		cmocka_unit_test_teardown(dirty_total_never_drifts, teardown),
-		cmocka_unit_test_teardown(a_run_back_after_a_new_table_is_counted, teardown),
-		cmocka_unit_test_teardown(a_new_table_clears_every_bin_list, teardown),
+		cmocka_unit_test_teardown(tight_address_space_sizes_to_the_page, np_test_teardown_pools),
+		cmocka_unit_test_teardown(pools_past_the_tables_stay_untouched, np_test_teardown_pools),
+		cmocka_unit_test_teardown(chunk_layout_and_lookup, np_test_teardown_pools),
+		cmocka_unit_test_teardown(thp_advice_comes_before_the_first_write, np_test_teardown_pools),
+		cmocka_unit_test_teardown(map_failure_does_not_back_off, np_test_teardown_pools),
+		cmocka_unit_test_teardown(empty_chunks_unmap, np_test_teardown_pools),
+		cmocka_unit_test_teardown(chunks_bind_by_os_id, np_test_teardown_pools),
+		cmocka_unit_test_teardown(strict_bind_failure_means_no_memory, np_test_teardown_pools),
+		cmocka_unit_test_teardown(preferred_bind_failures, np_test_teardown_pools),
+		cmocka_unit_test_teardown(map_failure_means_no_memory, np_test_teardown_pools),
+		cmocka_unit_test_teardown(huge_chunk, np_test_teardown_pools),
+		cmocka_unit_test_teardown(many_huge_chunks_share_mappings, np_test_teardown_pools),
+		cmocka_unit_test_teardown(huge_chunk_aligned, np_test_teardown_pools),
+		cmocka_unit_test_teardown(interleaved_chunk_round_robin, np_test_teardown_pools),
+		cmocka_unit_test_teardown(init_marks_memory_nodes, np_test_teardown_pools),
+		cmocka_unit_test_teardown(batch_of_aligned_runs, np_test_teardown_pools),
+		cmocka_unit_test_teardown(batch_grows_only_when_empty, np_test_teardown_pools),
+		cmocka_unit_test_teardown(exact_runs_with_alignment, np_test_teardown_pools),
+		cmocka_unit_test_teardown(aligned_takes_among_leftovers, np_test_teardown_pools),
+		cmocka_unit_test_teardown(aligned_take_finds_the_fitting_run_behind_many, np_test_teardown_pools),
+		cmocka_unit_test_teardown(unfittable_alignment_fails_fast, np_test_teardown_pools),
+		cmocka_unit_test_teardown(node_size_does_not_cap_mapping, np_test_teardown_pools),
+		cmocka_unit_test_teardown(coalesces_both_sides, np_test_teardown_pools),
+		cmocka_unit_test_teardown(grow_run_in_place, np_test_teardown_pools),
+		cmocka_unit_test_teardown(long_runs_take_touched_pages_first, np_test_teardown_pools),
+		cmocka_unit_test_teardown(randomized_invariants, np_test_teardown_pools),
+		cmocka_unit_test_teardown(purge_past_watermark, np_test_teardown_pools),
+		cmocka_unit_test_teardown(zeroing_clears_what_was_written_only, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_cut_leaves_no_dirty_page_called_clean, np_test_teardown_pools),
+		cmocka_unit_test_teardown(refused_purges_leave_zeros, np_test_teardown_pools),
+		cmocka_unit_test_teardown(purge_off_keeps_nothing_dirty, np_test_teardown_pools),
+		cmocka_unit_test_teardown(contended_lock_is_counted, np_test_teardown_pools),
+		cmocka_unit_test_teardown(shards_keep_cpus_apart, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_thread_keeps_its_shard_while_it_moves, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_thread_finding_its_shard_taken_moves_to_its_cpus,
+			np_test_teardown_pools),
+		cmocka_unit_test_teardown(shards_lend_only_when_address_space_is_short, np_test_teardown_pools),
+		cmocka_unit_test_teardown(purge_watermark_is_the_nodes, np_test_teardown_pools),
+		cmocka_unit_test_teardown(purge_watermark_follows_use, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_burst_of_frees_keeps_the_recent_peak, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_held_working_set_is_a_peak, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_long_sleep_keeps_the_peak_one_period, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_period_begins_with_what_every_shard_holds, np_test_teardown_pools),
+		cmocka_unit_test_teardown(the_peak_is_the_nodes, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_thread_moving_between_cpus_peaks_once, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_racing_reader_sees_the_peak, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_purge_under_way_is_not_in_use, np_test_teardown_pools),
+		cmocka_unit_test_teardown(trim_counts_only_dirty_pages, np_test_teardown_pools),
+		cmocka_unit_test_teardown(purge_does_not_churn, np_test_teardown_pools),
+		cmocka_unit_test_teardown(decay_gives_back_what_stayed_free, np_test_teardown_pools),
+		cmocka_unit_test_teardown(decay_reaches_every_shard, np_test_teardown_pools),
+		cmocka_unit_test_teardown(decay_with_an_older_clock_is_not_due, np_test_teardown_pools),
+		cmocka_unit_test_teardown(decay_follows_a_moved_chunk, np_test_teardown_pools),
+		cmocka_unit_test_teardown(fork_during_a_purge_keeps_its_runs, np_test_teardown_pools),
+		cmocka_unit_test_teardown(decay_reaches_a_run_beside_churn, np_test_teardown_pools),
+		cmocka_unit_test_teardown(purges_of_one_shard_run_side_by_side, np_test_teardown_pools),
+		cmocka_unit_test_teardown(decay_slower_than_a_period_keeps_the_newer, np_test_teardown_pools),
+		cmocka_unit_test_teardown(sparse_cpuset_uses_every_shard, np_test_teardown_pools),
+		cmocka_unit_test_teardown(sixteen_cpus_sixteen_shards, np_test_teardown_pools),
+		cmocka_unit_test_teardown(quiet_shard_return_purges_the_node, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_clean_node_sums_no_shards, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_hovering_shard_writes_no_shared_line, np_test_teardown_pools),
+		cmocka_unit_test_teardown(dirty_total_never_drifts, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_run_back_after_a_new_table_is_counted, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_new_table_clears_every_bin_list, np_test_teardown_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,7 +49,7 @@ static struct np_pcp pcp;
 static int setup(void **state)
 {
 	(void)state;
-	np_test_start_fixture_opts("2node", NULL);
+	np_test_start("2node", NULL);
 	st = calloc(1, sizeof *st);
 	np_vmstat_register(st);
 	np_pcp_init(&pcp, 0, st, NULL);

@@ -97,7 +97,7 @@ static void run(struct life *l)
 static int setup(void **state)
 {
 	(void)state;
-	np_test_start_fixture_opts("2node", NULL);
+	np_test_start("2node", NULL);
 	np_slab_init_secret();
 	np_thread_init_key(np_thread_exit_hook);
 	__atomic_store_n(&np_state, NP_STATE_READY, __ATOMIC_RELEASE);

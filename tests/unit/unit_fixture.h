@@ -51,7 +51,9 @@ static inline void np_test_start_fixture(const char *fixture, va_list ap)
 	np_test_load_fixture(fixture, NULL);
 }
 
-static inline void np_test_start_fixture_opts(const char *fixture, ...)
+/* Loads a fixture as the library's table, fresh pools and statistics; option pairs name,
+ * value (NULL-terminated) are applied first. */
+static inline void np_test_start(const char *fixture, ...)
 {
 	va_list ap;
 	va_start(ap, fixture);
@@ -74,6 +76,15 @@ static inline void np_test_unmap_pools(void)
 			np_pools[i].shard[k].chunks = NULL;
 			np_pools[i].shard[k].mapped_pages = 0;
 		}
+}
+
+/* A cmocka teardown for the tests that use pools only: unmaps them, resets the fake OS. */
+static inline int np_test_teardown_pools(void **state)
+{
+	(void)state;
+	np_test_unmap_pools();
+	np_fake_os_reset();
+	return 0;
 }
 
 /* Forks as the library's fork handlers would for one module: prepare() before, parent() after
