@@ -51,8 +51,9 @@ struct np_topo_node {
 };
 
 /* A memory policy (set_mempolicy(2), numactl) as the library applies it: in the dense nodes of
- * a table, only those with allowed memory. MPOL_BIND is not here: it makes the nodes outside it
- * not allowed when the table is loaded (np_topo_node.mem_allowed). */
+ * a table, only those with allowed memory. MPOL_BIND at start-up makes the nodes outside it not
+ * allowed when the table is loaded (np_topo_node.mem_allowed); one a thread sets since over
+ * fewer nodes is PREFERRED over them (kernel_mode says MPOL_BIND). */
 enum np_topo_policy_mode {
 	NP_POLICY_DEFAULT = 0,    /* the library's own placement: the thread's CPU's node */
 	NP_POLICY_PREFERRED = 1,  /* MPOL_PREFERRED, MPOL_PREFERRED_MANY: these nodes first */
@@ -141,8 +142,9 @@ static inline const uint16_t *np_topo_node_cpu_list(const struct np_topo *t, int
 }
 
 /* The calling thread's memory policy over t's nodes: MPOL_PREFERRED(_MANY) -> PREFERRED,
- * MPOL_INTERLEAVE and MPOL_WEIGHTED_INTERLEAVE (weights not applied) -> INTERLEAVE, anything
- * else -> DEFAULT (MPOL_DEFAULT, MPOL_LOCAL, MPOL_BIND: see np_topo_policy). DEFAULT as well
+ * MPOL_INTERLEAVE and MPOL_WEIGHTED_INTERLEAVE (weights not applied) -> INTERLEAVE, MPOL_BIND
+ * over fewer than the allowed nodes -> PREFERRED, anything else -> DEFAULT (MPOL_DEFAULT,
+ * MPOL_LOCAL, MPOL_BIND over all of them: see np_topo_policy). DEFAULT as well
  * when t is not this machine (a rehearsal's nodes are not the kernel's) or when the policy
  * names no node of t with allowed memory. One get_mempolicy(2). */
 void np_topo_read_policy(const struct np_topo *t, struct np_topo_policy *out);

@@ -41,16 +41,22 @@ void np_topo_read_policy(const struct np_topo *t, struct np_topo_policy *out)
 	case MODE_PREFERRED_MANY: want = NP_POLICY_PREFERRED; break;
 	case MODE_INTERLEAVE:
 	case MODE_WEIGHTED_INTERLEAVE: want = NP_POLICY_INTERLEAVE; break;
-	default: return; /* DEFAULT, LOCAL; BIND is applied as the allowed nodes */
+	case MODE_BIND: want = NP_POLICY_PREFERRED; break;
+	default: return; /* DEFAULT, LOCAL */
 	}
-	uint64_t nodes = 0;
+	uint64_t nodes = 0, allowed = 0;
 	for (int i = 0; i < t->nnodes; i++) {
 		int id = t->node[i].os_id;
-		if (t->node[i].mem_allowed && id < POLICY_BITS && (mask[id / BITS_PER_LONG] >> (id % BITS_PER_LONG) & 1))
+		if (!t->node[i].mem_allowed)
+			continue;
+		allowed |= 1ULL << i;
+		if (id < POLICY_BITS && (mask[id / BITS_PER_LONG] >> (id % BITS_PER_LONG) & 1))
 			nodes |= 1ULL << i;
 	}
-	/* MPOL_PREFERRED with an empty mask is the old spelling of MPOL_LOCAL. */
-	if (!nodes)
+	/* MPOL_PREFERRED with an empty mask is the old spelling of MPOL_LOCAL. MPOL_BIND over
+	 * every node the process may use is what the allowed nodes say already (a bind at
+	 * start-up is read as them); over fewer, set by a thread since, its nodes come first. */
+	if (!nodes || (mode == MODE_BIND && nodes == allowed))
 		return;
 	out->mode = want;
 	out->nodes = nodes;
@@ -82,8 +88,10 @@ void np_topo_policy_describe(const struct np_topo *t, const struct np_topo_polic
 		return;
 	}
 	bool many = __builtin_popcountll(pol->nodes) > 1;
-	size_t len = np_format(buf, size, "%s node%s", pol->mode == NP_POLICY_PREFERRED ? "preferred" : "interleave over",
-			       many ? "s" : "");
+	const char *how = pol->mode == NP_POLICY_INTERLEAVE ? "interleave over"
+			  : pol->kernel_mode == MODE_BIND ? "bound to"
+							  : "preferred";
+	size_t len = np_format(buf, size, "%s node%s", how, many ? "s" : "");
 	bool first = true;
 	for (int i = 0; i < t->nnodes && len < size; i++)
 		if ((pol->nodes >> i) & 1) {

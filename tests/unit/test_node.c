@@ -138,11 +138,20 @@ static void policy_targets(void **state)
 	np_fake_os_set_mempolicy(1, NULL, 0); /* MPOL_PREFERRED, no node: local allocation */
 	np_node_policy(&got);
 	assert_int_equal(got.mode, NP_POLICY_DEFAULT);
-	np_fake_os_set_mempolicy(2 /* MPOL_BIND */, nodes, 1);
+	/* MPOL_BIND over every allowed node: what the allowed nodes say already. */
+	int all[] = {0, 1, 2, 3};
+	np_fake_os_set_mempolicy(2 /* MPOL_BIND */, all, 4);
 	np_node_policy(&got);
 	assert_int_equal(got.mode, NP_POLICY_DEFAULT);
 	np_topo_policy_describe(&np_topo_table, &got, what, sizeof what);
 	assert_string_equal(what, "default (MPOL_BIND: memory only from its nodes)");
+	/* Over fewer (a thread bound itself since start-up): its nodes first. */
+	np_fake_os_set_mempolicy(2 /* MPOL_BIND */, nodes, 1);
+	np_node_policy(&got);
+	assert_int_equal(got.mode, NP_POLICY_PREFERRED);
+	assert_int_equal(got.nodes, 1ULL << 1);
+	np_topo_policy_describe(&np_topo_table, &got, what, sizeof what);
+	assert_string_equal(what, "bound to node 1 (MPOL_BIND)");
 	np_fake_os_set_mempolicy(3 /* MPOL_INTERLEAVE */, many, 2);
 	assert_int_equal(np_options_set("bind", "strict"), 0);
 	np_node_policy(&got);
