@@ -1,5 +1,6 @@
 /*
- * home.h — a thread's home node as the thread moves. The scheduler moves threads that are not
+ * home.h — a thread's home node as the thread moves, and the memory policy it follows as it sets
+ * new ones. The scheduler moves threads that are not
  * pinned; the home node follows the CPU, noticed on the slow paths (a slab miss, a large
  * block), where reading the CPU is one load from the rseq area (np_os_current_cpu). On a move
  * the page cache is re-homed (its pages of the old node go to the tail and drain home), the
@@ -21,9 +22,25 @@
 /* Moves th (the calling thread's state) to dense node `node`. */
 NP_NOINLINE void np_home_move(struct np_thread *th, int node);
 
-/* On every slow path: re-homes the calling thread when it runs on another node's CPU now. */
+/* The thread's memory policy (set_mempolicy(2), libnuma's numa_set_*) is read when its state
+ * is made, and read again:
+ *   - at its next slow path after it set one through the C wrapper (thread_start.c wraps it,
+ *     as libnuma's calls do: np_tls.policy_set), and after placement made its state before its
+ *     start routine ran;
+ *   - at a periodic point (np_ring_periodic) once NP_POLICY_LOOK_NS passed since the last read:
+ *     a policy set by a raw system call, which nothing sees.
+ * A new policy moves the thread's target as a new home does (its page cache's near pages to
+ * the head, slabs of nodes no longer near leave its rings). A read is get_mempolicy(2): a
+ * system call, never on a fast path. */
+#define NP_POLICY_LOOK_NS (10 * 1000 * 1000ull)
+NP_NOINLINE void np_home_read_policy(struct np_thread *th);
+
+/* On every slow path: reads the policy the calling thread set since, and re-homes it when it
+ * runs on another node's CPU now. */
 NP_INLINE void np_home_follow(struct np_thread *th)
 {
+	if (NP_UNLIKELY(np_tls.policy_set))
+		np_home_read_policy(th);
 	if (th->pcp.home_fixed)
 		return;
 	int node = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());

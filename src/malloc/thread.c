@@ -85,7 +85,8 @@ struct np_thread *np_thread_get(void)
 	__atomic_add_fetch(&np_threads_seen, 1, __ATOMIC_RELAXED);
 	np_vmstat_register(&th->st);
 	struct np_topo_policy pol;
-	np_node_policy(&pol); /* the task policy the thread inherited or set (numactl) */
+	np_tls.policy_set = false; /* one it set before: read now */
+	np_node_policy(&pol);      /* the task policy the thread inherited or set (numactl) */
 	np_pcp_init(&th->pcp, home, &th->st, &pol);
 	th->pcp.home_fixed = fixed;
 	/* Counted on its node at once, and a placed thread under the placement lock: between

@@ -50,6 +50,8 @@ struct np_tls {
 					   * created while placement was off */
 	uint8_t placed_mask;              /* placement set this thread's affinity to the CPUs of node
 					   * placed_mask - 1 (0: it did not): np_place_mask_chosen */
+	bool policy_set;                  /* thread_start.c: it set its memory policy (or was placed)
+					   * since the policy was read: read it again (home.h) */
 };
 
 extern NP_TLS struct np_tls np_tls;
@@ -76,6 +78,8 @@ struct np_thread {
 	uint64_t decay_began;
 	/* np_os_clock_ns until which it takes no decay step (ring.c: DECAY_REST). */
 	uint64_t decay_rest_until;
+	/* np_os_clock_ns from which a periodic point reads its memory policy again (home.c). */
+	uint64_t policy_look_at;
 	uint8_t decay_passes;
 	uint8_t decay_class;
 	struct np_slab *decay_at;

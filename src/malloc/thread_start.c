@@ -55,6 +55,9 @@ static void *trampoline(void *p)
 		np_tls.place_at_start = true;
 		np_thread_get();
 		np_tls.place_at_start = false;
+		/* Its policy was read before its start routine could set one (even by a raw system
+		 * call): read again at its first slow path, as an unplaced thread's first is. */
+		np_tls.policy_set = true;
 	}
 	np_bootstrap_free(p);
 	return s.fn(s.arg);

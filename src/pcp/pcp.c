@@ -122,15 +122,11 @@ static void resort(struct np_pcp *pcp)
 	}
 }
 
-void np_pcp_set_home(struct np_pcp *pcp, int home)
+/* The target for the home and policy now, and the near mask with it. */
+static void retarget(struct np_pcp *pcp, bool keep_interleave)
 {
-	if (home == pcp->home)
-		return;
-	count_thread(pcp, pcp->home, -1);
-	count_thread(pcp, home, 1);
-	pcp->home = home;
-	if (pcp->policy.mode != NP_POLICY_INTERLEAVE) /* an interleave's target moves by itself */
-		pcp->target = np_node_target(&pcp->policy, home, &pcp->ilv_rotor);
+	if (!keep_interleave || pcp->policy.mode != NP_POLICY_INTERLEAVE)
+		pcp->target = np_node_target(&pcp->policy, pcp->home, &pcp->ilv_rotor);
 	uint64_t near = np_node_target_near(&pcp->policy, pcp->target);
 	if (near != pcp->near) {
 		/* Pages that were local are remote now: near ones to the head, the rest to the tail;
@@ -139,6 +135,25 @@ void np_pcp_set_home(struct np_pcp *pcp, int home)
 		resort(pcp);
 		flush_runs(pcp, 0);
 	}
+}
+
+void np_pcp_set_home(struct np_pcp *pcp, int home)
+{
+	if (home == pcp->home)
+		return;
+	count_thread(pcp, pcp->home, -1);
+	count_thread(pcp, home, 1);
+	pcp->home = home;
+	retarget(pcp, true); /* an interleave's target moves by itself */
+}
+
+bool np_pcp_set_policy(struct np_pcp *pcp, const struct np_topo_policy *pol)
+{
+	bool same = pol->mode == pcp->policy.mode && pol->nodes == pcp->policy.nodes;
+	pcp->policy = *pol; /* the kernel's mode too, which names it */
+	if (!same)
+		retarget(pcp, false);
+	return !same;
 }
 
 void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages, bool named)

@@ -27,6 +27,7 @@
 #include "fake_os.h"
 #include "numapage.h"
 #include "malloc/large.h"
+#include "malloc/ring.h"
 #include "malloc/sizeclass.h"
 #include "malloc/thread.h"
 #include "options.h"
@@ -790,6 +791,65 @@ static void thread_follows_migration(void **state)
 	check_pools();
 }
 
+/* A memory policy the thread sets while it runs is followed (a helper's test from outside: a
+ * program's own set_mempolicy or numa_set_preferred, after the C library's start-up had already
+ * given its main thread state, was never read). The fake OS's policy stands for the kernel's;
+ * a rehearsal's is not read, so the table says "this machine" meanwhile. */
+static void policy_follow_fn(void *arg)
+{
+	(void)arg;
+	numa_page_free(numa_page_malloc(3000)); /* its state, on node 0 under the default */
+	np_topo_table.is_system = true;
+	int os1 = os_of(1), both[] = {os_of(0), os_of(1)};
+	char what[160];
+
+	/* Set through set_mempolicy(2)'s wrapper, which marks it (thread_start.c): the next
+	 * large block and the next slab come from the preferred node. */
+	np_fake_os_set_mempolicy(1 /* MPOL_PREFERRED */, &os1, 1);
+	np_tls.policy_set = true;
+	void *big = numa_page_malloc(2 * MB);
+	assert_int_equal(numa_page_node_of(big), os1);
+	numa_page_free(big);
+	assert_int_equal(mallocs_until_node(3000, 1, 1), 0);
+
+	/* Set by a raw system call, which nothing marks: noticed at a periodic point once 10 ms
+	 * have passed since the last look. */
+	np_fake_os_set_mempolicy(0 /* MPOL_DEFAULT */, NULL, 0);
+	np_fake_os_advance_clock(20 * 1000 * 1000);
+	for (int i = 0; i < 2 * NP_RING_PERIOD; i++)
+		numa_page_free(numa_page_malloc(200 * KB));
+	big = numa_page_malloc(2 * MB);
+	assert_int_equal(numa_page_node_of(big), os_of(0));
+	numa_page_free(big);
+	assert_int_equal(mallocs_until_node(3000, 0, 1), 0);
+
+	/* MPOL_BIND to fewer nodes than the process may use: its nodes first. Over all of
+	 * them: the default (the process's allowed nodes already say so). */
+	np_fake_os_set_mempolicy(2 /* MPOL_BIND */, &os1, 1);
+	np_tls.policy_set = true;
+	big = numa_page_malloc(2 * MB);
+	assert_int_equal(numa_page_node_of(big), os1);
+	numa_page_free(big);
+	np_topo_policy_describe(T, &np_tls.self->pcp.policy, what, sizeof what);
+	assert_string_equal(what, "bound to node 1 (MPOL_BIND)");
+	np_fake_os_set_mempolicy(2 /* MPOL_BIND */, both, 2);
+	np_tls.policy_set = true;
+	big = numa_page_malloc(2 * MB);
+	assert_int_equal(numa_page_node_of(big), os_of(0));
+	numa_page_free(big);
+	assert_int_equal(np_tls.self->pcp.policy.mode, NP_POLICY_DEFAULT);
+
+	np_fake_os_set_mempolicy(0, NULL, 0);
+	np_topo_table.is_system = false;
+}
+
+static void policy_set_while_running_is_followed(void **state)
+{
+	(void)state;
+	run_on_cpu(0, policy_follow_fn, NULL);
+	check_pools();
+}
+
 /* malloc_requested and malloc_in_use are counted on the node whose memory served the bytes:
  * for a thread of a memoryless node, its nearest memory nodes, never the home itself. */
 static void malloc_bytes_count_where_served(void *arg)
@@ -1306,6 +1366,7 @@ int main(void)
 	    cmocka_unit_test(overflowing_sizes_are_enomem), cmocka_unit_test(free_null_and_errno),
 	    cmocka_unit_test(node_of_foreign_pointers), cmocka_unit_test(huge_blocks),
 	    cmocka_unit_test(home_node_set_and_follow), cmocka_unit_test(thread_follows_migration),
+	    cmocka_unit_test(policy_set_while_running_is_followed),
 	    cmocka_unit_test(owner_frees_come_back_first), cmocka_unit_test(slabs_batched_beside_long_runs),
 	    cmocka_unit_test(statistics_match_allocations), cmocka_unit_test(every_cpu_gets_nearest_memory),
 	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),

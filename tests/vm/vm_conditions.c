@@ -721,7 +721,8 @@ static size_t alloc_mix(struct addrs *s)
 	return total; /* never freed: the child exits */
 }
 
-/* policy-child LABEL on NODES | interleave: the mix, where its pages are. NODES: "2" or "2,3". */
+/* policy-child LABEL on NODES | interleave | set NODE: the mix, where its pages are. NODES: "2"
+ * or "2,3"; set: the child sets MPOL_PREFERRED on NODE itself first. */
 static int policy_child(int argc, char **argv)
 {
 	if (argc < 4)
@@ -731,6 +732,19 @@ static int policy_child(int argc, char **argv)
 	struct addrs s;
 	struct tally t;
 	char buf[256];
+	if (!strcmp(kind, "set")) {
+		/* The program sets the policy itself, once this thread has state (a helper's test:
+		 * one set at the top of main() was never read). MPOL_PREFERRED on node NODES. */
+		free(malloc(100));
+		unsigned long mask[VM_MAX_NODES / 64 + 1] = {0};
+		int n = atoi(nodes);
+		mask[n / 64] |= 1UL << (n % 64);
+		if (set_mempolicy(MPOL_PREFERRED, mask, VM_MAX_NODES + 1) != 0) {
+			vm_fail("policy, %s: set_mempolicy: %s", label, strerror(errno));
+			return vm_exit_status();
+		}
+		kind = "on";
+	}
 	addrs_init(&s, 1 << 16);
 	size_t total = alloc_mix(&s);
 	tally(&s, &t);
@@ -887,6 +901,13 @@ static void group_policy(void)
 		fputs(spawn_buf, stderr);
 		child_done(label, st, NULL);
 	}
+
+	/* The program's own set_mempolicy(MPOL_PREFERRED, N), after its state was made. */
+	snprintf(label, sizeof label, "set_mempolicy(MPOL_PREFERRED, %d) by the program on cpu %d", n,
+		 cpu);
+	char *a7[] = {self_exe, "policy-child", label, "set", ns, NULL};
+	st = spawn(a7, NULL, cpu, 0, NULL, 0);
+	child_done(label, st, NULL);
 
 	/* numactl --membind=N: inside N (the issue says this works already). */
 	snprintf(label, sizeof label, "numactl %s on cpu %d", memb, cpu);
