@@ -96,6 +96,14 @@ int np_os_tid(void);
  * mask's bits [0, maxnode) are filled into mask (OS node ids). 0 or -errno. */
 int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode);
 
+/* The policy of the range at p (get_mempolicy(2) with MPOL_F_ADDR): *node is the OS node id
+ * when it binds to one node (MPOL_PREFERRED, MPOL_BIND, MPOL_PREFERRED_MANY of one node),
+ * NP_OS_UNBOUND when it has none (MPOL_DEFAULT, MPOL_LOCAL), NP_OS_BOUND_MANY otherwise. 0 or
+ * -errno. */
+#define NP_OS_UNBOUND (-1)
+#define NP_OS_BOUND_MANY (-2)
+int np_os_bound_node(const void *p, int *node);
+
 /* Sets the calling thread's CPU affinity to the given OS CPU ids. 0 or -errno. */
 int np_os_set_affinity(const int *cpus, int n);
 /* Number of CPUs in the calling thread's affinity mask, or -errno; mask (may be NULL) gets the

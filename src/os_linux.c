@@ -256,6 +256,33 @@ int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
 	RETURN_ERRNO(get_mempolicy(mode, mask, maxnode, NULL, 0));
 }
 
+int np_os_bound_node(const void *p, int *node)
+{
+	SAVE_ERRNO;
+	unsigned long mask[NP_OS_NODE_IDS / (8 * sizeof(unsigned long))] = {0};
+	int mode = 0;
+	if (get_mempolicy(&mode, mask, NP_OS_NODE_IDS + 1, (void *)p, MPOL_F_ADDR) != 0) {
+		int rc = -errno;
+		errno = saved_errno_;
+		return rc;
+	}
+	mode &= 0xff; /* the MPOL_F_* flags ORed in */
+	int first = -1, count = 0;
+	for (size_t w = 0; w < NP_ARRAY_SIZE(mask); w++)
+		if (mask[w]) {
+			count += __builtin_popcountl(mask[w]);
+			if (first < 0)
+				first = (int)(w * 8 * sizeof(unsigned long)) + __builtin_ctzl(mask[w]);
+		}
+	if (mode == MPOL_DEFAULT || mode == MPOL_LOCAL || (mode == MPOL_PREFERRED && count == 0))
+		*node = NP_OS_UNBOUND;
+	else if (count == 1 && (mode == MPOL_PREFERRED || mode == MPOL_BIND || mode == MPOL_PREFERRED_MANY))
+		*node = first;
+	else
+		*node = NP_OS_BOUND_MANY;
+	return 0;
+}
+
 /* glibc 2.35+ registers an rseq area for every thread and says where it is (relative to the
  * thread pointer) and how large (0: not registered, e.g. glibc.pthread.rseq=0). Weak: a C
  * library without them leaves both addresses NULL, and the C library's getcpu answers. */

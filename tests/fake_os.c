@@ -306,6 +306,20 @@ int np_os_name(void *p, size_t size, const char *name)
 	return 0;
 }
 
+int np_os_bound_node(const void *p, int *node)
+{
+	pthread_mutex_lock(&lock);
+	int n = NP_OS_UNBOUND;
+	for (int i = nbinds - 1; i >= 0; i--)
+		if ((uintptr_t)p >= binds[i].start && (uintptr_t)p < binds[i].end) {
+			n = binds[i].node != -2 ? binds[i].node : NP_OS_BOUND_MANY;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	*node = n;
+	return 0;
+}
+
 int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
 {
 	pthread_mutex_lock(&lock);

@@ -31,6 +31,7 @@
 #include "malloc/sizeclass.h"
 #include "malloc/thread.h"
 #include "options.h"
+#include "os.h"
 #include "pcp/pcp.h"
 #include "pool/chunk.h"
 #include "pool/pool.h"
@@ -850,6 +851,42 @@ static void policy_set_while_running_is_followed(void **state)
 	check_pools();
 }
 
+/* A block the program bound to another node itself (numa_tonode_memory's mbind on a malloc
+ * block) is bound back when freed: the next block there comes from the node its chunk is for,
+ * not from the one the program chose for the last (a helper's test in a 2-node guest: a
+ * node-0 thread's next 2 MiB were all on node 1, and counted on node 0). A run is bound back
+ * and its pages given back; a huge chunk is unmapped rather than kept. */
+static void bound_elsewhere_fn(void *arg)
+{
+	(void)arg;
+	numa_page_free(numa_page_malloc(1));
+	np_topo_table.is_system = true;
+	const size_t sizes[] = {2 * MB, 8 * MB};
+	for (size_t i = 0; i < NP_ARRAY_SIZE(sizes); i++) {
+		size_t size = sizes[i];
+		char *p = numa_page_malloc(size);
+		assert_non_null(p);
+		memset(p, 1, size);
+		assert_int_equal(numa_page_node_of(p), os_of(0));
+		assert_int_equal(np_os_bind(p, size, os_of(1), NP_BIND_PREFERRED), 0); /* the program's */
+		assert_int_equal(numa_page_node_of(p), os_of(1));
+		numa_page_free(p);
+		char *q = numa_page_malloc(size);
+		assert_non_null(q);
+		assert_int_equal(numa_page_node_of(q), os_of(0));
+		assert_int_equal(numa_page_node_of(q + size - 1), os_of(0));
+		numa_page_free(q);
+	}
+	np_topo_table.is_system = false;
+}
+
+static void blocks_bound_elsewhere_are_bound_back(void **state)
+{
+	(void)state;
+	run_on_cpu(0, bound_elsewhere_fn, NULL);
+	check_pools();
+}
+
 /* malloc_requested and malloc_in_use are counted on the node whose memory served the bytes:
  * for a thread of a memoryless node, its nearest memory nodes, never the home itself. */
 static void malloc_bytes_count_where_served(void *arg)
@@ -1366,7 +1403,7 @@ int main(void)
 	    cmocka_unit_test(overflowing_sizes_are_enomem), cmocka_unit_test(free_null_and_errno),
 	    cmocka_unit_test(node_of_foreign_pointers), cmocka_unit_test(huge_blocks),
 	    cmocka_unit_test(home_node_set_and_follow), cmocka_unit_test(thread_follows_migration),
-	    cmocka_unit_test(policy_set_while_running_is_followed),
+	    cmocka_unit_test(policy_set_while_running_is_followed), cmocka_unit_test(blocks_bound_elsewhere_are_bound_back),
 	    cmocka_unit_test(owner_frees_come_back_first), cmocka_unit_test(slabs_batched_beside_long_runs),
 	    cmocka_unit_test(statistics_match_allocations), cmocka_unit_test(every_cpu_gets_nearest_memory),
 	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),

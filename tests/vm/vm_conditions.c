@@ -796,6 +796,69 @@ static int policy_child(int argc, char **argv)
 	return vm_exit_status();
 }
 
+/* bound-child M N: on a CPU of node M (pinned by the parent), a 2 MiB block (a pool run) and
+ * a 12 MiB one (a chunk of its own) the program moves to node N itself (mbind, as libnuma's
+ * numa_tonode_memory does) and frees: the next block of the size comes from M again (a
+ * helper's test: all 512 pages of the next 2 MiB were on N, and counted on M). */
+static int bound_child(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	int m = atoi(argv[2]), n = atoi(argv[3]);
+	static const size_t sizes[] = {2 * MiB, 12 * MiB};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		size_t size = sizes[i];
+		char *p = malloc(size);
+		if (!p) {
+			vm_fail("bound back: malloc(%zu MiB) failed", size / MiB);
+			continue;
+		}
+		vm_touch(p, size);
+		unsigned long mask[VM_MAX_NODES / 64 + 1] = {0};
+		mask[n / 64] |= 1UL << (n % 64);
+		if (mbind(p, size, MPOL_BIND, mask, VM_MAX_NODES + 1, MPOL_MF_MOVE) != 0) {
+			vm_fail("bound back: the program's mbind of %zu MiB to node %d: %s", size / MiB, n,
+				strerror(errno));
+			free(p);
+			continue;
+		}
+		struct addrs s;
+		struct tally t;
+		char buf[256];
+		addrs_init(&s, (long)(size / vm_page) + 16);
+		addrs_add_block(&s, p, size);
+		tally(&s, &t);
+		if (share(&t, n) < 0.90)
+			vm_note("bound back: the program's mbind left %.0f%% on node %d (%s)", 100 * share(&t, n),
+				n, per_node(&t, buf, sizeof buf));
+		free(p);
+		char *q = malloc(size);
+		if (!q) {
+			vm_fail("bound back: the second malloc(%zu MiB) failed", size / MiB);
+			addrs_fini(&s);
+			continue;
+		}
+		vm_touch(q, size);
+		s.n = 0;
+		addrs_add_block(&s, q, size);
+		tally(&s, &t);
+		if (share(&t, m) >= 0.90)
+			vm_ok("bound back: after a %zu MiB block the program moved to node %d was freed, "
+			      "%.0f%% of the next one's %ld pages on node %d (>= 90%%; %s)", size / MiB, n,
+			      100 * share(&t, m), t.pages, m, per_node(&t, buf, sizeof buf));
+		else
+			vm_fail("bound back: after a %zu MiB block the program moved to node %d was freed, "
+				"%.0f%% of the next one's %ld pages on node %d, not >= 90%% (%s)", size / MiB,
+				n, 100 * share(&t, m), t.pages, m, per_node(&t, buf, sizeof buf));
+		char what[96];
+		snprintf(what, sizeof what, "bound back, %zu MiB", size / MiB);
+		agree_line(what, &t);
+		addrs_fini(&s);
+		free(q);
+	}
+	return vm_exit_status();
+}
+
 static char spawn_buf[256 * 1024];
 
 /* The verbose output (stderr) of the last child: a line naming the policy and the word. */
@@ -907,6 +970,12 @@ static void group_policy(void)
 		 cpu);
 	char *a7[] = {self_exe, "policy-child", label, "set", ns, NULL};
 	st = spawn(a7, NULL, cpu, 0, NULL, 0);
+	child_done(label, st, NULL);
+
+	/* A block the program moved to N itself, freed: the next one on M again. */
+	snprintf(label, sizeof label, "bound back on cpu %d", cpu);
+	char *a8[] = {self_exe, "bound-child", ms, ns, NULL};
+	st = spawn(a8, NULL, cpu, 0, NULL, 0);
 	child_done(label, st, NULL);
 
 	/* numactl --membind=N: inside N (the issue says this works already). */
@@ -1533,6 +1602,7 @@ static const struct {
 	int (*fn)(int, char **);
 } modes[] = {
 	{"policy-child", policy_child},
+	{"bound-child", bound_child},
 	{"full-child", full_child},
 	{"balance-run", balance_child},
 	{"race-child", race_child},
