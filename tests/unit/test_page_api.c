@@ -824,6 +824,30 @@ static void policy_follow_fn(void *arg)
 	numa_page_free(big);
 	assert_int_equal(mallocs_until_node(3000, 0, 1), 0);
 
+	/* The same look reached by slab misses alone, in the middle of taking a slab (its rings
+	 * change under ring_take): the blocks held meanwhile stay sound. */
+	np_fake_os_set_mempolicy(1 /* MPOL_PREFERRED */, &os1, 1);
+	np_fake_os_advance_clock(20 * 1000 * 1000);
+	enum { HELD = 8000 };
+	static void *held[HELD];
+	int moved_at = -1;
+	for (int i = 0; i < HELD; i++) {
+		held[i] = numa_page_malloc(3000);
+		assert_non_null(held[i]);
+		memset(held[i], i & 0xff, 3000);
+		if (moved_at < 0 && numa_page_node_of(held[i]) == os1)
+			moved_at = i;
+	}
+	assert_true(moved_at > 0); /* by a periodic point, not at once */
+	for (int i = moved_at; i < HELD; i++)
+		assert_int_equal(numa_page_node_of(held[i]), os1);
+	for (int i = 0; i < HELD; i++) {
+		assert_int_equal(((unsigned char *)held[i])[2999], i & 0xff);
+		numa_page_free(held[i]);
+	}
+	np_fake_os_set_mempolicy(0 /* MPOL_DEFAULT */, NULL, 0);
+	np_tls.policy_set = true;
+
 	/* MPOL_BIND to fewer nodes than the process may use: its nodes first. Over all of
 	 * them: the default (the process's allowed nodes already say so). */
 	np_fake_os_set_mempolicy(2 /* MPOL_BIND */, &os1, 1);
