@@ -27,8 +27,36 @@
 int np_state;
 static NP_TLS bool in_init;
 
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define NP_HAVE_SINGLE_THREADED 1
+#endif
+#endif
+
+/* Whether fork_prepare took the locks, for fork_parent. */
+static bool fork_locked;
+
+/* True while the process has had one thread only (glibc 2.32+ says; elsewhere never). */
+static bool single_threaded(void)
+{
+#ifdef NP_HAVE_SINGLE_THREADED
+	return __libc_single_threaded;
+#else
+	return false;
+#endif
+}
+
 static void fork_prepare(void)
 {
+	/* With one thread no other can hold a lock, and that one may be forking from a signal
+	 * handler that interrupted it inside the allocator, holding one: fork is
+	 * async-signal-safe, and taking the locks hung it (glibc's tst-mallocfork2). Nothing is
+	 * taken then, as glibc's fork takes none of its malloc's; the child re-creates them all
+	 * the same, and may only call async-signal-safe functions after such a fork. */
+	fork_locked = !single_threaded();
+	if (!fork_locked)
+		return;
 	np_place_atfork_prepare();
 	np_vmstat_atfork_prepare();
 	np_thread_atfork_prepare();
@@ -40,6 +68,8 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	if (!fork_locked)
+		return;
 	np_bootstrap_atfork_parent();
 	np_huge_atfork_parent();
 	np_pool_atfork_parent();
