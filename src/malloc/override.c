@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -156,9 +157,14 @@ NP_EXPORT int malloc_trim(size_t pad)
 	return numa_page_trim();
 }
 
+/* No cancellation point, as glibc's is not (its bug 22830): a pending cancel would cut the
+ * table at its first write. */
 NP_EXPORT void malloc_stats(void)
 {
+	int old;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	numa_page_stats_print(stderr, NUMA_PAGE_STATS_TABLE);
+	pthread_setcancelstate(old, NULL);
 }
 
 /* glibc's fields, in libnumapage's terms (the invariant arena = uordblks + fordblks holds, as
