@@ -37,10 +37,19 @@ void np_home_move(struct np_thread *th, int node)
 	after_retarget(th);
 }
 
+void np_home_look_policy(struct np_thread *th)
+{
+	th->policy_calls = 0;
+	if (np_tls.policy_set || (int64_t)(np_os_clock_ns() - th->policy_look_at) >= 0)
+		np_home_read_policy(th);
+}
+
 void np_home_read_policy(struct np_thread *th)
 {
 	np_tls.policy_set = false;
 	th->policy_look_at = np_os_clock_ns() + NP_POLICY_LOOK_NS;
+	if (!np_topo_table.is_system) /* a rehearsal's nodes are not the kernel's: never read */
+		return;
 	struct np_topo_policy pol;
 	np_node_policy(&pol);
 	struct np_pcp *pcp = &th->pcp;

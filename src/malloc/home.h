@@ -24,23 +24,30 @@ NP_NOINLINE void np_home_move(struct np_thread *th, int node);
 
 /* The thread's memory policy (set_mempolicy(2), libnuma's numa_set_*) is read when its state
  * is made, and read again:
- *   - at its next slow path after it set one through the C wrapper (thread_start.c wraps it,
- *     as libnuma's calls do: np_tls.policy_set), and after placement made its state before its
- *     start routine ran;
- *   - at a periodic point (np_ring_periodic) once NP_POLICY_LOOK_NS passed since the last read:
- *     a policy set by a raw system call, which nothing sees.
+ *   - at its next slow path after it set one through the C wrapper (np_tls.policy_set), which
+ *     the shared library wraps (set_mempolicy.c) where it comes before libnuma in the symbol
+ *     search order (LD_PRELOAD, or -lnumapage before -lnuma): libnuma's numa_set_* calls reach
+ *     the wrapper too; and after placement made its state before its start routine ran;
+ *   - otherwise (a raw system call, a static link, libnuma first) at the first slow path
+ *     NP_POLICY_LOOK_NS or more after the last read: every NP_POLICY_LOOK_EVERY'th slow path
+ *     reads the clock, and every large block of NP_POLICY_LOOK_PAGES or more.
  * A new policy moves the thread's target as a new home does (its page cache's near pages to
  * the head, slabs of nodes no longer near leave its rings). A read is get_mempolicy(2): a
  * system call, never on a fast path. */
 #define NP_POLICY_LOOK_NS (10 * 1000 * 1000ull)
+#define NP_POLICY_LOOK_EVERY 8
+#define NP_POLICY_LOOK_PAGES 256
 NP_NOINLINE void np_home_read_policy(struct np_thread *th);
+/* A look: the policy read when it was set through the wrapper, or when the last read is
+ * NP_POLICY_LOOK_NS old. */
+NP_NOINLINE void np_home_look_policy(struct np_thread *th);
 
-/* On every slow path: reads the policy the calling thread set since, and re-homes it when it
- * runs on another node's CPU now. */
+/* On every slow path: reads the policy the calling thread set since (a look every
+ * NP_POLICY_LOOK_EVERY), and re-homes it when it runs on another node's CPU now. */
 NP_INLINE void np_home_follow(struct np_thread *th)
 {
-	if (NP_UNLIKELY(np_tls.policy_set))
-		np_home_read_policy(th);
+	if (NP_UNLIKELY(np_tls.policy_set) || NP_UNLIKELY(++th->policy_calls >= NP_POLICY_LOOK_EVERY))
+		np_home_look_policy(th);
 	if (th->pcp.home_fixed)
 		return;
 	int node = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());

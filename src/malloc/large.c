@@ -23,9 +23,6 @@
  * and 80 MB resident; now 1,950 and 9.7 MB (mimalloc 3,083 and 14 MB). Blocks written
  * whole: 97.8 -> 102.6 MB (mimalloc 120.7, tcmalloc 122.2), time unchanged. */
 #define RUN_GRID_PAGES SMALL_RUN_PAGES
-/* Runs of this many pages (1 MiB) and more are asked at their free whether the program bound
- * them elsewhere (np_chunk_bind_back); huge chunks always are. */
-#define NP_LARGE_CHECK_BIND_PAGES 256
 
 static unsigned order_of(size_t npages)
 {
@@ -64,9 +61,11 @@ static bool try_huge(int node, bool shared, bool grow, void *arg)
 
 void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, size_t *dirty)
 {
+	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
+	if (npages >= NP_POLICY_LOOK_PAGES)
+		np_home_look_policy(th); /* a policy set since, for the pages of a long block */
 	np_home_follow(th); /* a thread the scheduler moved gets its large blocks on its new node */
 	np_ring_tick(th);
-	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
 	size_t align_pages = align >> NP_PAGE_SHIFT;
 	/* Under an interleave policy a long block is spread page by page over the policy's
 	 * nodes, as the kernel would spread it. */
@@ -163,8 +162,10 @@ void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep)
 		uncount_pages(th, c->node, pages, c->user);
 	}
 	/* Kept, a chunk the program bound elsewhere would bring its pages there for the next
-	 * block: unmapped, the policy goes with it. */
-	if (keep && c->kind == NP_CHUNK_HUGE && np_chunk_bound_elsewhere(c, (char *)c + c->data_offset))
+	 * block: unmapped, the policy goes with it. Runs are not asked: a reused run costs less
+	 * than the two system calls (a review measured 2 MiB pairs at twice their time). */
+	if (keep && c->kind == NP_CHUNK_HUGE &&
+	    np_chunk_bound_elsewhere(c, (char *)c + c->data_offset, np_chunk_data_bytes(c)))
 		keep = false;
 	if (c->kind == NP_CHUNK_HUGE && !keep)
 		np_huge_count_live(c->node, -pages);
@@ -190,10 +191,6 @@ void np_large_free_run(struct np_page *pg, struct np_thread *th)
 		pg->user = 0;
 		uncount(th, np_page_node(pg), (size_t)pg->npages << NP_PAGE_SHIFT);
 	}
-	/* The blocks a program binds itself are the big ones (numa_tonode_memory): one
-	 * get_mempolicy for each, where touching it costs hundreds of faults. */
-	if (pg->npages >= NP_LARGE_CHECK_BIND_PAGES)
-		np_chunk_bind_back(np_chunk_of(pg), np_page_addr(pg), (size_t)pg->npages << NP_PAGE_SHIFT);
 	if (th && pg->order < NP_PCP_ORDERS) {
 		pg->clean = 0;
 		np_pcp_put(&th->pcp, pg);

@@ -7,7 +7,6 @@
 
 #include "log.h"
 #include "malloc/cache.h"
-#include "malloc/home.h"
 #include "malloc/sizeclass.h"
 #include "options.h"
 #include "os.h"
@@ -220,8 +219,6 @@ void np_ring_periodic(struct np_thread *th)
 	}
 	count_for_orphans(NP_RING_PERIOD);
 	np_ring_decay(th);
-	if ((int64_t)(np_os_clock_ns() - th->policy_look_at) >= 0)
-		np_home_read_policy(th); /* one set by a raw system call */
 }
 
 static void *ring_take(struct np_thread *th, unsigned c)

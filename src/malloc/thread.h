@@ -78,8 +78,10 @@ struct np_thread {
 	uint64_t decay_began;
 	/* np_os_clock_ns until which it takes no decay step (ring.c: DECAY_REST). */
 	uint64_t decay_rest_until;
-	/* np_os_clock_ns from which a periodic point reads its memory policy again (home.c). */
+	/* np_os_clock_ns from which a look reads its memory policy again, and slow paths since
+	 * the last look (home.h). */
 	uint64_t policy_look_at;
+	unsigned policy_calls;
 	uint8_t decay_passes;
 	uint8_t decay_class;
 	struct np_slab *decay_at;

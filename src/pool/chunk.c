@@ -338,29 +338,27 @@ bool np_chunk_purge(void *p, size_t size, bool holds_data)
 	return false;
 }
 
-bool np_chunk_bound_elsewhere(const struct np_chunk *c, const void *p)
+/* True when the page at p is bound to a node other than c's. */
+static bool page_bound_elsewhere(const struct np_chunk *c, const void *p)
 {
-	const struct np_topo *t = &np_topo_table;
-	if (!t->is_system || t->nmem_nodes < 2 || np_opt_load(bind) == NP_BIND_NONE || c->kind == NP_CHUNK_INTERLEAVE)
-		return false;
 	int node;
 	if (np_os_bound_node(p, &node) < 0)
 		return false;
 	/* Unbound: a bind the kernel refused when the chunk was mapped (bind_range keeps it). */
-	return node != NP_OS_UNBOUND && node != t->node[c->node].os_id;
+	return node != NP_OS_UNBOUND && node != np_topo_table.node[c->node].os_id;
 }
 
-bool np_chunk_bind_back(struct np_chunk *c, void *p, size_t size)
+bool np_chunk_bound_elsewhere(const struct np_chunk *c, const void *p, size_t size)
 {
-	if (!np_chunk_bound_elsewhere(c, p))
+	const struct np_topo *t = &np_topo_table;
+	if (!t->is_system || t->nmem_nodes < 2 || np_opt_load(bind) == NP_BIND_NONE || c->kind == NP_CHUNK_INTERLEAVE ||
+	    !size)
 		return false;
-	bind_range(p, size, c->node);
-	np_chunk_purge(p, size, true);
-	static bool said;
-	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
-		np_verbose("a freed block at %p was bound to another node by the program: bound back to node %d",
-			   p, np_topo_table.node[c->node].os_id);
-	return true;
+	/* The page at three quarters: inside the program's block, whose end lies in the last
+	 * fifth of a huge chunk's data (np_chunk_huge_size's tail is under a quarter of it; not
+	 * past np_chunk_merge_above chunks, whose sizes are whole chunks). */
+	size_t late = (size / 4 * 3) & ~(size_t)(NP_PAGE_SIZE - 1);
+	return page_bound_elsewhere(c, p) || (late && page_bound_elsewhere(c, (const char *)p + late));
 }
 
 /* True when page p holds anything but zeros. The first line decides for nearly every page a

@@ -296,16 +296,14 @@ void np_chunk_trim_huge(struct np_chunk *c, size_t size);
  * (resident, as the lock asks): either way the range reads as zeros afterwards, which is what
  * a purged run or chunk promises calloc. */
 bool np_chunk_purge(void *p, size_t size, bool holds_data);
-/* True when the program bound the memory at p, in chunk c (normal or huge), to another node
- * itself (mbind, libnuma's numa_tonode_memory on a malloc block): the kernel keeps the range's
- * policy, and its pages stay or come back where the program put them, for whoever gets the
- * memory next. One get_mempolicy(2); false without asking where the library binds nothing
- * (one memory node, a rehearsal, NUMAPAGE_BIND=none). */
-bool np_chunk_bound_elsewhere(const struct np_chunk *c, const void *p);
-/* Free memory [p, p + size) of chunk c bound elsewhere (np_chunk_bound_elsewhere): bound to
- * c's node again and its pages given back, so that they come back there. False when it was
- * not bound elsewhere. */
-bool np_chunk_bind_back(struct np_chunk *c, void *p, size_t size);
+/* True when the program bound memory of [p, p + size) (page-aligned, in chunk c) to another
+ * node itself (mbind, libnuma's numa_tonode_memory on a malloc block): the kernel keeps the
+ * range's policy, and its pages stay or come back where the program put them, for whoever
+ * gets the memory next. Its first page and the page at three quarters are asked (two
+ * get_mempolicy(2)): a bind of the whole block, of a part from its start, or of a part to its
+ * end from before three quarters of it is seen; one of a part between is not. False without
+ * asking where the library binds nothing (one memory node, a rehearsal, NUMAPAGE_BIND=none). */
+bool np_chunk_bound_elsewhere(const struct np_chunk *c, const void *p, size_t size);
 /* Makes [p, p + size) of a block just handed out read as zeros (calloc), at the cost of what
  * was written there: from NP_CHUNK_ZERO_PROBE bytes on, page-aligned ranges are asked which
  * pages are resident (mincore); those that hold data are cleared (not those that read as zeros
