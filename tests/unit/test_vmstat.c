@@ -978,7 +978,10 @@ static void sweep_removes_only_own_files(void **state)
 	close(fd);
 	if (!chowned)
 		unlink(other);
-	assert_true(np_vmstat_shm_sweep() >= 1);
+	/* Not how many it removed: any process of this user that starts the library meanwhile
+	 * (the programs tier beside this one) sweeps too, and may have removed stale first; a
+	 * count of 1 failed so in a parallel run of the test suite. */
+	np_vmstat_shm_sweep();
 	assert_int_equal(access(stale, F_OK), -1);
 	struct stat st;
 	assert_int_equal(lstat(link, &st), 0); /* kept */
