@@ -6,8 +6,8 @@
 
 #include "malloc/cache.h"
 #include "malloc/ring.h"
-#include "os.h"
 #include "node/node.h"
+#include "os.h"
 #include "pcp/pcp.h"
 #include "pool/pool.h"
 

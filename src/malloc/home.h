@@ -1,13 +1,12 @@
 /*
  * home.h — a thread's home node as the thread moves, and the memory policy it follows as it sets
- * new ones. The scheduler moves threads that are not
- * pinned; the home node follows the CPU, noticed on the slow paths (a slab miss, a large
- * block), where reading the CPU is one load from the rseq area (np_os_current_cpu). On a move
- * the page cache is re-homed (its pages of the old node go to the tail and drain home), the
- * fast path's byte counters are folded, and the slabs of the old node leave the thread's rings
- * for their node's orphans, so that its next blocks of every class come from the new node
- * within one slab miss, and large blocks at once. A home set by numa_page_set_home_node (or a
- * rehearsed placement) does not follow the CPU.
+ * new ones. The scheduler moves threads that are not pinned; the home node follows the CPU,
+ * noticed on the slow paths (a slab miss, a large block), where reading the CPU is one load
+ * from the rseq area (np_os_current_cpu). On a move the page cache is re-homed (its pages of
+ * the old node go to the tail and drain home), the fast path's byte counters are folded, and
+ * the slabs of the old node leave the thread's rings for their node's orphans, so that its next
+ * blocks of every class come from the new node within one slab miss, and large blocks at once.
+ * A home set by numa_page_set_home_node (or a rehearsed placement) does not follow the CPU.
  */
 #ifndef NP_HOME_H
 #define NP_HOME_H

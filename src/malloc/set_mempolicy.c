@@ -5,8 +5,9 @@
  * numa_set_interleave_mask, numa_set_membind and numa_set_localalloc, which call it through
  * libnuma's PLT. The policy is read when a thread's state is made, which for the main thread is
  * before main() runs (the C library's start-up allocates): without this, a policy the program
- * set at the top of main() was never followed. A raw system call is not seen here; the
- * periodic look of home.h finds it.
+ * set at the top of main() was never followed. A raw system call is not seen here, nor a call
+ * that binds to libnuma's definition first (-lnuma before -lnumapage): the look of home.h
+ * finds those within 10 ms.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -50,8 +50,8 @@ struct np_tls {
 					   * created while placement was off */
 	uint8_t placed_mask;              /* placement set this thread's affinity to the CPUs of node
 					   * placed_mask - 1 (0: it did not): np_place_mask_chosen */
-	bool policy_set;                  /* thread_start.c: it set its memory policy (or was placed)
-					   * since the policy was read: read it again (home.h) */
+	bool policy_set;                  /* set_mempolicy.c: it set its memory policy (or thread_start.c
+					   * placed it) since the policy was read: read it again (home.h) */
 };
 
 extern NP_TLS struct np_tls np_tls;
