@@ -289,8 +289,8 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	if (rc == -EFAULT) {
 		/* The range is more than one mapping: the program advised part of it (NumPy's
 		 * MADV_HUGEPAGE on its arrays), which mremap refuses. The library's own advice
-		 * over all of it makes one mapping again (a review of a helper's NumPy shape: 24 of
-		 * 24 grows failed, each block mapped anew, peak RSS 1.58 times glibc's). */
+		 * over all of it makes one mapping again (a helper's NumPy shape: 24 of 24 grows
+		 * failed, each block mapped anew, peak RSS 1.58 times glibc's). */
 		(void)advise_page_size(c, old);
 		rc = np_os_remap(c, old, size, c);
 	}
