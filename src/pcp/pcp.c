@@ -147,13 +147,10 @@ void np_pcp_set_home(struct np_pcp *pcp, int home)
 	retarget(pcp, true); /* an interleave's target moves by itself */
 }
 
-bool np_pcp_set_policy(struct np_pcp *pcp, const struct np_topo_policy *pol)
+void np_pcp_set_policy(struct np_pcp *pcp, const struct np_topo_policy *pol)
 {
-	bool same = pol->mode == pcp->policy.mode && pol->nodes == pcp->policy.nodes;
-	pcp->policy = *pol; /* the kernel's mode too, which names it */
-	if (!same)
-		retarget(pcp, false);
-	return !same;
+	pcp->policy = *pol;
+	retarget(pcp, false);
 }
 
 void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages, bool named)

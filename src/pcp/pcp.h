@@ -85,8 +85,8 @@ void np_pcp_atfork_child(struct np_pcp *survivor);
  * list, the others to the tail, and the thread counts on its new node. */
 void np_pcp_set_home(struct np_pcp *pcp, int home);
 /* The thread follows policy pol from now on (it set another): the target and near mask
- * follow, as for a new home. False when pol places memory as the one it follows did. */
-bool np_pcp_set_policy(struct np_pcp *pcp, const struct np_topo_policy *pol);
+ * follow, as for a new home. */
+void np_pcp_set_policy(struct np_pcp *pcp, const struct np_topo_policy *pol);
 
 /* A run of 1 << order pages for a request intended for dense node `node` (-1: the thread's
  * target). The target's requests go through the cache; others go to that node's pool (and
