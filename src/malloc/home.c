@@ -37,14 +37,8 @@ void np_home_move(struct np_thread *th, int node)
 	after_retarget(th);
 }
 
-void np_home_look_policy(struct np_thread *th)
-{
-	th->policy_calls = 0;
-	if (np_tls.policy_set || (int64_t)(np_os_clock_ns() - th->policy_look_at) >= 0)
-		np_home_read_policy(th);
-}
-
-void np_home_read_policy(struct np_thread *th)
+/* The thread's policy read now (get_mempolicy), and followed when it changed. */
+static void read_policy(struct np_thread *th)
 {
 	np_tls.policy_set = false;
 	th->policy_look_at = np_os_clock_ns() + NP_POLICY_LOOK_NS;
@@ -60,6 +54,13 @@ void np_home_read_policy(struct np_thread *th)
 	before_retarget(th);
 	np_pcp_set_policy(pcp, &pol);
 	after_retarget(th);
+}
+
+void np_home_look_policy(struct np_thread *th)
+{
+	th->policy_calls = 0;
+	if (np_tls.policy_set || (int64_t)(np_os_clock_ns() - th->policy_look_at) >= 0)
+		read_policy(th);
 }
 
 void np_home_set(struct np_thread *th, int node)

@@ -36,7 +36,6 @@ NP_NOINLINE void np_home_move(struct np_thread *th, int node);
 #define NP_POLICY_LOOK_NS (10 * 1000 * 1000ull)
 #define NP_POLICY_LOOK_EVERY 8
 #define NP_POLICY_LOOK_PAGES 256
-NP_NOINLINE void np_home_read_policy(struct np_thread *th);
 /* A look: the policy read when it was set through the wrapper, or when the last read is
  * NP_POLICY_LOOK_NS old. */
 NP_NOINLINE void np_home_look_policy(struct np_thread *th);
