@@ -427,6 +427,19 @@ static void large_blocks_are_page_runs_up_to_a_chunk(void **state)
 	}
 }
 
+/* A huge block of n bytes filled with pattern, with no other chunk cached, and the thread homed
+ * on its node, where it is reused once freed: a thread on a memoryless node spreads its huge
+ * blocks over the nearest nodes with memory. The caller sets the home back (-1). */
+static char *huge_block_homed(size_t n, int pattern)
+{
+	F_TRIM();
+	char *p = F_MALLOC(np_t_opaque(n));
+	assert_ours(p, n);
+	assert_int_equal(numa_page_set_home_node(numa_page_node_of(p)), 0);
+	np_t_fill(p, n, pattern);
+	return p;
+}
+
 /* A huge block stays where it is when realloc asks for no more than it holds and still more
  * than a page run takes: grown within a larger freed chunk that served it (sqlite's doubling
  * buffers left a reused 10 MiB chunk at 4 MiB for a new mapping, 4 MiB more resident), or
@@ -435,15 +448,8 @@ static void large_blocks_are_page_runs_up_to_a_chunk(void **state)
 static void realloc_huge_stays_in_place(void **state)
 {
 	(void)state;
-	F_TRIM(); /* no cached chunk but the one freed below */
 	size_t big = 16 * MiB + 8;
-	void *b = F_MALLOC(np_t_opaque(big));
-	assert_ours(b, big);
-	/* Where it is reused: a thread on a memoryless node spreads its huge blocks over the
-	 * nearest nodes with memory. */
-	assert_int_equal(numa_page_set_home_node(numa_page_node_of(b)), 0);
-	np_t_fill(b, big, 40);
-	F_FREE(b);
+	F_FREE(huge_block_homed(big, 40));
 	size_t n = 4 * MiB + 8; /* over a page run's longest */
 	unsigned char *p = F_MALLOC(np_t_opaque(n));
 	assert_ours(p, n);
@@ -491,14 +497,8 @@ static void realloc_huge_stays_in_place(void **state)
 static void advised_huge_chunks_grow(void **state)
 {
 	(void)state;
-	F_TRIM(); /* no cached chunk but the one freed below */
 	size_t n = 20 * MiB + 8;
-	char *p = F_MALLOC(np_t_opaque(n));
-	assert_ours(p, n);
-	/* Where it is reused: a thread on a memoryless node spreads its huge blocks over the
-	 * nearest nodes with memory. */
-	assert_int_equal(numa_page_set_home_node(numa_page_node_of(p)), 0);
-	np_t_fill(p, n, 50);
+	char *p = huge_block_homed(n, 50);
 	char *a = (char *)(((uintptr_t)p + 4095) & ~(uintptr_t)4095);
 	if (madvise(a, (n - (size_t)(a - p)) & ~(size_t)4095, MADV_HUGEPAGE) != 0) {
 		F_FREE(p);
