@@ -29,6 +29,11 @@ void *np_os_map(size_t size, size_t align);
  * could never back is refused here (NULL, then ENOMEM) under the kernel's default heuristic
  * (vm.overcommit_memory 0), not granted and paid for later by the OOM killer. */
 void *np_os_map_accounted(size_t size, size_t align);
+/* Counts [p, p + size), a page-aligned part of a mapping from np_os_map that nothing has
+ * written yet, against the overcommit limit as np_os_map_accounted would have (it is mapped
+ * again in place, zeroed). 0, or -errno (-ENOMEM where the kernel refuses; the range is then
+ * unmapped and must not be used). */
+int np_os_account(void *p, size_t size);
 /* Unmaps a range returned by np_os_map (or a page-aligned part of it). 0 or -errno. */
 int np_os_unmap(void *p, size_t size);
 /* Grows the mapping [old, old + old_size) to new_size bytes (mremap): in place when dst == old

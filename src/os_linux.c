@@ -124,6 +124,13 @@ void *np_os_map_accounted(size_t size, size_t align)
 	return map_aligned(size, align, 0);
 }
 
+int np_os_account(void *p, size_t size)
+{
+	SAVE_ERRNO;
+	void *q = mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	RETURN_ERRNO(q == MAP_FAILED ? -1 : 0);
+}
+
 int np_os_unmap(void *p, size_t size)
 {
 	SAVE_ERRNO;

@@ -157,6 +157,13 @@ void *np_os_map_accounted(size_t size, size_t align)
 	return np_os_map(size, align);
 }
 
+int np_os_account(void *p, size_t size)
+{
+	(void)p;
+	(void)size;
+	return 0;
+}
+
 int np_os_unmap(void *p, size_t size)
 {
 	int saved = errno;

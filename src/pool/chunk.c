@@ -189,13 +189,19 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	size_t exact = merge_sizes() ? NP_CHUNK_SIZE : NP_PAGE_SIZE;
 	size_t size = node >= 0 ? np_chunk_huge_size(off + bytes) : (off + bytes + exact - 1) & ~(exact - 1);
 	/* Counted against the overcommit limit (np_os_map_accounted), so that a block the machine
-	 * could never back is refused; but not a block aligned beyond a chunk, whose mapping is
-	 * mostly the unused gap between the header and the aligned data (2^40-byte alignment: a
-	 * TiB of address space for a block of a page), which stays address space only. */
+	 * could never back is refused. A block aligned beyond a chunk has the gap between the
+	 * header and the aligned data in its mapping (2^40-byte alignment: a TiB of address space
+	 * for a block of a page): the gap stays address space only, and the data from off on is
+	 * counted by itself (before, none of it was: 1 GiB alignment granted a TiB, and its
+	 * chunk, cached, then granted a plain request of that size). */
 	size_t chunk_align = align > NP_CHUNK_SIZE ? align : NP_CHUNK_SIZE;
 	struct np_chunk *c = off <= NP_CHUNK_SIZE ? np_os_map_accounted(size, chunk_align) : np_os_map(size, chunk_align);
 	if (!c)
 		return NULL;
+	if (off > NP_CHUNK_SIZE && np_os_account((char *)c + off, size - off) < 0) {
+		np_os_unmap(c, size);
+		return NULL;
+	}
 	if (node >= 0) {
 		if (bind_range(c, size, node) < 0) {
 			np_os_unmap(c, size);

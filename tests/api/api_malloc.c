@@ -320,6 +320,26 @@ static void requests_beyond_memory_are_enomem(void **state)
 	assert_int_equal(errno, ENOMEM);
 	assert_int_equal(h[0], 3);
 	F_FREE(h);
+	/* Aligned beyond a chunk (16 MiB), where the mapping holds the gap up to the alignment:
+	 * the block itself is counted all the same (before, 1 GiB alignment granted a TiB). */
+	static const size_t beyond[] = {32 * MiB, 1024 * MiB};
+	for (unsigned i = 0; i < 2; i++) {
+		errno = 0;
+		assert_null(F_ALIGNED_ALLOC(beyond[i], n));
+		assert_int_equal(errno, ENOMEM);
+		void *q = &q;
+		assert_int_equal(F_POSIX_MEMALIGN(&q, beyond[i], n), ENOMEM);
+		/* A page at that alignment is granted, and its freed chunk does not carry a
+		 * later request of the whole size past the limit. */
+		char *a = F_ALIGNED_ALLOC(beyond[i], 4096);
+		assert_non_null(a);
+		assert_int_equal((uintptr_t)a % beyond[i], 0);
+		a[4095] = 1;
+		F_FREE(a);
+		errno = 0;
+		assert_null(F_MALLOC(n));
+		assert_int_equal(errno, ENOMEM);
+	}
 }
 
 /* A large request that the machine can honour lazily: only touched pages become resident. */
