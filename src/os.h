@@ -85,6 +85,9 @@ int np_os_name(void *p, size_t size, const char *name);
  * registers for each thread (glibc 2.35+: __rseq_offset), else getcpu. Cheap enough for every
  * slow path of malloc: a thread that the scheduler moved is noticed at its next one. */
 int np_os_current_cpu(void);
+/* The kernel's node of the CPU the calling thread runs on (getcpu), or -1. For CPUs the
+ * topology's table lacks: one offline when it was read and brought online since. */
+int np_os_current_os_node(void);
 /* The memory of OS node `node` an allocation there can get: its free bytes (MemFree) and its
  * inactive file pages (Inactive(file), the first the kernel reclaims), from
  * /sys/devices/system/node/node<N>/meminfo, read with open/read into a buffer on the stack

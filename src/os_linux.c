@@ -330,6 +330,15 @@ int np_os_current_cpu(void)
 	return cpu;
 }
 
+int np_os_current_os_node(void)
+{
+	SAVE_ERRNO;
+	unsigned cpu, node;
+	int rc = getcpu(&cpu, &node);
+	errno = saved_errno_;
+	return rc == 0 ? (int)node : -1;
+}
+
 /* The value in kB of the line "Node <n> <key>: <value> kB" of a node's meminfo, or -1. */
 static int64_t meminfo_field(const char *buf, const char *key)
 {

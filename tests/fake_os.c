@@ -39,6 +39,7 @@ static long n_hugepage, n_hugepage_touched; /* np_os_hugepage calls, and those t
 static long n_nohuge, n_nohuge_touched;     /* np_os_nohuge calls, and those too late */
 static int purge_error; /* np_fake_os_fail_purge */
 static __thread int fake_cpu;
+static __thread int fake_os_node = -1;
 /* Memory of each OS node as np_os_node_avail reports it (-1: the file does not exist), where
  * binds to a node land (spill_to: the node the kernel "put" them on instead), and the memory
  * policy every thread reports. */
@@ -50,6 +51,7 @@ static unsigned long policy_mask[16];
 static long n_avail_reads;
 
 void np_fake_os_set_cpu(int cpu) { fake_cpu = cpu; }
+void np_fake_os_set_os_node(int node) { fake_os_node = node; }
 
 void np_fake_os_fail_bind(int node, int neg_errno)
 {
@@ -383,6 +385,7 @@ int np_os_node_avail(int node, uint64_t *bytes, uint64_t *file_bytes)
 }
 
 int np_os_current_cpu(void) { return fake_cpu; }
+int np_os_current_os_node(void) { return fake_os_node; }
 
 int np_os_tid(void) { return (int)gettid(); }
 

@@ -12,6 +12,8 @@
 
 /* The CPU np_os_current_cpu() reports for the calling thread (default 0). */
 void np_fake_os_set_cpu(int cpu);
+/* The OS node np_os_current_os_node() reports for the calling thread (default -1: unknown). */
+void np_fake_os_set_os_node(int node);
 /* on: np_os_set_affinity also moves the calling thread's CPU to the first of the new ones and
  * then sleeps delay_us, as a real migration takes time (default off: affinity is only counted).
  * Set before the threads that use it start. */

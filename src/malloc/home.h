@@ -48,7 +48,7 @@ NP_INLINE void np_home_follow(struct np_thread *th)
 		np_home_look_policy(th);
 	if (th->pcp.home_fixed)
 		return;
-	int node = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	int node = np_topo_current_node(&np_topo_table);
 	if (NP_UNLIKELY(node != th->pcp.home) && node >= 0)
 		np_home_move(th, node);
 }

@@ -115,7 +115,9 @@ int numa_page_home_node(void)
 	if (!np_ensure_ready())
 		return errno = EAGAIN, -1;
 	struct np_thread *th = np_thread_or_init();
-	int dense = th ? th->pcp.home : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	if (th) /* where its next allocation goes: a move since its last slow path counts */
+		np_home_follow(th);
+	int dense = th ? th->pcp.home : np_topo_current_node(&np_topo_table);
 	return np_topo_table.node[dense].os_id;
 }
 

@@ -65,7 +65,7 @@ struct np_thread *np_thread_get(void)
 	int placed = np_tls.never_place ? -1 : np_place_new_thread(&fixed, np_tls.place_at_start);
 	if (placed >= 0 && !fixed) /* its affinity is now its node's CPUs: ours, not the program's */
 		np_tls.placed_mask = (uint8_t)(placed + 1);
-	int home = placed >= 0 ? placed : np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	int home = placed >= 0 ? placed : np_topo_current_node(&np_topo_table);
 	np_lock(&threads_lock);
 	struct np_thread *th = recycled;
 	if (th)

@@ -179,7 +179,7 @@ bool np_pcp_is_remote(const struct np_pcp *pcp, int node)
 	if (pcp)
 		return !is_near(pcp, node);
 	/* A thread without state (it never allocated): judge by the CPU it runs on. */
-	int here = np_topo_cpu_node(&np_topo_table, np_os_current_cpu());
+	int here = np_topo_current_node(&np_topo_table);
 	return here >= 0 && !((np_node_near(here) >> node) & 1);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "os.h"
 #include "topology/topology_hwloc.h"
 
 struct np_topo np_topo_table NP_LARGE_BSS;
@@ -138,6 +139,20 @@ static bool nearer(const struct np_topo *t, int i, int a, int b)
 	if (t->distance[i][a] != t->distance[i][b])
 		return t->distance[i][a] < t->distance[i][b];
 	return a < b;
+}
+
+int np_topo_current_node(const struct np_topo *t)
+{
+	int cpu = np_os_current_cpu();
+	if (NP_LIKELY(cpu >= 0 && cpu < t->ncpus && t->cpu_to_node[cpu] >= 0))
+		return t->cpu_to_node[cpu];
+	if (t->is_system) {
+		int os_node = np_os_current_os_node();
+		int dense = os_node >= 0 ? np_topo_node_index(t, os_node) : -1;
+		if (dense >= 0)
+			return dense;
+	}
+	return np_topo_cpu_node(t, cpu);
 }
 
 void np_topo_build_fallback(struct np_topo *t)

@@ -135,6 +135,10 @@ int np_topo_node_index(const struct np_topo *t, int os_id);
  * count, so any real CPU maps to some rehearsed node. Unknown CPU (or -1): node 0's index of
  * the first node with CPUs. */
 int np_topo_cpu_node(const struct np_topo *t, int cpu);
+/* The dense node of the CPU the calling thread runs on. One the table lacks (offline when this
+ * machine's topology was read, online since) is the kernel's node for it (np_os_current_os_node),
+ * where np_topo_cpu_node would give the first node with CPUs. */
+int np_topo_current_node(const struct np_topo *t);
 /* The OS CPU ids of node i. */
 static inline const uint16_t *np_topo_node_cpu_list(const struct np_topo *t, int i)
 {

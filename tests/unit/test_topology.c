@@ -150,6 +150,24 @@ static void r7425(void **state)
 	assert_int_equal(np_topo_cpu_node(&t, 13), 5);
 	assert_int_equal(np_topo_cpu_node(&t, 8 * 100 + 7), 7);
 	assert_int_equal(np_topo_cpu_node(&t, -1), 0);
+	/* This machine's table: a CPU it lacks (offline when it was read, online since) is on
+	 * the kernel's node for it, not on the first node with CPUs (a helper's guest: cpu 6 of
+	 * memoryless node 6 got node 0's nearest memory, in the other package). */
+	t.is_system = true;
+	t.cpu_to_node[6] = -1;
+	np_fake_os_set_cpu(6);
+	np_fake_os_set_os_node(6);
+	assert_int_equal(np_topo_current_node(&t), 6);
+	np_fake_os_set_cpu(8);
+	np_fake_os_set_os_node(5);
+	assert_int_equal(np_topo_current_node(&t), 5);
+	np_fake_os_set_os_node(-1); /* the kernel does not say: as before */
+	assert_int_equal(np_topo_current_node(&t), 0);
+	np_fake_os_set_cpu(3);
+	np_fake_os_set_os_node(5); /* a CPU the table has: the table answers */
+	assert_int_equal(np_topo_current_node(&t), 3);
+	np_fake_os_set_cpu(0);
+	np_fake_os_set_os_node(-1);
 }
 
 static void amd_2990wx(void **state)

@@ -18,7 +18,9 @@
  *   race        NUMAPAGE_PLACE=spread with threads started together: live threads per node
  *               within +-1, 20 rounds of 2n+1 and of 4n threads (n nodes with CPUs);
  *   counters    malloc_requested and malloc_in_use grow on the node that served the bytes (as
- *               move_pages finds them), never on a memoryless home node.
+ *               move_pages finds them), never on a memoryless home node;
+ *   hotplug     a CPU offline when the library starts, brought online and run on afterwards:
+ *               its thread's home is that CPU's node and its memory is there.
  *
  * A group the topology cannot show prints "# skipped: ..." and nothing else. Options and the
  * task policy are read at start-up, so those groups run in children exec'd with their own
@@ -1589,6 +1591,86 @@ static void group_counters(void)
 	vm_on_cpu(vm_topo.first_cpu[c.node], cnt_thread, &c);
 }
 
+/* ---- hotplug ------------------------------------------------------------------------------ */
+
+static int cpu_online_set(int cpu, int on)
+{
+	char path[96];
+	snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/online", cpu);
+	int fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	int rc = write(fd, on ? "1" : "0", 1) == 1 ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+/* hotplug-child CPU NODE: started while CPU was offline (so the library's table never saw it),
+ * brings it online and runs there: the home is NODE and the mix lands there (a helper's test:
+ * the home was the first node with CPUs, all its pages were there, and counted as local). */
+static int hotplug_child(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	int cpu = atoi(argv[2]), node = atoi(argv[3]);
+	free(malloc(100)); /* the library is up, its table read without CPU */
+	int rc = cpu_online_set(cpu, 1);
+	if (rc < 0) {
+		vm_fail("hotplug: bringing cpu %d online: %s", cpu, strerror(-rc));
+		return vm_exit_status();
+	}
+	rc = vm_move_to_cpu(cpu);
+	if (rc < 0) {
+		vm_fail("hotplug: moving to cpu %d: %s", cpu, strerror(-rc));
+		return vm_exit_status();
+	}
+	int home = numa_page_home_node();
+	struct addrs s;
+	struct tally t;
+	char buf[256];
+	addrs_init(&s, 1 << 16);
+	size_t total = alloc_mix(&s);
+	tally(&s, &t);
+	addrs_fini(&s);
+	per_node(&t, buf, sizeof buf);
+	if (home == node && share(&t, node) >= 0.90)
+		vm_ok("hotplug: on cpu %d, offline when the library started, home node %d and %.0f%% of "
+		      "the %ld pages of %zu MiB of mixed mallocs on node %d (>= 90%%; %s)", cpu, home,
+		      100 * share(&t, node), t.pages, total / MiB, node, buf);
+	else
+		vm_fail("hotplug: on cpu %d (node %d), offline when the library started: home node %d, "
+			"%.0f%% of the %ld pages of %zu MiB of mixed mallocs on node %d, not >= 90%% (%s)",
+			cpu, node, home, 100 * share(&t, node), t.pages, total / MiB, node, buf);
+	agree_line("hotplug", &t);
+	return vm_exit_status();
+}
+
+static void group_hotplug(void)
+{
+	/* The last CPU of a node with memory that is not CPU 0's (CPU 0 often cannot go offline,
+	 * and an unknown CPU used to be given the first node with CPUs: CPU 0's). */
+	int cpu = -1, node = -1;
+	for (int c = vm_topo.ncpus - 1; c > 0 && cpu < 0; c--) {
+		int n = vm_topo.cpu_node[c];
+		if (n >= 0 && n != vm_topo.cpu_node[0] && vm_topo.has_mem[n])
+			cpu = c, node = n;
+	}
+	if (cpu < 0) {
+		vm_note("skipped: hotplug needs a CPU of a second node with memory");
+		return;
+	}
+	int rc = cpu_online_set(cpu, 0);
+	if (rc < 0) {
+		vm_note("skipped: hotplug: cpu %d cannot go offline: %s", cpu, strerror(-rc));
+		return;
+	}
+	char cs[16], ns[16];
+	snprintf(cs, sizeof cs, "%d", cpu);
+	snprintf(ns, sizeof ns, "%d", node);
+	run_self("hotplug: the child", NULL, -1, NULL, "hotplug-child", cs, ns, NULL);
+	cpu_online_set(cpu, 1);
+}
+
 /* ---- The driver ---------------------------------------------------------------------------- */
 
 static const struct {
@@ -1597,6 +1679,7 @@ static const struct {
 } groups[] = {
 	{"migrate", group_migrate},   {"counters", group_counters}, {"policy", group_policy},
 	{"memoryless", group_memoryless}, {"race", group_race},   {"full", group_full},
+	{"hotplug", group_hotplug},
 };
 #define NGROUPS (sizeof groups / sizeof groups[0])
 
@@ -1609,6 +1692,7 @@ static const struct {
 	{"full-child", full_child},
 	{"balance-run", balance_child},
 	{"race-child", race_child},
+	{"hotplug-child", hotplug_child},
 };
 
 int main(int argc, char **argv)
