@@ -41,7 +41,7 @@ struct huge_try {
 static bool try_huge(int node, bool shared, bool grow, void *arg)
 {
 	struct huge_try *h = arg;
-	h->c = np_huge_get(node, h->size, h->align, &h->dirty, &h->th->st);
+	h->c = np_huge_get(node, h->size, h->align, &h->dirty, &h->th->st, grow);
 	if (!h->c && grow) {
 		bool spilled;
 		h->c = np_chunk_map_huge(node, 0, h->size, h->align, np_pool_is_low(node), &spilled);

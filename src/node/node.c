@@ -30,19 +30,26 @@ static const struct np_topo *topo;
 
 /*
  * Room per node, all racy hints (relaxed atomics). avail: pages the node had available at the
- * last read; in_use_at: the node's pages_in_use then. What the library took since (in_use now
- * minus then) comes off avail; pages handed out and never touched count as taken, which errs
- * on the safe side. skip: questions to answer "full" without reading again.
+ * last read, at read_at (np_os_clock_ns); in_use_at: the node's pages_in_use then. What the
+ * library took since (in_use now minus then) comes off avail; pages handed out and never
+ * touched count as taken, which errs on the safe side. skip: questions to answer "full"
+ * without reading again.
  */
 struct room {
 	size_t avail;
 	long in_use_at;
+	uint64_t read_at;
 	unsigned skip;
 	bool known;
 };
 static struct room room[NP_MAX_NODES];
 static size_t node_pages[NP_MAX_NODES]; /* this machine's nodes only: 0 in a rehearsal */
 #define ROOM_SKIP 64
+/* What other processes took of a node is seen by reading it again: at the latest when the last
+ * read is this old (a helper's guest: another process filled a node after the library's read,
+ * and the pages the library then handed out there faulted in on another node, counted as
+ * hits on the full one). */
+#define ROOM_MAX_AGE_NS (100 * 1000000ull)
 /* A node is nearly full (np_pool_set_low: new chunks verified page by page) below this many
  * reserves of room. */
 #define LOW_RESERVES 4
@@ -221,6 +228,7 @@ void np_node_note_full(int node)
 	struct room *r = &room[node];
 	__atomic_store_n(&r->avail, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->in_use_at, in_use(node), __ATOMIC_RELAXED);
+	__atomic_store_n(&r->read_at, np_os_clock_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&r->skip, ROOM_SKIP, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->known, true, __ATOMIC_RELAXED);
 }
@@ -238,6 +246,7 @@ static bool reread(int node)
 	struct room *r = &room[node];
 	__atomic_store_n(&r->avail, (size_t)(bytes >> NP_PAGE_SHIFT), __ATOMIC_RELAXED);
 	__atomic_store_n(&r->in_use_at, in_use(node), __ATOMIC_RELAXED);
+	__atomic_store_n(&r->read_at, np_os_clock_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&r->known, true, __ATOMIC_RELAXED);
 	return true;
 }
@@ -282,9 +291,11 @@ bool np_node_has_room(int node, size_t pages)
 	long have = left(node);
 	size_t avail = __atomic_load_n(&r->avail, __ATOMIC_RELAXED);
 	long used = in_use(node) - __atomic_load_n(&r->in_use_at, __ATOMIC_RELAXED);
-	/* Read again once we have eaten an eighth of what was there (others use the node too),
-	 * or when it looks too full, unless a recent read said it is. */
-	bool stale = used > (long)NP_MAX(avail / 8, (size_t)NP_CHUNK_PAGES);
+	/* Read again once we have eaten an eighth of what was there, or the read is
+	 * ROOM_MAX_AGE_NS old (others use the node too), or when it looks too full, unless a
+	 * recent read said it is. */
+	bool stale = used > (long)NP_MAX(avail / 8, (size_t)NP_CHUNK_PAGES) ||
+		     np_os_clock_ns() - __atomic_load_n(&r->read_at, __ATOMIC_RELAXED) > ROOM_MAX_AGE_NS;
 	if (stale || have < (long)pages) {
 		unsigned skip = __atomic_load_n(&r->skip, __ATOMIC_RELAXED);
 		if (!stale && skip) {

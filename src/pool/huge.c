@@ -223,7 +223,8 @@ bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st)
 	return true;
 }
 
-struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty, struct np_vmstat_diffs *st)
+struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty, struct np_vmstat_diffs *st,
+			     bool fresh)
 {
 	struct cache *h = &caches[node];
 	if (!h->exists || !__atomic_load_n(&h->list, __ATOMIC_RELAXED))
@@ -236,11 +237,12 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 	for (struct np_chunk **l = &h->list; *l; l = &(*l)->next) {
 		struct np_chunk *c = *l;
 		size_t have = pages_of(c);
-		bool aligned = ((uintptr_t)c + c->data_offset) % align == 0;
-		if (aligned && have >= need &&
+		bool usable = ((uintptr_t)c + c->data_offset) % align == 0 &&
+			       (fresh || c->dirty >= need << NP_PAGE_SHIFT);
+		if (usable && have >= need &&
 		    (!best || have < pages_of(*best) || (have == pages_of(*best) && c->dirty > (*best)->dirty)))
 			best = l;
-		if (aligned && c->data_offset < NP_CHUNK_SIZE && (!largest || have > pages_of(*largest)))
+		if (usable && fresh && c->data_offset < NP_CHUNK_SIZE && (!largest || have > pages_of(*largest)))
 			largest = l;
 	}
 	struct np_chunk **take = best ? best : largest;

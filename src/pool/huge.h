@@ -47,8 +47,11 @@ struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes);
 bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st);
 /* A cached chunk of node with at least `bytes` data bytes starting at a multiple of align,
  * kind HUGE again (the smallest that fits, or the largest grown to fit), or NULL. *dirty:
- * bytes from its data's start that may not read as zeros (calloc clears only those). */
-struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty, struct np_vmstat_diffs *st);
+ * bytes from its data's start that may not read as zeros (calloc clears only those). Without
+ * fresh (the node has no room) only a chunk whose dirty bytes cover the request, not grown:
+ * fresh pages of a full node fault in elsewhere (pool.c's get_runs). */
+struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty, struct np_vmstat_diffs *st,
+			     bool fresh);
 /* The decay of node's cache as its use makes it (NUMAPAGE_DECAY_MS, the peak's halving), when a
  * look is due: np_pool_decay calls it for every node. now: np_os_clock_ns. */
 void np_huge_decay(int node, uint64_t now, struct np_vmstat_diffs *st);

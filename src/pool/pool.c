@@ -345,11 +345,18 @@ static size_t fresh_pages(const struct np_page *pg, size_t aidx, size_t n)
 	return aidx + n > touched ? aidx + n - NP_MAX(touched, aidx) : 0;
 }
 
+/* Runs a take that may not have fresh pages passes over, at most, for holding some. */
+#define RESIDENT_LOOKS 64
+
 /* Takes a run of n pages aligned to align pages from bins [first, end), splitting what is left
- * over back into the pool, after passing over `looks` runs that do not fit at most. NULL when
- * none of those it looked at fits. */
-static struct np_page *take_bins(struct np_pool_shard *p, int first, int end, size_t n, size_t align, size_t looks)
+ * over back into the pool, after passing over `looks` runs that do not fit at most. Without
+ * fresh, only a run none of whose pages would be fresh (fresh_pages: a first touch, or one
+ * after a purge) fits, and at most RESIDENT_LOOKS others are passed over. NULL when none of
+ * those it looked at fits. */
+static struct np_page *take_bins(struct np_pool_shard *p, int first, int end, size_t n, size_t align, size_t looks,
+				 bool fresh)
 {
+	size_t skips = fresh ? SIZE_MAX : RESIDENT_LOOKS;
 	for (int b = first; b < end; b++) {
 		uint64_t m = p->bin_mask[b / 64] >> (b % 64);
 		if (!m) {
@@ -374,18 +381,27 @@ static struct np_page *take_bins(struct np_pool_shard *p, int first, int end, si
 				looks--;
 				continue;
 			}
+			if (fresh && b < NP_POOL_EXACT_BINS) {
+				best = pg;
+				break;
+			}
+			size_t new_pages = fresh_pages(pg, aidx, n);
+			if (!fresh && new_pages) {
+				if (!--skips)
+					return NULL;
+				continue;
+			}
 			if (b < NP_POOL_EXACT_BINS) {
 				best = pg;
 				break;
 			}
-			size_t fresh = fresh_pages(pg, aidx, n);
 			size_t dirty = np_pool_run_dirty(pg);
-			if (!best || fresh < best_fresh ||
-			    (fresh == best_fresh && (len < best_len || (len == best_len && dirty > best_dirty)))) {
+			if (!best || new_pages < best_fresh ||
+			    (new_pages == best_fresh && (len < best_len || (len == best_len && dirty > best_dirty)))) {
 				best = pg;
 				best_len = len;
 				best_dirty = dirty;
-				best_fresh = fresh;
+				best_fresh = new_pages;
 			}
 		}
 		if (best) {
@@ -427,19 +443,19 @@ static struct np_page *take_bins(struct np_pool_shard *p, int first, int end, si
  * mostly without an aligned start, and a walk of them all at every take made
  * posix_memalign(128 KiB) of small blocks 33 times jemalloc's time, growing with the live
  * blocks (a helper's measurement: take_runs 92.6% of it). */
-static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t align)
+static struct np_page *take_locked(struct np_pool_shard *p, size_t n, size_t align, bool fresh)
 {
 	if (align <= 1)
-		return take_bins(p, bin_of(n), NP_POOL_BINS, n, 1, SIZE_MAX);
+		return take_bins(p, bin_of(n), NP_POOL_BINS, n, 1, SIZE_MAX, fresh);
 	int sure = bin_of(n + align - 1);
-	struct np_page *run = take_bins(p, sure, NP_POOL_BINS, n, align, ALIGNED_LOOKS);
+	struct np_page *run = take_bins(p, sure, NP_POOL_BINS, n, align, ALIGNED_LOOKS, fresh);
 	if (!run && sure > bin_of(n))
-		run = take_bins(p, bin_of(n), sure, n, align, ALIGNED_LOOKS);
+		run = take_bins(p, bin_of(n), sure, n, align, ALIGNED_LOOKS, fresh);
 	/* Not found so: every run, so that one that fits is found wherever it lies (a review: a
 	 * fitting run behind 77 that did not in the last bin was missed, and a chunk mapped). Only
 	 * before the pool grows or the take fails, so at most once a chunk when takes fill it. */
 	if (!run)
-		run = take_bins(p, bin_of(n), NP_POOL_BINS, n, align, SIZE_MAX);
+		run = take_bins(p, bin_of(n), NP_POOL_BINS, n, align, SIZE_MAX, fresh);
 	return run;
 }
 
@@ -525,15 +541,16 @@ void np_pool_rehome_thread(void)
 
 /* Up to n runs of npages at align_pages from shard p, in one lock hold, marked used with
  * `order`; grows the shard only when grow allows and it is empty-handed (partial batches are
- * fine). Returns how many were stored in out[]. */
+ * fine); without fresh, only runs whose pages are all resident (take_bins). Returns how many
+ * were stored in out[]. */
 static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages, uint8_t order, int n,
-		     struct np_page **out, struct np_vmstat_diffs *st, bool grow, const char *where)
+		     struct np_page **out, struct np_vmstat_diffs *st, bool grow, bool fresh, const char *where)
 {
 	int got = 0;
 	if (np_pool_lock(p, st) && my_shard == p->index + 1u) /* another thread shares it: */
 		my_shard = (uint8_t)(cpu_shard_now() + 1);   /* the CPU's from now on */
 	while (got < n) {
-		struct np_page *run = take_locked(p, npages, align_pages);
+		struct np_page *run = take_locked(p, npages, align_pages, fresh);
 		if (!run) {
 			if (got || !grow || !grow_locked(p, st))
 				break;
@@ -664,13 +681,14 @@ bool np_pool_give_back_space(struct np_vmstat_diffs *st)
 /* take_runs from the first shard after home that has at least `want` free pages (a hint read
  * without its lock), without growing it. */
 static int borrow_runs(struct np_pool *p, struct np_pool_shard *home, size_t want, size_t npages, size_t align_pages,
-		       uint8_t order, int n, struct np_page **out, struct np_vmstat_diffs *st, const char *where)
+		       uint8_t order, int n, struct np_page **out, struct np_vmstat_diffs *st, bool fresh,
+		       const char *where)
 {
 	int got = 0;
 	for (unsigned k = 1; !got && k < p->nshards; k++) {
 		struct np_pool_shard *o = &p->shard[(home->index + k) % p->nshards];
 		if (__atomic_load_n(&o->free_pages, __ATOMIC_RELAXED) >= want)
-			got = take_runs(o, npages, align_pages, order, n, out, st, false, where);
+			got = take_runs(o, npages, align_pages, order, n, out, st, false, fresh, where);
 	}
 	return got;
 }
@@ -681,23 +699,29 @@ static int borrow_runs(struct np_pool *p, struct np_pool_shard *home, size_t wan
  * CPU's shard maps, when grow allows; else (the node may not grow, or the kernel refused)
  * from any shard that has them. Free page counts of other shards are hints read without
  * their locks; runs taken from another shard return to it. Returns how many were stored in
- * out[]. */
+ * out[].
+ *
+ * Without grow (the node has no room: np_node_walk) only resident runs are taken: a page
+ * never touched, or purged, faults in on whatever node the kernel then finds room on, as a
+ * new chunk's would. Handed out from a full node, those pages went elsewhere and were counted
+ * on the node as hits (a helper's guest, a node another process filled: 3,680 pages counted,
+ * 176 there), or under NUMAPAGE_BIND=strict got the program OOM-killed. */
 static int get_runs(int node, size_t npages, size_t align_pages, uint8_t order, int n, struct np_page **out,
 		    struct np_vmstat_diffs *st, bool grow, const char *where)
 {
 	struct np_pool *p = &np_pools[node];
 	struct np_pool_shard *home = home_shard(p);
-	int got = take_runs(home, npages, align_pages, order, n, out, st, p->nshards == 1 && grow, where);
+	int got = take_runs(home, npages, align_pages, order, n, out, st, p->nshards == 1 && grow, grow, where);
 	if (!got && p->nshards > 1) {
 		if (move_free_chunk(p, home, st))
-			got = take_runs(home, npages, align_pages, order, n, out, st, false, where);
+			got = take_runs(home, npages, align_pages, order, n, out, st, false, grow, where);
 		if (!got && np_chunk_tight)
 			got = borrow_runs(p, home, NP_MAX(npages, (size_t)LEND_PAGES), npages, align_pages, order, n, out,
-					  st, where);
+					  st, grow, where);
 		if (!got && grow) /* the CPU's own shard grows */
-			got = take_runs(home, npages, align_pages, order, n, out, st, true, where);
+			got = take_runs(home, npages, align_pages, order, n, out, st, true, true, where);
 		if (!got)
-			got = borrow_runs(p, home, npages, npages, align_pages, order, n, out, st, where);
+			got = borrow_runs(p, home, npages, npages, align_pages, order, n, out, st, grow, where);
 	}
 	if (got)
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_alloc, (long)(npages * (size_t)got));

@@ -153,11 +153,14 @@ void np_pool_init(const struct np_topo *t);
 
 /* Up to n runs of exactly 1 << order pages from node's pool, in one lock hold, growing the
  * pool by a chunk if it is empty and grow allows (the node layer's room check said the node
- * can take more). Returns how many were stored in out[]. Runs come back with state
- * NP_PAGE_USED and their order set. st: the caller's statistics deltas (may be NULL). */
+ * can take more). Without grow, only runs whose pages are all resident: a page never touched
+ * or purged would fault in wherever the kernel finds room then (pool.c: get_runs). Returns
+ * how many were stored in out[]. Runs come back with state NP_PAGE_USED and their order set.
+ * st: the caller's statistics deltas (may be NULL). */
 int np_pool_get_batch(int node, unsigned order, int n, struct np_page **out, struct np_vmstat_diffs *st, bool grow);
 /* One run of npages (<= NP_POOL_MAX_RUN) whose address is aligned to align_pages (a power of
- * two), growing the pool when no free run fits and grow allows; NULL when the node gives
+ * two), growing the pool when no free run fits and grow allows (without it, resident runs
+ * only, as for np_pool_get_batch); NULL when the node gives
  * none, or at once when no chunk could hold it at that alignment (the caller maps it as a huge
  * chunk instead). */
 struct np_page *np_pool_get_run(int node, size_t npages, size_t align_pages, struct np_vmstat_diffs *st, bool grow);

@@ -109,7 +109,7 @@ static void reuse_whole_and_grow(void **state)
 	/* A smaller request takes it whole: its tail (15 MiB) is within 32 MiB, kept resident. */
 	long unmaps = np_fake_os_unmaps(), purged = np_fake_os_purged_bytes();
 	size_t dirty;
-	struct np_chunk *b = np_huge_get(0, 5 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *b = np_huge_get(0, 5 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_ptr_equal(b, a);
 	assert_int_equal(b->kind, NP_CHUNK_HUGE);
 	assert_int_equal(np_chunk_data_bytes(b), a_pages << NP_PAGE_SHIFT);
@@ -117,10 +117,16 @@ static void reuse_whole_and_grow(void **state)
 	assert_int_equal(np_fake_os_unmaps(), unmaps);
 	assert_int_equal(np_fake_os_purged_bytes(), purged);
 	assert_int_equal(cached_dirty(), 0);
+	/* Without fresh pages (its node has no room): a chunk only when its resident part holds
+	 * the request, and none grown. */
+	assert_true(np_huge_put(b, NULL));
+	assert_null(np_huge_get(0, 30 * MB, NP_PAGE_SIZE, &dirty, NULL, false));
+	b = np_huge_get(0, 5 * MB, NP_PAGE_SIZE, &dirty, NULL, false);
+	assert_ptr_equal(b, a);
 	/* None fits a larger one: the largest grows (no new mapping), its new part clean. */
 	assert_true(np_huge_put(b, NULL));
 	long maps = np_fake_os_maps();
-	struct np_chunk *g = np_huge_get(0, 30 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *g = np_huge_get(0, 30 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_non_null(g);
 	assert_true(np_chunk_data_bytes(g) >= 30 * MB);
 	assert_int_equal(dirty, a_pages << NP_PAGE_SHIFT);
@@ -137,7 +143,7 @@ static void reuse_whole_and_grow(void **state)
 	unmaps = np_fake_os_unmaps();
 	size_t had = np_chunk_data_bytes(big);
 	long purged_pages = np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged);
-	struct np_chunk *s = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *s = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_ptr_equal(s, big);
 	size_t kept = np_chunk_data_bytes(s);
 	/* Its resident pages unmapped count as given back, as a trim's (a review of the change). */
@@ -170,7 +176,7 @@ static void budget_follows_the_peak(void **state)
 	np_fake_os_advance_clock(1100000000ull);
 	long unmaps = np_fake_os_unmaps();
 	size_t dirty;
-	struct np_chunk *t = np_huge_get(0, 1 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *t = np_huge_get(0, 1 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_non_null(t);
 	assert_true(cached_dirty() <= 2 * one);
 	assert_true(cached_clean() >= one);
@@ -208,11 +214,11 @@ static void a_grown_block_counts_its_new_pages(void **state)
 	check();
 	/* Nothing is live now: taken again and grown again, it is still within the peak. */
 	size_t dirty;
-	struct np_chunk *t = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *t = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_ptr_equal(t, g);
 	assert_true(np_huge_put(t, NULL));
 	/* Two such blocks live at once make an 80 MiB peak: both are kept when freed. */
-	struct np_chunk *a = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *a = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	struct np_chunk *b = np_huge_grow(make(4 * MB), 40 * MB);
 	assert_non_null(a);
 	assert_non_null(b);
@@ -231,12 +237,12 @@ static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
 	np_fake_os_advance_clock(2000000000ull);
 	long unmaps = np_fake_os_unmaps(), purged = np_fake_os_purged_bytes();
 	size_t dirty;
-	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_non_null(t);
 	assert_int_equal(dirty, np_chunk_data_bytes(t)); /* picked before the decay: reused resident */
 	assert_true(np_fake_os_purged_bytes() - purged >= (long)(11 * one) << NP_PAGE_SHIFT);
 	/* The others were purged: they read as zeros, and a request one serves clears nothing. */
-	struct np_chunk *z = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *z = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_non_null(z);
 	assert_int_equal(dirty, 0);
 	assert_true(np_huge_put(z, NULL));
@@ -277,7 +283,7 @@ static void cached_chunks_decay_at_the_pools_look(void **state)
 	check();
 	/* A chunk cached since is left until it is old in turn. */
 	size_t dirty;
-	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL);
+	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_non_null(t);
 	memset((char *)t + t->data_offset, 0x55, 6 * MB);
 	assert_true(np_huge_put(t, NULL));
@@ -359,10 +365,10 @@ static void refused_purges_leave_zeros(void **state)
 	np_fake_os_advance_clock(2000000000ull);
 	long purged = np_fake_os_purged_bytes();
 	size_t dirty;
-	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL); /* the decay runs */
+	struct np_chunk *t = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL, true); /* the decay runs */
 	assert_non_null(t);
 	for (int i = 0; i < 2; i++) {
-		struct np_chunk *z = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL);
+		struct np_chunk *z = np_huge_get(0, 6 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 		assert_non_null(z);
 		const uint64_t *w = (const uint64_t *)((char *)z + z->data_offset);
 		for (size_t k = dirty / 8; k < 6 * MB / 8; k++)

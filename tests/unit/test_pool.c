@@ -622,10 +622,13 @@ static void aligned_take_finds_the_fitting_run_behind_many(void **state)
 	assert_int_equal(np_pools[0].nshards, 1);
 	memset(behind_at, 0, sizeof behind_at);
 	int chunks = 0;
-	/* Every page of BEHIND_CHUNKS chunks taken one by one. */
+	/* Every page of BEHIND_CHUNKS chunks taken one by one (a take that may grow maps a
+	 * chunk only when no page is free). */
 	for (;;) {
-		bool grow = np_pools[0].mapped_pages < (size_t)BEHIND_CHUNKS * NP_CHUNK_DATA_PAGES;
-		struct np_page *r = np_pool_get_run(0, 1, 1, NULL, grow);
+		if (np_pool_free_pages(0) == 0 &&
+		    np_pools[0].mapped_pages >= (size_t)BEHIND_CHUNKS * NP_CHUNK_DATA_PAGES)
+			break;
+		struct np_page *r = np_pool_get_run(0, 1, 1, NULL, true);
 		if (!r)
 			break;
 		behind_at[behind_chunk_no(np_chunk_of(r), &chunks)][page_index(r)] = r;
@@ -1141,11 +1144,16 @@ static void shards_keep_cpus_apart(void **state)
 	assert_int_equal(np_pools[0].shard[1].free_pages, 0);
 	check_node(0);
 	/* CPU 3, the node may not grow and no chunk is whole: a run of another shard's chunk
-	 * (the next shard after its own that has one: 0), which returns there. */
+	 * (the next shard after its own that has one: 0), which returns there; resident pages
+	 * only (e, taken and freed on CPU 0), not shard 0's fresh ones. */
+	struct np_page *e = take_on(0, 64);
+	np_pool_put_run(e, NULL);
 	on_cpu(3);
 	struct np_page *d = np_pool_get_run(0, 64, 1, NULL, false);
 	assert_non_null(d);
 	assert_int_equal(shard_of(d), 0);
+	assert_ptr_equal(d, e);
+	assert_null(np_pool_get_run(0, 64, 1, NULL, false)); /* the rest is fresh */
 	assert_int_equal(STAT(0, chunks_mapped), 2);
 	struct np_page *runs[3] = {a, c, d};
 	np_pool_put_batch(runs, 3, NULL);

@@ -37,6 +37,7 @@
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1130,6 +1131,138 @@ static int full_child(int argc, char **argv)
 	return vm_exit_status();
 }
 
+/* Fills node s from a process of its own (mmap, MPOL_BIND to s, touched) until s has leave_kb
+ * free or less; it then waits to be killed. Its pid, or -1. */
+static pid_t hog_start(int s, long leave_kb)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		unsigned long mask[VM_MAX_NODES / 64 + 1] = {0};
+		mask[s / 64] |= 1UL << (s % 64);
+		if (set_mempolicy(MPOL_BIND, mask, VM_MAX_NODES + 1) != 0)
+			_exit(3);
+		const size_t step = 2 * MiB;
+		for (long f = node_meminfo_kb(s, "MemFree"); f > leave_kb; f = node_meminfo_kb(s, "MemFree")) {
+			size_t len = (size_t)(f - leave_kb) * KiB;
+			len = len > step ? step : (len + vm_page - 1) / vm_page * vm_page;
+			char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				break;
+			for (size_t i = 0; i < len; i += vm_page)
+				p[i] = 1;
+		}
+		char c = 1;
+		if (write(fds[1], &c, 1) != 1)
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	char c;
+	bool ready = pid > 0 && read(fds[0], &c, 1) == 1;
+	close(fds[0]);
+	if (pid > 0 && !ready) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+#define HOG_WARM (24 * MiB)  /* allocated, touched and freed on the small node first */
+#define HOG_LEAVE_KB (8 * 1024)
+#define HOG_ALLOC (40 * MiB) /* then allocated while another process holds the node */
+
+/* hog-child MODE S O: the memory a program took on S and gave back, then another process fills
+ * S: what the program allocates next lands on S only as far as S's pages are its own, the
+ * rest on O, and it is counted where it is (a helper's test: the pool's pages never touched
+ * were handed out on the full node, so the kernel put 8,100 of 9,216 pages on O, all counted
+ * on S as hits; under NUMAPAGE_BIND=strict the program was OOM-killed). */
+static int hog_child(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	const char *mode = argv[2];
+	int s = atoi(argv[3]), o = atoi(argv[4]);
+	if (node_meminfo_kb(o, "MemFree") * (long)KiB < (long)(HOG_ALLOC + 128 * MiB)) {
+		vm_note("skipped: full node, another process (%s): node %d has too little free", mode, o);
+		return 0;
+	}
+	static const size_t sizes[] = {1 * MiB, 128 * KiB, 4000, 200};
+	enum { WARM_BLOCKS = 4096 };
+	static void *warm[WARM_BLOCKS];
+	size_t warmed = 0;
+	int nw = 0;
+	for (int i = 0; warmed < HOG_WARM && nw < WARM_BLOCKS; i++) {
+		size_t sz = sizes[i % 4];
+		warm[nw] = malloc(sz);
+		if (!warm[nw])
+			break;
+		vm_touch(warm[nw++], sz);
+		warmed += sz;
+	}
+	for (int i = 0; i < nw; i++)
+		free(warm[i]);
+	pid_t hog = hog_start(s, HOG_LEAVE_KB);
+	if (hog < 0) {
+		vm_fail("full node, another process (%s): the process that fills node %d did not start",
+			mode, s);
+		return vm_exit_status();
+	}
+	/* The library reads a node's free memory again when its last read is 100 ms old
+	 * (numapage(7)): past that, what the other process took is known. */
+	usleep(300 * 1000);
+	vm_note("full node, another process (%s): on cpu %d, %zu MiB freed on node %d, which another "
+		"process then filled to %ld MiB free; allocating %zu MiB", mode, sched_getcpu(),
+		warmed / MiB, s, node_meminfo_kb(s, "MemFree") / 1024, (size_t)HOG_ALLOC / MiB);
+	struct snap before, after;
+	snapshot(&before);
+	struct addrs a;
+	addrs_init(&a, (long)(HOG_ALLOC / vm_page) + (1 << 16));
+	size_t total = 0;
+	bool failed = false;
+	for (int i = 0; total < HOG_ALLOC; i++) {
+		size_t sz = sizes[i % 4];
+		void *p = malloc(sz);
+		if (!p) {
+			failed = true;
+			break;
+		}
+		vm_touch(p, sz);
+		if (sz > vm_page)
+			addrs_add_block(&a, p, sz);
+		else
+			addrs_add(&a, p);
+		total += sz;
+	}
+	snapshot(&after);
+	kill(hog, SIGKILL);
+	waitpid(hog, NULL, 0);
+	struct tally t;
+	char buf[160], what[96];
+	tally(&a, &t);
+	addrs_fini(&a);
+	snprintf(what, sizeof what, "full node, another process (%s)", mode);
+	if (failed)
+		vm_fail("%s: malloc returned NULL after %zu MiB (errno %d)", what, total / MiB, errno);
+	agree_line(what, &t);
+	/* The hits counted on S are pages that are on S (page-granular blocks count whole pages;
+	 * small blocks count their slabs' pages, so allow a slab's worth per class). */
+	long long hit_s = DELTA(&before, &after, s, numa_hit);
+	long long slack = 2 * 1024 * 1024 / (long long)vm_page;
+	if (hit_s <= t.on[s] + slack)
+		vm_ok("%s: numa_hit +%lld on node %d, which holds %ld of the pages (%s)", what, hit_s, s,
+		      t.on[s], per_node(&t, buf, sizeof buf));
+	else
+		vm_fail("%s: numa_hit +%lld on node %d, but only %ld of the pages are there (%s): "
+			"pages elsewhere counted on it", what, hit_s, s, t.on[s], per_node(&t, buf, sizeof buf));
+	return vm_exit_status();
+}
+
 static void group_full(void)
 {
 	int o, s = small_node(&o);
@@ -1150,6 +1283,10 @@ static void group_full(void)
 		 "full-child", "default", ss, os_, (char *)NULL);
 	run_self("full node (NUMAPAGE_BIND=strict): the child", strict, vm_topo.first_cpu[s], killed,
 		 "full-child", "strict", ss, os_, (char *)NULL);
+	run_self("full node, another process (default binding): the child", NULL, vm_topo.first_cpu[s],
+		 killed, "hog-child", "default", ss, os_, (char *)NULL);
+	run_self("full node, another process (NUMAPAGE_BIND=strict): the child", strict,
+		 vm_topo.first_cpu[s], killed, "hog-child", "strict", ss, os_, (char *)NULL);
 	child_oom_adj = INT_MIN;
 	set_oom_adj(0);
 }
@@ -1648,15 +1785,17 @@ static int hotplug_child(int argc, char **argv)
 static void group_hotplug(void)
 {
 	/* The last CPU of a node with memory that is not CPU 0's (CPU 0 often cannot go offline,
-	 * and an unknown CPU used to be given the first node with CPUs: CPU 0's). */
+	 * and an unknown CPU used to be given the first node with CPUs: CPU 0's), and with room
+	 * for the mix past the library's reserve (not the small guest's small node). */
 	int cpu = -1, node = -1;
 	for (int c = vm_topo.ncpus - 1; c > 0 && cpu < 0; c--) {
 		int n = vm_topo.cpu_node[c];
-		if (n >= 0 && n != vm_topo.cpu_node[0] && vm_topo.has_mem[n])
+		if (n >= 0 && n != vm_topo.cpu_node[0] && vm_topo.has_mem[n] &&
+		    node_meminfo_kb(n, "MemFree") >= 192 * 1024)
 			cpu = c, node = n;
 	}
 	if (cpu < 0) {
-		vm_note("skipped: hotplug needs a CPU of a second node with memory");
+		vm_note("skipped: hotplug needs a CPU of a second node with 192 MiB free");
 		return;
 	}
 	int rc = cpu_online_set(cpu, 0);
@@ -1693,6 +1832,7 @@ static const struct {
 	{"balance-run", balance_child},
 	{"race-child", race_child},
 	{"hotplug-child", hotplug_child},
+	{"hog-child", hog_child},
 };
 
 int main(int argc, char **argv)
