@@ -10,11 +10,13 @@
 #include <string.h>
 
 #include "malloc/bootstrap.h"
+#include "malloc/home.h"
 #include "malloc/large.h"
 #include "malloc/ptr.h"
 #include "malloc/ready.h"
 #include "malloc/ring.h"
 #include "pool/huge.h"
+#include "pcp/pcp.h"
 #include "pool/pool.h"
 
 /* The smallest class whose size is a multiple of alignment (a power of two) and holds size
@@ -144,6 +146,41 @@ static inline bool stays_in_place(const void *p, size_t size)
 	       size <= s->block && size >= s->block / 2 && np_ptr_looks_live(s, a);
 }
 
+/* Whether a block of dense node `node` may grow in place for the calling thread: what realloc
+ * adds is new memory, which comes from the caller's home node as malloc's does (a move since
+ * its last slow path counts, home.h), so only a block on that node (or one near it, for a
+ * memoryless home) grows there; another moves, copied. A helper's guest: a thread moved from
+ * node 0 to node 1 grew blocks of node 0 in place and by remapping, 512 KiB -> 3 MiB and
+ * 8 -> 16 MiB, and every new page stayed on node 0. */
+static bool grows_here(int node)
+{
+	struct np_thread *th = np_tls.self;
+	if (th)
+		np_home_follow(th);
+	return !np_pcp_is_remote(th ? &th->pcp : NULL, node);
+}
+
+/* Page-API memory (numa_page_alloc*: its run or chunk is not marked as malloc's, large.c's
+ * np_large_count) keeps its placement through realloc, as libnuma's numa_realloc keeps a
+ * block's policy: it grows in place wherever it is, and when it must move, its new pages are
+ * on its node again, or interleaved again (a helper's test: an interleaved 1 MiB block grown
+ * to 4 MiB came back with every page on the caller's node). */
+static bool placed_by_page_api(const struct np_ptr *d)
+{
+	return (d->kind == NP_PTR_RUN && !d->page->user) || (d->kind == NP_PTR_CHUNK && !d->chunk->user);
+}
+
+static void *placed_like(const struct np_ptr *d, size_t size)
+{
+	struct np_thread *th = np_thread_or_init();
+	if (!th)
+		return np_enomem();
+	size_t dirty;
+	void *q = d->chunk->kind == NP_CHUNK_INTERLEAVE ? np_large_interleaved(th, size, 0)
+							 : np_large_alloc(th, size, NP_PAGE_SIZE, d->chunk->node, &dirty);
+	return q ? q : np_enomem();
+}
+
 void *np_realloc(void *p, size_t size)
 {
 	if (!p)
@@ -173,7 +210,9 @@ void *np_realloc(void *p, size_t size)
 		np_large_shrink_huge(d.chunk, np_thread_for_free(), lead + size);
 		return p;
 	}
-	if (size > old && size <= NP_MAX_REQUEST) {
+	bool placed = placed_by_page_api(&d);
+	if (size > old && size <= NP_MAX_REQUEST && (d.kind == NP_PTR_RUN || d.kind == NP_PTR_CHUNK) &&
+	    (placed || grows_here(d.chunk->node))) {
 		/* A page run may grow in place into the free run behind it, up to the longest run
 		 * malloc takes from a pool (malloc/large.h: a quarter chunk); past it, a huge block. */
 		struct np_thread *th = np_tls.self;
@@ -193,7 +232,7 @@ void *np_realloc(void *p, size_t size)
 			}
 		}
 	}
-	void *q = np_malloc_fast(size);
+	void *q = placed ? placed_like(&d, size) : np_malloc_fast(size);
 	if (!q)
 		return NULL;
 	memcpy(q, p, old < size ? old : size);

@@ -792,6 +792,62 @@ static void thread_follows_migration(void **state)
 	check_pools();
 }
 
+/* realloc's memory: a malloc block grows in place only on the caller's node, else it moves
+ * there (what realloc adds is new memory); page-API memory keeps its placement, grown or
+ * moved (a helper's tests: blocks of node 0 grown after a move to node 1 kept every new page
+ * on node 0; an interleaved block grown, or a block of node 1 shrunk, came back on the
+ * caller's node). */
+static void realloc_placement_fn(void *arg)
+{
+	(void)arg;
+	int os0 = os_of(0), os1 = os_of(1);
+	static const size_t from[] = {512 * KB, 8 * MB}, to[] = {3 * MB, 16 * MB};
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(numa_page_set_home_node(os0), 0);
+		char *p = numa_page_malloc(from[i]);
+		assert_non_null(p);
+		assert_int_equal(numa_page_node_of(p), os0);
+		p[0] = 5;
+		assert_int_equal(numa_page_set_home_node(os1), 0);
+		char *q = numa_page_realloc(p, to[i]);
+		assert_non_null(q);
+		assert_int_equal(q[0], 5);
+		assert_int_equal(numa_page_node_of(q), os1);
+		assert_int_equal(numa_page_node_of(q + to[i] - 1), os1);
+		/* On its own node it grows where it is. */
+		char *r = numa_page_realloc(q, to[i] + 2 * PAGE);
+		assert_non_null(r);
+		assert_int_equal(numa_page_node_of(r + to[i] + PAGE), os1);
+		numa_page_free(r);
+	}
+	assert_int_equal(numa_page_set_home_node(os0), 0);
+	static const size_t sizes[] = {6 * MB, 100, 2 * MB};
+	char *p = numa_page_alloc_onnode(1 * MB, os1);
+	assert_non_null(p);
+	for (int i = 0; i < 3; i++) {
+		p = numa_page_realloc(p, sizes[i]);
+		assert_non_null(p);
+		assert_int_equal(numa_page_node_of(p), os1);
+		assert_int_equal(numa_page_node_of(p + sizes[i] - 1), os1);
+	}
+	numa_page_free(p);
+	char *v = numa_page_alloc_interleaved(1 * MB);
+	assert_non_null(v);
+	v = numa_page_realloc(v, 4 * MB);
+	assert_non_null(v);
+	assert_int_not_equal(numa_page_node_of(v), numa_page_node_of(v + PAGE));
+	assert_int_not_equal(numa_page_node_of(v + 3 * MB), numa_page_node_of(v + 3 * MB + PAGE));
+	numa_page_free(v);
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+}
+
+static void realloc_placement(void **state)
+{
+	(void)state;
+	run_on_cpu(0, realloc_placement_fn, NULL);
+	check_pools();
+}
+
 /* A memory policy the thread sets while it runs is followed (a helper's test from outside: a
  * program's own set_mempolicy or numa_set_preferred, after the C library's start-up had already
  * given its main thread state, was never read). The fake OS's policy stands for the kernel's;
@@ -1431,6 +1487,7 @@ int main(void)
 	    cmocka_unit_test(overflowing_sizes_are_enomem), cmocka_unit_test(free_null_and_errno),
 	    cmocka_unit_test(node_of_foreign_pointers), cmocka_unit_test(huge_blocks),
 	    cmocka_unit_test(home_node_set_and_follow), cmocka_unit_test(thread_follows_migration),
+	    cmocka_unit_test(realloc_placement),
 	    cmocka_unit_test(policy_set_while_running_is_followed), cmocka_unit_test(blocks_bound_elsewhere_are_bound_back),
 	    cmocka_unit_test(owner_frees_come_back_first), cmocka_unit_test(slabs_batched_beside_long_runs),
 	    cmocka_unit_test(statistics_match_allocations), cmocka_unit_test(every_cpu_gets_nearest_memory),

@@ -630,6 +630,11 @@ static void *mig_thread(void *arg)
 			m->warm[c][i] = NULL;
 		}
 	void *run = malloc(1 * MiB), *huge = malloc(32 * MiB);
+	/* Blocks realloc grows after the move: a run and a huge block, written on A. */
+	void *grow[2] = {malloc(512 * KiB), malloc(8 * MiB)};
+	static const size_t grown[2] = {3 * MiB, 16 * MiB};
+	vm_touch(grow[0], 512 * KiB);
+	vm_touch(grow[1], 8 * MiB);
 	/* Before the move, on A: a precondition (the library's ordinary behaviour). */
 	tally(&s, &t);
 	addrs_fini(&s);
@@ -666,6 +671,21 @@ static void *mig_thread(void *arg)
 
 	snprintf(what, sizeof what, "thread moved %d->%d, large first", m->node_a, m->node_b);
 	mig_after(m, what, false);
+	/* What realloc gives is memory of the caller's node, as malloc's is, the part it adds
+	 * included: a block of A grown after the move is on B (a helper's test: grown in place
+	 * or by remapping, 8 -> 16 MiB and 512 KiB -> 3 MiB kept every new page on A). */
+	for (int i = 0; i < 2; i++) {
+		char *q = realloc(grow[i], grown[i]);
+		if (!q) {
+			vm_fail("migrate, thread: realloc to %zu KiB failed", grown[i] / KiB);
+			continue;
+		}
+		vm_touch(q, grown[i]);
+		snprintf(what, sizeof what, "migrate, thread moved %d->%d: a block of node %d realloc'ed "
+			 "to %zu KiB", m->node_a, m->node_b, m->node_a, grown[i] / KiB);
+		block_line(what, q, grown[i], m->node_b);
+		free(q);
+	}
 	for (size_t c = 0; c < MIG_NCLS; c++) {
 		for (long i = 0; i < m->nwarm[c]; i++)
 			free(m->warm[c][i]);
