@@ -114,6 +114,14 @@ NP_INLINE void np_thread_tick_decay(struct np_thread *th)
 	}
 }
 
+/* The decay's look at once, for a slow path that is rare by itself (ring.c: a slab miss the
+ * beat made due). */
+NP_INLINE void np_thread_decay_now(struct np_thread *th)
+{
+	th->decay_calls = 0;
+	np_pool_decay(&th->st);
+}
+
 /* Threads the allocator has given state to since start-up (a fork's child keeps the count). */
 extern int np_threads_seen;
 /* Threads whose exit handed their slabs over (np_ring_abandon), since start-up. */

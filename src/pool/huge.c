@@ -115,8 +115,10 @@ static void choose_locked(struct cache *h, uint64_t now, struct np_chunk **purge
 	if (!h->decay_at)
 		h->decay_at = now + DECAY_PERIOD_NS;
 	else if (now >= h->decay_at) {
+		/* Halved once for every period since: a look after a quiet spell catches up. */
+		uint64_t periods = 1 + (now - h->decay_at) / DECAY_PERIOD_NS;
 		size_t live = (size_t)NP_MAX(__atomic_load_n(&h->live_pages, __ATOMIC_RELAXED), 0L);
-		size_t half = __atomic_load_n(&h->peak_pages, __ATOMIC_RELAXED) / 2;
+		size_t half = __atomic_load_n(&h->peak_pages, __ATOMIC_RELAXED) >> NP_MIN(periods, 63ull);
 		__atomic_store_n(&h->peak_pages, live > half ? live : half, __ATOMIC_RELAXED);
 		h->decay_at = now + DECAY_PERIOD_NS;
 	}
