@@ -221,6 +221,10 @@ NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format)
 static bool started;
 static int report_pid;  /* the process that reports: this one, also after fork */
 static int parent_pid;  /* in a forked child: the process it was forked from; else 0 */
+/* The program's short name as it was at start-up: the report at exit would read it from the
+ * command line's memory, which programs that set their title rewrite (PostgreSQL's backends
+ * reported "al] idle"; a helper's test). Forked children keep the copy. */
+static char command[64];
 
 /* The report NUMAPAGE_STATS asks for (options.c refuses any other form where it is set). */
 static int report_kind(const char *s)
@@ -246,6 +250,10 @@ void np_vmstat_start_output(void)
 		return;
 	started = true;
 	report_pid = np_os_pid();
+	const char *name = program_invocation_short_name;
+	size_t len = name ? strnlen(name, sizeof command - 1) : 0;
+	memcpy(command, name ? name : "", len);
+	command[len] = '\0';
 	if (np_opt.shm) {
 		/* Before adding our own: the files of our processes that died without cleaning up. */
 		np_vmstat_shm_sweep();
@@ -327,7 +335,7 @@ static int write_json_report(FILE *f)
 	/* Who wrote it, for `numapage run --per-process`: pid, command, and the process it was
 	 * forked from (0: it was started by exec). */
 	fprintf(f, "{\"pid\":%d,\"parent\":%d,\"command\":", np_os_pid(), parent_pid);
-	np_json_string(f, program_invocation_short_name);
+	np_json_string(f, command);
 	fputc(',', f);
 	np_vmstat_print_json_nodes(f, v.n, v.os_ids, NUMA_PAGE_STAT_NITEMS, v.names, v.values);
 	fputs("}\n", f);

@@ -124,6 +124,15 @@ try:
     assert j['processes'] == 1 and j['per_process'][0]['command'] == 'python3', j
     assert sum(n['malloc_requested'] for n in j['nodes']) > 100000, j
     assert not os.path.exists('-')
+    # A program that writes its title over its command line (PostgreSQL, nginx, sshd) is named
+    # as it started (a helper's test: backends reported "al] idle").
+    title_py = ('import ctypes\nlibc = ctypes.CDLL(None)\n'
+                'p = ctypes.c_void_p.in_dll(libc, "program_invocation_short_name").value\n'
+                'n = len(ctypes.string_at(p))\nctypes.memmove(p, b"T" * n, n)\n'
+                'x = [bytes(1000) for _ in range(1000)]\n')
+    p = run('run', '--json', '-', '--', PY, '-c', title_py)
+    j = json.loads(p.stdout)
+    assert j['per_process'][0]['command'] == 'python3', j
     run('run', '--place', 'sideways', '--', 'true', rc=2)
 
     # ---- run: the library path must survive LD_PRELOAD ---------------------------------------------
