@@ -12,7 +12,11 @@ import queue
 import sys
 import threading
 
-os.environ.setdefault("PYTHONMALLOC", "malloc")
+# PYTHONMALLOC is read when the interpreter starts: set here, it would only reach children.
+# So the program starts itself again with it, and every object is then a malloc call.
+if os.environ.get("PYTHONMALLOC") != "malloc":
+    os.environ["PYTHONMALLOC"] = "malloc"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
 THREADS = int(sys.argv[1]) if len(sys.argv) > 1 else 4
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 40
 
