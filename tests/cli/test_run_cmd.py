@@ -63,6 +63,11 @@ def wait_for(cond, what, seconds=30):
 
 try:
     # ---- help and version ---------------------------------------------------------------------
+    # Under a small address-space limit the command starts (a helper's test: its 75 MB of
+    # static tables made it die at exec under ulimit -v 65536, every command).
+    import resource
+    lim = lambda: resource.setrlimit(resource.RLIMIT_AS, (64 << 20, 64 << 20))
+    assert run('--version', preexec_fn=lim).stdout.startswith('numapage ')
     h = run('--help').stdout
     assert '--version' in h and 'numapage help' in h, h
     assert run('--version').stdout.startswith('numapage '), 'version'

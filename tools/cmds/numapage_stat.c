@@ -177,7 +177,9 @@ struct live {
  * pattern matched whose file could not be read: the end status is 1. */
 static bool changed, unreadable;
 
-static struct live live[MAX_LIVE];
+/* MAX_LIVE entries, allocated when stat runs: 25 MB in the program's image kept every command
+ * from starting under a small address-space limit (ulimit -v 65536: a segfault at exec). */
+static struct live *live;
 static int nlive;
 
 static void pause_for(double seconds)
@@ -580,6 +582,11 @@ int np_cmd_stat(int argc, char **argv)
 		return usage_error("no process given (a process id or a pattern)%s", "");
 	if (!count)
 		count = interval > 0 ? 0 : 1; /* 0: until the processes exit */
+	live = calloc(MAX_LIVE, sizeof *live);
+	if (!live) {
+		fprintf(stderr, "numapage stat: out of memory\n");
+		return 1;
+	}
 
 	scan();
 	for (int i = optind; i < argc; i++) {
