@@ -232,16 +232,19 @@ static void *ring_take(struct np_thread *th, unsigned c)
 	struct np_slab *s = th->ring[c];
 	void *b;
 	if (s) {
+		/* A miss the beat made due: at most one per NP_SLAB_BEAT mallocs of the class, so
+		 * the decay looks here every time. A thread whose mallocs all hit took 64 of these
+		 * per look, and its process kept the pages of huge blocks it had freed for minutes
+		 * (a helper's test: 200 MB after 40 s of malloc(100) a millisecond; glibc 0.1 MB).
+		 * Not every miss whose slab still yields a block: a fresh slab's page-by-page
+		 * extension is one too, and a collect of remote frees, both far more often. */
+		bool beat = s->beat < 0;
 		/* The fast path's run on it ends here: its mallocs and frees are counted now, so that
 		 * an exact read by another thread lacks at most one slab per class of ours. */
 		count(th, s);
 		if ((b = take_from(s)) != NULL) {
-			/* A miss the beat made due (the slab had blocks): at most one per
-			 * NP_SLAB_BEAT mallocs of the class, so the decay looks here every time. A
-			 * thread whose mallocs all hit took 64 of these per look, and its process
-			 * kept the pages of huge blocks it had freed for minutes (a helper's
-			 * test: 200 MB after 40 s of malloc(100) a millisecond; glibc 0.1 MB). */
-			np_thread_decay_now(th);
+			if (beat)
+				np_thread_decay_now(th);
 			return b;
 		}
 		/* The others in the ring: each yields blocks or, full, is let go (FLOATING), but
