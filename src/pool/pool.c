@@ -350,9 +350,9 @@ static size_t fresh_pages(const struct np_page *pg, size_t aidx, size_t n)
 
 /* Takes a run of n pages aligned to align pages from bins [first, end), splitting what is left
  * over back into the pool, after passing over `looks` runs that do not fit at most. Without
- * fresh, only a run none of whose pages would be fresh (fresh_pages: a first touch, or one
- * after a purge) fits, and at most RESIDENT_LOOKS others are passed over. NULL when none of
- * those it looked at fits. */
+ * fresh, only a run none of whose pages would be fresh (fresh_pages: a first touch; and
+ * dirty wherever it is below the touched mark: none purged) fits, and at most RESIDENT_LOOKS others are
+ * passed over. NULL when none of those it looked at fits. */
 static struct np_page *take_bins(struct np_pool_shard *p, int first, int end, size_t n, size_t align, size_t looks,
 				 bool fresh)
 {
@@ -385,11 +385,18 @@ static struct np_page *take_bins(struct np_pool_shard *p, int first, int end, si
 				best = pg;
 				break;
 			}
+			/* Without fresh pages: none past the touched mark, and none purged. A dirty
+			 * run merged with a purged one is neither clean nor past the mark, and its
+			 * estimate does not say where its resident pages are: all of the run below
+			 * the mark must count dirty (a review: the purged half of such a run was
+			 * handed out). */
 			size_t new_pages = fresh_pages(pg, aidx, n);
-			if (!fresh && new_pages) {
-				if (!--skips)
-					return NULL;
-				continue;
+			if (!fresh && (new_pages || np_pool_run_dirty(pg) + fresh_pages(pg, idx, len) < len)) {
+				if (--skips)
+					continue;
+				if (best) /* the resident run found before these */
+					break;
+				return NULL;
 			}
 			if (b < NP_POOL_EXACT_BINS) {
 				best = pg;
@@ -547,6 +554,10 @@ static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages,
 		     struct np_page **out, struct np_vmstat_diffs *st, bool grow, bool fresh, const char *where)
 {
 	int got = 0;
+	/* Without fresh pages, a shard whose dirty pages (a hint) cannot hold one run is not
+	 * locked and walked at all: on a node without room, every refill asks. */
+	if (!fresh && __atomic_load_n(&p->dirty_pages, __ATOMIC_RELAXED) < npages)
+		return 0;
 	if (np_pool_lock(p, st) && my_shard == p->index + 1u) /* another thread shares it: */
 		my_shard = (uint8_t)(cpu_shard_now() + 1);   /* the CPU's from now on */
 	while (got < n) {

@@ -1366,6 +1366,74 @@ static void trim_counts_only_dirty_pages(void **state)
 	check_node(0);
 }
 
+/* A hostile review: a take without fresh pages (the node has no room) found a resident run in the
+ * last bin first, then passed over RESIDENT_LOOKS runs that hold fresh (purged) pages behind it,
+ * and returned NULL, dropping the resident run it had found. */
+static void resident_take_keeps_the_run_it_found(void **state)
+{
+	(void)state;
+	np_test_start("2node", "PURGE_MB", "1024", "DECAY_MS", "0", NULL);
+	on_cpu(0);
+	enum { K = 80, LEN = 300 };
+	static struct np_page *x[K], *sep[K];
+	for (int i = 0; i < K; i++) {
+		x[i] = np_pool_get_run(0, LEN, 1, NULL, true);
+		sep[i] = np_pool_get_run(0, LEN, 1, NULL, true);
+		assert_non_null(x[i]);
+		assert_non_null(sep[i]);
+		memset(np_page_addr(x[i]), 0x5a, LEN * NP_PAGE_SIZE);
+	}
+	for (int i = 1; i < K; i++)
+		np_pool_put_run(x[i], NULL);
+	np_pool_trim(0, NULL); /* x[1..] purged: clean, their pages fresh again */
+	np_pool_put_run(x[0], NULL); /* resident, dirty: at the head of the last bin */
+	check_node(0);
+	for (unsigned k = 0; k < np_pools[0].nshards; k++) {
+		int n = 0, cl = 0, first_is_x0 = np_pools[0].shard[k].bins[NP_POOL_BINS - 1] == x[0];
+		for (struct np_page *pg = np_pools[0].shard[k].bins[NP_POOL_BINS - 1]; pg; pg = pg->next)
+			n++, cl += pg->clean;
+		print_message("shard %u: last bin %d runs, %d clean, x0 first %d\n", k, n, cl, first_is_x0);
+	}
+	struct np_page *r = np_pool_get_run(0, LEN, 1, NULL, false);
+	print_message("resident take of %d pages: %p (x[0] %p)\n", LEN, (void *)r, (void *)x[0]);
+	assert_ptr_equal(r, x[0]);
+}
+
+/* A hostile review: a run freed against a purged one on its left merges into it; the merged run
+ * is neither clean nor past the touched mark, so a take without fresh pages treated all of it
+ * as resident and handed out the purged part first. The estimate does not say where in the run
+ * the resident pages are, so such a run is not taken without fresh pages at all; with them, it
+ * is. */
+static void resident_take_skips_purged_parts(void **state)
+{
+	(void)state;
+	np_test_start("2node", "PURGE_MB", "1024", "DECAY_MS", "0", NULL);
+	on_cpu(0);
+	enum { LEN = 300 };
+	struct np_page *y = np_pool_get_run(0, LEN, 1, NULL, true), *x = np_pool_get_run(0, LEN, 1, NULL, true);
+	struct np_page *z = np_pool_get_run(0, LEN, 1, NULL, true);
+	assert_non_null(z);
+	assert_ptr_equal(np_page_addr(x), (char *)np_page_addr(y) + LEN * NP_PAGE_SIZE);
+	memset(np_page_addr(y), 0x5a, 2 * LEN * NP_PAGE_SIZE);
+	np_pool_put_run(y, NULL);
+	np_pool_trim(0, NULL); /* y's pages given back */
+	np_pool_put_run(x, NULL); /* merges into y: 600 pages, 300 dirty */
+	check_node(0);
+	struct np_page *r = np_pool_get_run(0, LEN, 1, NULL, false);
+	if (r) {
+		size_t res = resident_pages(np_page_addr(r), (char *)np_page_addr(r) + LEN * NP_PAGE_SIZE);
+		print_message("resident take of %d pages: %s, %zu of them resident\n", LEN, r == y ? "y (purged)" : "x",
+			      res);
+		assert_int_equal(res, LEN);
+		np_pool_put_run(r, NULL);
+	}
+	r = np_pool_get_run(0, LEN, 1, NULL, true);
+	assert_non_null(r);
+	np_pool_put_run(r, NULL);
+	np_pool_put_run(z, NULL);
+	check_node(0);
+}
+
 /* Decay periods of 100 s: the fake clock is the real one plus what a test adds, so a test's
  * own run time (a loaded machine) stays far inside its margins. */
 #define PERIOD_S 100ull
@@ -2375,6 +2443,8 @@ int main(void)
 		cmocka_unit_test_teardown(a_racing_reader_sees_the_peak, np_test_teardown_pools),
 		cmocka_unit_test_teardown(a_purge_under_way_is_not_in_use, np_test_teardown_pools),
 		cmocka_unit_test_teardown(trim_counts_only_dirty_pages, np_test_teardown_pools),
+		cmocka_unit_test_teardown(resident_take_keeps_the_run_it_found, np_test_teardown_pools),
+		cmocka_unit_test_teardown(resident_take_skips_purged_parts, np_test_teardown_pools),
 		cmocka_unit_test_teardown(purge_does_not_churn, np_test_teardown_pools),
 		cmocka_unit_test_teardown(decay_gives_back_what_stayed_free, np_test_teardown_pools),
 		cmocka_unit_test_teardown(decay_reaches_every_shard, np_test_teardown_pools),
