@@ -91,6 +91,16 @@ NP_INLINE void *np_enomem(void)
  * NULL while it initialises (the caller serves from the bootstrap allocator), after the
  * thread's exit hook ran (np_tls.exited: likewise), or when no memory is left. */
 struct np_thread *np_thread_or_init(void);
+/* The calling thread's state for pages it asks for by the page API's rules (page_api.c, and
+ * realloc of page-API memory). After its exit hook ran (a thread-specific destructor asking
+ * for pages: they must be placed, which the start-up allocator does not do) a state is made
+ * for the call alone: *leave, and the caller lets it go (np_ring_leave) once done, since no
+ * destructor round may be left to do it. */
+NP_INLINE struct np_thread *np_thread_for_pages(bool *leave)
+{
+	*leave = np_tls.exited && !np_tls.self;
+	return *leave ? np_thread_get() : np_thread_or_init();
+}
 /* The same for an allocation of size bytes at align: NULL after serving it from the bootstrap
  * allocator into *boot (the allocator is starting, or the thread's exit hook ran and the
  * bootstrap's classes hold the block; *boot NULL and errno ENOMEM when even that failed), or

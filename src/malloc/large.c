@@ -61,6 +61,8 @@ static bool try_huge(int node, bool shared, bool grow, void *arg)
 
 void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, size_t *dirty)
 {
+	if (size > NP_MAX_REQUEST) /* its page count would wrap */
+		return NULL;
 	size_t npages = size ? (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT : 1;
 	if (npages >= NP_POLICY_LOOK_PAGES)
 		np_home_look_policy(th); /* a policy set since, for the pages of a long block */

@@ -19,16 +19,6 @@
 #include "pcp/pcp.h"
 #include "topology/topology.h"
 
-/* The calling thread's state for a page API call. After its exit hook ran (a thread-specific
- * destructor asking for pages: they must be placed, which the start-up allocator does not do)
- * a state is made for the call alone: *leave, and the caller lets it go (np_ring_leave) once
- * done, since no destructor round may be left to do it. */
-static struct np_thread *page_thread(bool *leave)
-{
-	*leave = np_tls.exited && !np_tls.self;
-	return *leave ? np_thread_get() : np_thread_or_init();
-}
-
 /* Pages for a page API call: on the dense node `node` (-1: where the thread's policy puts
  * them), or interleaved over the nodes the policy allows. */
 static void *pages_for(size_t size, int node, bool interleaved)
@@ -38,7 +28,7 @@ static void *pages_for(size_t size, int node, bool interleaved)
 	if (size > NP_MAX_REQUEST)
 		return np_enomem();
 	bool leave;
-	struct np_thread *th = page_thread(&leave);
+	struct np_thread *th = np_thread_for_pages(&leave);
 	if (!th)
 		return np_enomem();
 	size_t dirty;

@@ -15,6 +15,7 @@
 #include "malloc/ptr.h"
 #include "malloc/ready.h"
 #include "malloc/ring.h"
+#include "node/node.h"
 #include "pool/huge.h"
 #include "pcp/pcp.h"
 #include "pool/pool.h"
@@ -152,12 +153,17 @@ static inline bool stays_in_place(const void *p, size_t size)
  * memoryless home) grows there; another moves, copied. A helper's guest: a thread moved from
  * node 0 to node 1 grew blocks of node 0 in place and by remapping, 512 KiB -> 3 MiB and
  * 8 -> 16 MiB, and every new page stayed on node 0. */
-static bool grows_here(int node)
+static bool grows_here(int node, size_t pages)
 {
 	struct np_thread *th = np_tls.self;
 	if (th)
 		np_home_follow(th);
-	return !np_pcp_is_remote(th ? &th->pcp : NULL, node);
+	if (!np_pcp_is_remote(th ? &th->pcp : NULL, node))
+		return true;
+	/* Unless the home has no room for it either: the block's node is then where a new one
+	 * would go too, and copying it there at every growth made growing by 4 KiB steps
+	 * quadratic (a review: 984 copies in 984 reallocs with the home node full). */
+	return th && !np_node_has_room(th->pcp.target, pages);
 }
 
 /* Page-API memory (numa_page_alloc*: its run or chunk is not marked as malloc's, large.c's
@@ -172,12 +178,25 @@ static bool placed_by_page_api(const struct np_ptr *d)
 
 static void *placed_like(const struct np_ptr *d, size_t size)
 {
-	struct np_thread *th = np_thread_or_init();
+	bool leave;
+	struct np_thread *th = np_thread_for_pages(&leave);
 	if (!th)
 		return np_enomem();
-	size_t dirty;
-	void *q = d->chunk->kind == NP_CHUNK_INTERLEAVE ? np_large_interleaved(th, size, 0)
-							 : np_large_alloc(th, size, NP_PAGE_SIZE, d->chunk->node, &dirty);
+	void *q;
+	if (d->chunk->kind == NP_CHUNK_INTERLEAVE) {
+		/* Over the same nodes: all of them is the page API's own interleave (0). */
+		uint64_t nodes = 0, all = 0;
+		for (int i = 0; i < d->chunk->nilv; i++)
+			nodes |= 1ULL << d->chunk->ilv[i];
+		for (int i = 0; i < np_topo_table.nnodes; i++)
+			all |= (uint64_t)np_topo_table.node[i].mem_allowed << i;
+		q = np_large_interleaved(th, size, nodes == all ? 0 : nodes);
+	} else {
+		size_t dirty;
+		q = np_large_alloc(th, size, NP_PAGE_SIZE, d->chunk->node, &dirty);
+	}
+	if (leave)
+		np_ring_leave(th);
 	return q ? q : np_enomem();
 }
 
@@ -196,6 +215,8 @@ void *np_realloc(void *p, size_t size)
 		np_free_decoded(&d, p);
 		return NULL;
 	}
+	if (size > NP_MAX_REQUEST) /* every path below rounds it (a review: to one page) */
+		return np_enomem();
 	size_t old = np_ptr_usable(&d, p);
 	/* Start-up memory always moves into the allocator proper. */
 	if (size <= old && size >= old / 2 && d.kind != NP_PTR_BOOT)
@@ -211,8 +232,8 @@ void *np_realloc(void *p, size_t size)
 		return p;
 	}
 	bool placed = placed_by_page_api(&d);
-	if (size > old && size <= NP_MAX_REQUEST && (d.kind == NP_PTR_RUN || d.kind == NP_PTR_CHUNK) &&
-	    (placed || grows_here(d.chunk->node))) {
+	if (size > old && (d.kind == NP_PTR_RUN || d.kind == NP_PTR_CHUNK) &&
+	    (placed || grows_here(d.chunk->node, (size - old + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT))) {
 		/* A page run may grow in place into the free run behind it, up to the longest run
 		 * malloc takes from a pool (malloc/large.h: a quarter chunk); past it, a huge block. */
 		struct np_thread *th = np_tls.self;

@@ -1540,6 +1540,7 @@ static void stats_exact_while_others_hold_and_free(void **state)
  * more in the threads gauge per thread). Small blocks, a page run, and the page API. */
 static pthread_key_t late_key;
 static int late_unplaced; /* large blocks after the exit hook that are on no node */
+static int late_realloc_failed; /* numa_page_realloc after the exit hook that returned NULL */
 static void late_destructor(void *arg)
 {
 	uintptr_t round = (uintptr_t)arg;
@@ -1554,6 +1555,12 @@ static void late_destructor(void *arg)
 	F_FREE(a);
 	F_FREE(b);
 	numa_page_free(c);
+	/* Page-API memory grown there keeps its placement, on a state made for the call (a
+	 * review: ENOMEM in every round). */
+	void *d = numa_page_alloc(64 * KiB), *e = d ? numa_page_realloc(d, 256 * KiB) : NULL;
+	if (!e)
+		__atomic_add_fetch(&late_realloc_failed, 1, __ATOMIC_RELAXED);
+	numa_page_free(e ? e : d);
 	if (round < PTHREAD_DESTRUCTOR_ITERATIONS)
 		pthread_setspecific(late_key, (void *)(round + 1));
 }
@@ -1587,6 +1594,7 @@ static void thread_exit_destructors_leave_no_state(void **state)
 	if (after.pages_in_use > before.pages_in_use + 1024)
 		fail_msg("pages in use %lld -> %lld", (long long)before.pages_in_use, (long long)after.pages_in_use);
 	assert_int_equal(late_unplaced, 0);
+	assert_int_equal(late_realloc_failed, 0);
 	pthread_key_delete(late_key);
 }
 

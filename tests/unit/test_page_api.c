@@ -830,6 +830,16 @@ static void realloc_placement_fn(void *arg)
 		assert_int_equal(numa_page_node_of(p), os1);
 		assert_int_equal(numa_page_node_of(p + sizes[i] - 1), os1);
 	}
+	/* A size no block can have is refused, the block kept (a review: SIZE_MAX came back as
+	 * one page, and 2 MiB were copied into it). */
+	memset(p, 0x61, 2 * MB);
+	static const size_t huge[] = {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX / 2 + 1};
+	for (int i = 0; i < 3; i++) {
+		errno = 0;
+		assert_null(numa_page_realloc(p, huge[i]));
+		assert_int_equal(errno, ENOMEM);
+	}
+	assert_int_equal(p[2 * MB - 1], 0x61);
 	numa_page_free(p);
 	char *v = numa_page_alloc_interleaved(1 * MB);
 	assert_non_null(v);
