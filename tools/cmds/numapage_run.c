@@ -162,8 +162,8 @@ static int probe(const char *so, char *why, size_t size)
 
 struct job {
 	struct np_tstats total;
-	struct np_treport *procs; /* MAX_PROCS */
-	int nprocs, bad;
+	struct np_treport *procs; /* cap of them: the first cap reports are kept one by one */
+	int nprocs, bad, cap;
 };
 
 static int by_pid(const void *a, const void *b)
@@ -195,7 +195,7 @@ static void collect(struct job *j, const char *dir)
 				if (!r.pid)
 					r.pid = atoi(e->d_name); /* older reports: the file is <pid>.json */
 				np_tstats_add(&j->total, &r.stats);
-				if (j->nprocs < MAX_PROCS)
+				if (j->nprocs < j->cap)
 					j->procs[j->nprocs] = r;
 				j->nprocs++;
 			}
@@ -204,7 +204,7 @@ static void collect(struct job *j, const char *dir)
 	}
 	closedir(d);
 	rmdir(dir);
-	qsort(j->procs, (size_t)(j->nprocs < MAX_PROCS ? j->nprocs : MAX_PROCS), sizeof *j->procs, by_pid);
+	qsort(j->procs, (size_t)(j->nprocs < j->cap ? j->nprocs : j->cap), sizeof *j->procs, by_pid);
 }
 
 static void describe(const struct np_treport *r, char *buf, size_t size)
@@ -220,7 +220,7 @@ static void print_tables(const struct job *j, const struct np_vmstat_table_opts 
 {
 	const char *unit = o->raw ? "pages and bytes as counted" : "MiB";
 	if (per_process)
-		for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++) {
+		for (int i = 0; i < j->nprocs && i < j->cap; i++) {
 			char who[160];
 			describe(&j->procs[i], who, sizeof who);
 			fprintf(stderr, "numapage: per-node statistics of %s (%s)\n", who, unit);
@@ -242,7 +242,7 @@ static int write_json(const struct job *j, const char *path)
 	fprintf(f, "{\"processes\":%d,", j->nprocs);
 	np_tstats_json_nodes(f, &j->total);
 	fputs(",\"per_process\":[", f);
-	for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++) {
+	for (int i = 0; i < j->nprocs && i < j->cap; i++) {
 		const struct np_treport *r = &j->procs[i];
 		fprintf(f, "%s{\"pid\":%d,\"parent\":%d,\"command\":", i ? "," : "", r->pid, r->parent);
 		np_json_string(f, r->command);
@@ -275,7 +275,7 @@ static struct leftover *leftovers;
 /* The command of process pid when it is one of job's (reported or left over), else NULL. */
 static const char *job_command(const struct job *j, int pid)
 {
-	for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++)
+	for (int i = 0; i < j->nprocs && i < j->cap; i++)
 		if (j->procs[i].pid == pid)
 			return j->procs[i].command;
 	for (struct leftover *l = leftovers; l; l = l->next)
@@ -369,11 +369,11 @@ static int add_leftovers(struct job *j)
 	for (struct leftover *l = leftovers, *next; l; l = next) {
 		next = l->next;
 		bool reported = false;
-		for (int i = 0; i < j->nprocs && i < MAX_PROCS; i++)
+		for (int i = 0; i < j->nprocs && i < j->cap; i++)
 			reported |= j->procs[i].pid == l->r.pid;
 		if (!reported) {
 			np_tstats_add(&j->total, &l->r.stats);
-			if (j->nprocs < MAX_PROCS)
+			if (j->nprocs < j->cap)
 				j->procs[j->nprocs] = l->r;
 			j->nprocs++;
 			added++;
@@ -381,7 +381,7 @@ static int add_leftovers(struct job *j)
 		free(l);
 	}
 	leftovers = NULL;
-	qsort(j->procs, (size_t)(j->nprocs < MAX_PROCS ? j->nprocs : MAX_PROCS), sizeof *j->procs, by_pid);
+	qsort(j->procs, (size_t)(j->nprocs < j->cap ? j->nprocs : j->cap), sizeof *j->procs, by_pid);
 	return added;
 }
 
@@ -602,13 +602,14 @@ int np_cmd_run(int argc, char **argv)
 		return rc;
 
 	/* MAX_PROCS reports, allocated here: 47 MB in the program's image kept every command from
-	 * starting under a small address-space limit (ulimit -v 65536: a segfault at exec). */
+	 * starting under a small address-space limit (ulimit -v 65536: a segfault at exec). Where
+	 * even the allocation fails, a few are kept one by one, and all are summed. */
 	static struct job j;
+	static struct np_treport few[16];
 	j.procs = calloc(MAX_PROCS, sizeof *j.procs);
-	if (!j.procs) {
-		fprintf(stderr, "numapage run: out of memory for the job's reports\n");
-		return rc ? rc : 1;
-	}
+	j.cap = j.procs ? MAX_PROCS : (int)(sizeof few / sizeof few[0]);
+	if (!j.procs)
+		j.procs = few;
 	collect(&j, dir);
 	if (j.bad)
 		fprintf(stderr, "numapage run: %d report%s of the job could not be read\n", j.bad, j.bad == 1 ? "" : "s");
