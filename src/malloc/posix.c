@@ -160,10 +160,16 @@ static bool grows_here(int node, size_t pages)
 		np_home_follow(th);
 	if (!np_pcp_is_remote(th ? &th->pcp : NULL, node))
 		return true;
-	/* Unless the home has no room for it either: the block's node is then where a new one
-	 * would go too, and copying it there at every growth made growing by 4 KiB steps
-	 * quadratic (a review: 984 copies in 984 reallocs with the home node full). */
-	return th && !np_node_has_room(th->pcp.target, pages);
+	/* Unless no node near the home has room for it either: the block's node is then where a
+	 * new one would go too, and copying it there at every growth made growing by 4 KiB steps
+	 * quadratic (a review: 984 copies in 984 reallocs with the home node full). The near
+	 * nodes, not the target: a memoryless home has no room of its own. */
+	if (!th)
+		return false;
+	for (uint64_t m = th->pcp.near; m; m &= m - 1)
+		if (np_node_has_room(__builtin_ctzll(m), pages))
+			return false;
+	return true;
 }
 
 /* Page-API memory (numa_page_alloc*: its run or chunk is not marked as malloc's, large.c's
