@@ -104,22 +104,21 @@ struct np_thread {
 /* Slow paths (slab misses and large allocations) between two looks at the pools' decay. */
 #define NP_DECAY_CHECK_EVERY 64
 
-/* A slow path: every NP_DECAY_CHECK_EVERY of them, the pools whose decay period ended give
- * back what stayed free (np_pool_decay: a coarse clock read when nothing is due). */
-NP_INLINE void np_thread_tick_decay(struct np_thread *th)
-{
-	if (NP_UNLIKELY(++th->decay_calls >= NP_DECAY_CHECK_EVERY)) {
-		th->decay_calls = 0;
-		np_pool_decay(&th->st);
-	}
-}
-
-/* The decay's look at once, for a slow path that is rare by itself (ring.c: a slab miss the
- * beat made due). */
+/* The decay's look now: the pools whose decay period ended give back what stayed free
+ * (np_pool_decay: a coarse clock read when nothing is due), and the count to the next look
+ * begins again. At once for a slow path that is rare by itself (ring.c: a slab miss the beat
+ * made due). */
 NP_INLINE void np_thread_decay_now(struct np_thread *th)
 {
 	th->decay_calls = 0;
 	np_pool_decay(&th->st);
+}
+
+/* A slow path: the decay's look every NP_DECAY_CHECK_EVERY of them. */
+NP_INLINE void np_thread_tick_decay(struct np_thread *th)
+{
+	if (NP_UNLIKELY(++th->decay_calls >= NP_DECAY_CHECK_EVERY))
+		np_thread_decay_now(th);
 }
 
 /* Threads the allocator has given state to since start-up (a fork's child keeps the count). */
