@@ -166,6 +166,12 @@ struct job {
 	int nprocs, bad, cap;
 };
 
+/* The reports kept one by one (the sums count them all). */
+static int kept(const struct job *j)
+{
+	return j->nprocs < j->cap ? j->nprocs : j->cap;
+}
+
 static int by_pid(const void *a, const void *b)
 {
 	const struct np_treport *x = a, *y = b;
@@ -204,7 +210,7 @@ static void collect(struct job *j, const char *dir)
 	}
 	closedir(d);
 	rmdir(dir);
-	qsort(j->procs, (size_t)(j->nprocs < j->cap ? j->nprocs : j->cap), sizeof *j->procs, by_pid);
+	qsort(j->procs, (size_t)kept(j), sizeof *j->procs, by_pid);
 }
 
 static void describe(const struct np_treport *r, char *buf, size_t size)
@@ -220,7 +226,7 @@ static void print_tables(const struct job *j, const struct np_vmstat_table_opts 
 {
 	const char *unit = o->raw ? "pages and bytes as counted" : "MiB";
 	if (per_process)
-		for (int i = 0; i < j->nprocs && i < j->cap; i++) {
+		for (int i = 0; i < kept(j); i++) {
 			char who[160];
 			describe(&j->procs[i], who, sizeof who);
 			fprintf(stderr, "numapage: per-node statistics of %s (%s)\n", who, unit);
@@ -242,7 +248,7 @@ static int write_json(const struct job *j, const char *path)
 	fprintf(f, "{\"processes\":%d,", j->nprocs);
 	np_tstats_json_nodes(f, &j->total);
 	fputs(",\"per_process\":[", f);
-	for (int i = 0; i < j->nprocs && i < j->cap; i++) {
+	for (int i = 0; i < kept(j); i++) {
 		const struct np_treport *r = &j->procs[i];
 		fprintf(f, "%s{\"pid\":%d,\"parent\":%d,\"command\":", i ? "," : "", r->pid, r->parent);
 		np_json_string(f, r->command);
@@ -275,7 +281,7 @@ static struct leftover *leftovers;
 /* The command of process pid when it is one of job's (reported or left over), else NULL. */
 static const char *job_command(const struct job *j, int pid)
 {
-	for (int i = 0; i < j->nprocs && i < j->cap; i++)
+	for (int i = 0; i < kept(j); i++)
 		if (j->procs[i].pid == pid)
 			return j->procs[i].command;
 	for (struct leftover *l = leftovers; l; l = l->next)
@@ -369,7 +375,7 @@ static int add_leftovers(struct job *j)
 	for (struct leftover *l = leftovers, *next; l; l = next) {
 		next = l->next;
 		bool reported = false;
-		for (int i = 0; i < j->nprocs && i < j->cap; i++)
+		for (int i = 0; i < kept(j); i++)
 			reported |= j->procs[i].pid == l->r.pid;
 		if (!reported) {
 			np_tstats_add(&j->total, &l->r.stats);
@@ -381,7 +387,7 @@ static int add_leftovers(struct job *j)
 		free(l);
 	}
 	leftovers = NULL;
-	qsort(j->procs, (size_t)(j->nprocs < j->cap ? j->nprocs : j->cap), sizeof *j->procs, by_pid);
+	qsort(j->procs, (size_t)kept(j), sizeof *j->procs, by_pid);
 	return added;
 }
 
