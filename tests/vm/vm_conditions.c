@@ -1218,6 +1218,33 @@ static pid_t hog_start(int s, long leave_kb)
  * rest on O, and it is counted where it is (a helper's test: the pool's pages never touched
  * were handed out on the full node, so the kernel put 8,100 of 9,216 pages on O, all counted
  * on S as hits; under NUMAPAGE_BIND=strict the program was OOM-killed). */
+/* Blocks of 1 MiB, 128 KiB, 4000 and 200 bytes in turn, each touched and added to s, until
+ * `bytes` are taken (or malloc fails: *failed); with keep, each is stored there too, at most
+ * cap of them (*kept). Returns the bytes taken. */
+static size_t hog_mix(struct addrs *s, size_t bytes, void **keep, int cap, int *kept, bool *failed)
+{
+	static const size_t sizes[] = {1 * MiB, 128 * KiB, 4000, 200};
+	size_t total = 0;
+	*failed = false;
+	for (int i = 0; total < bytes && (!keep || i < cap); i++) {
+		size_t sz = sizes[i % 4];
+		void *p = malloc(sz);
+		if (!p) {
+			*failed = true;
+			break;
+		}
+		vm_touch(p, sz);
+		if (sz > vm_page)
+			addrs_add_block(s, p, sz);
+		else
+			addrs_add(s, p);
+		if (keep)
+			keep[(*kept)++] = p;
+		total += sz;
+	}
+	return total;
+}
+
 static int hog_child(int argc, char **argv)
 {
 	if (argc < 5)
@@ -1228,28 +1255,15 @@ static int hog_child(int argc, char **argv)
 		vm_note("skipped: full node, another process (%s): node %d has too little free", mode, o);
 		return 0;
 	}
-	static const size_t sizes[] = {1 * MiB, 128 * KiB, 4000, 200};
 	enum { WARM_BLOCKS = 4096 };
 	static void *warm[WARM_BLOCKS];
-	size_t warmed = 0;
 	int nw = 0;
+	bool failed;
 	struct addrs wa;
 	struct tally wt;
 	char wbuf[160];
 	addrs_init(&wa, (long)(HOG_WARM / vm_page) + (1 << 14));
-	for (int i = 0; warmed < HOG_WARM && nw < WARM_BLOCKS; i++) {
-		size_t sz = sizes[i % 4];
-		warm[nw] = malloc(sz);
-		if (!warm[nw])
-			break;
-		vm_touch(warm[nw], sz);
-		if (sz > vm_page)
-			addrs_add_block(&wa, warm[nw], sz);
-		else
-			addrs_add(&wa, warm[nw]);
-		nw++;
-		warmed += sz;
-	}
+	size_t warmed = hog_mix(&wa, HOG_WARM, warm, WARM_BLOCKS, &nw, &failed);
 	tally(&wa, &wt);
 	addrs_fini(&wa);
 	vm_note("full node, another process (%s): the %zu MiB taken first: %s", mode, warmed / MiB,
@@ -1272,22 +1286,7 @@ static int hog_child(int argc, char **argv)
 	snapshot(&before);
 	struct addrs a;
 	addrs_init(&a, (long)(HOG_ALLOC / vm_page) + (1 << 16));
-	size_t total = 0;
-	bool failed = false;
-	for (int i = 0; total < HOG_ALLOC; i++) {
-		size_t sz = sizes[i % 4];
-		void *p = malloc(sz);
-		if (!p) {
-			failed = true;
-			break;
-		}
-		vm_touch(p, sz);
-		if (sz > vm_page)
-			addrs_add_block(&a, p, sz);
-		else
-			addrs_add(&a, p);
-		total += sz;
-	}
+	size_t total = hog_mix(&a, HOG_ALLOC, NULL, 0, NULL, &failed);
 	snapshot(&after);
 	kill(hog, SIGKILL);
 	waitpid(hog, NULL, 0);
