@@ -89,11 +89,17 @@ int np_os_current_cpu(void);
  * topology's table lacks: one offline when it was read and brought online since. */
 int np_os_current_os_node(void);
 /* The memory of OS node `node` an allocation there can get: its free bytes (MemFree) and its
- * inactive file pages (Inactive(file), the first the kernel reclaims), from
+ * inactive file pages (Inactive(file), the first the kernel reclaims, when it reclaims: see
+ * np_os_reclaims_node_first), from
  * /sys/devices/system/node/node<N>/meminfo, read with open/read into a buffer on the stack
  * (libnuma's numa_node_size64 reads the same file with stdio, which allocates: not inside
  * malloc). 0 or -errno. */
 int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes);
+/* Whether the kernel reclaims a node's own page cache before it puts a page that prefers the
+ * node on another (/proc/sys/vm/zone_reclaim_mode, bit 1: off by default). Off, a page goes to
+ * the next node with free memory as soon as the node it prefers is at its low watermark,
+ * however many file pages it holds. Read once; false when it cannot be read. */
+bool np_os_reclaims_node_first(void);
 /* The memory OS node `node` has (MemTotal of the same file, as hwloc reports a node's size).
  * 0 or -errno (no such file: a kernel without NUMA). */
 int np_os_node_size(int node, uint64_t *total_bytes);

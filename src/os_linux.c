@@ -393,23 +393,10 @@ int np_os_node_max(void)
 	return max < 0 ? -ENOENT : max;
 }
 
-/* Reads OS node `node`'s meminfo into buf (NUL-terminated): the first size - 1 bytes, which hold
- * MemTotal (line 1), MemFree (2) and Inactive(file) (9). 0 or -errno. No stdio. */
-static int read_node_meminfo(int node, char *buf, size_t size)
+/* Reads the file at path into buf (NUL-terminated): its first size - 1 bytes. 0 or -errno. */
+static int read_small_file(const char *path, char *buf, size_t size)
 {
 	SAVE_ERRNO;
-	if (node < 0 || node >= NP_OS_NODE_IDS)
-		return -EINVAL;
-	char path[64] = "/sys/devices/system/node/node";
-	size_t len = strlen(path);
-	char digits[8];
-	int nd = 0;
-	do
-		digits[nd++] = (char)('0' + node % 10);
-	while ((node /= 10) > 0);
-	while (nd > 0)
-		path[len++] = digits[--nd];
-	memcpy(path + len, "/meminfo", sizeof "/meminfo");
 	int fd = np_nc_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		RETURN_ERRNO(-1);
@@ -427,6 +414,25 @@ static int read_node_meminfo(int node, char *buf, size_t size)
 	errno = saved_errno_;
 	buf[have] = 0;
 	return 0;
+}
+
+/* Reads OS node `node`'s meminfo into buf (NUL-terminated): the first size - 1 bytes, which hold
+ * MemTotal (line 1), MemFree (2) and Inactive(file) (9). 0 or -errno. No stdio. */
+static int read_node_meminfo(int node, char *buf, size_t size)
+{
+	if (node < 0 || node >= NP_OS_NODE_IDS)
+		return -EINVAL;
+	char path[64] = "/sys/devices/system/node/node";
+	size_t len = strlen(path);
+	char digits[8];
+	int nd = 0;
+	do
+		digits[nd++] = (char)('0' + node % 10);
+	while ((node /= 10) > 0);
+	while (nd > 0)
+		path[len++] = digits[--nd];
+	memcpy(path + len, "/meminfo", sizeof "/meminfo");
+	return read_small_file(path, buf, size);
 }
 
 int np_os_node_size(int node, uint64_t *total_bytes)
@@ -454,6 +460,23 @@ int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
 	*free_bytes = (uint64_t)free_kb << 10;
 	*file_bytes = (uint64_t)(inactive_kb > 0 ? inactive_kb : 0) << 10;
 	return 0;
+}
+
+bool np_os_reclaims_node_first(void)
+{
+	/* 0: not read yet; 1: no; 2: yes. A sysctl that is set at boot if at all. */
+	static int known;
+	int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (!k) {
+		char buf[16];
+		/* Its bits: 1 reclaim the node's own memory, 2 write dirty pages out, 4 swap
+		 * (the kernel's admin-guide; 0 by default): one digit. */
+		bool on = read_small_file("/proc/sys/vm/zone_reclaim_mode", buf, sizeof buf) == 0 &&
+			  buf[0] >= '0' && buf[0] <= '7' && ((buf[0] - '0') & 1);
+		k = on ? 2 : 1;
+		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
+	}
+	return k == 2;
 }
 
 int np_os_tid(void)

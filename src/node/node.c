@@ -239,10 +239,15 @@ static bool reread(int node)
 	uint64_t free_bytes, file_bytes;
 	if (np_os_node_avail(topo->node[node].os_id, &free_bytes, &file_bytes) < 0)
 		return false;
-	/* Inactive file pages are reclaimed before our pages would go elsewhere, but under strict
+	/* Inactive file pages make room for our pages only where the kernel reclaims a node's
+	 * own memory first (zone_reclaim_mode): by default a page that prefers a node at its low
+	 * watermark goes to the next node with free memory, file pages or not (the kernel's
+	 * get_page_from_freelist), so only free memory counts; counted, they made the library
+	 * hand out fresh pages of a node of page cache, which faulted in elsewhere. Under strict
 	 * binding a node whose file pages are in use (the running programs' own) leaves the
-	 * kernel nothing to reclaim but to kill: only free memory counts there. */
-	uint64_t bytes = free_bytes + (np_opt_load(bind) == NP_BIND_STRICT ? 0 : file_bytes);
+	 * kernel nothing to reclaim but to kill: only free memory counts there either. */
+	bool file = np_opt_load(bind) != NP_BIND_STRICT && np_os_reclaims_node_first();
+	uint64_t bytes = free_bytes + (file ? file_bytes : 0);
 	struct room *r = &room[node];
 	__atomic_store_n(&r->avail, (size_t)(bytes >> NP_PAGE_SHIFT), __ATOMIC_RELAXED);
 	__atomic_store_n(&r->in_use_at, in_use(node), __ATOMIC_RELAXED);

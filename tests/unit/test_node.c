@@ -368,6 +368,30 @@ static void room_from_the_kernel(void **state)
 	np_topo_table.is_system = false;
 }
 
+/* Inactive file pages are room only where the kernel reclaims them before it goes to another
+ * node (zone_reclaim_mode): by default a page that prefers a node at its watermark faults in
+ * on the next node with free memory, so a node of page cache has no room for us; nor under
+ * strict binding, whatever the setting. */
+static void file_pages_are_room_only_where_the_kernel_reclaims_first(void **state)
+{
+	(void)state;
+	np_test_start("2node", NULL);
+	np_topo_table.is_system = true;
+	int os0 = np_topo_table.node[0].os_id;
+	np_fake_os_set_node_avail(os0, (int64_t)12 << 20);  /* 12 MiB free: below the reserve */
+	np_fake_os_set_node_file(os0, (int64_t)4 << 30);    /* 4 GiB of inactive file pages */
+	np_node_init(&np_topo_table);
+	assert_false(np_node_has_room(0, 256));
+	np_fake_os_set_reclaims_node_first(true);
+	np_node_init(&np_topo_table);
+	assert_true(np_node_has_room(0, 256));
+	np_opt.bind = NP_BIND_STRICT;
+	np_node_init(&np_topo_table);
+	assert_false(np_node_has_room(0, 256));
+	np_opt.bind = NP_BIND_PREFERRED;
+	np_topo_table.is_system = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +404,8 @@ int main(void)
 		cmocka_unit_test_teardown(rehearsed_node_serves_no_more_than_its_memory, np_test_teardown_pools),
 		cmocka_unit_test_teardown(policy_targets, np_test_teardown_pools),
 		cmocka_unit_test_teardown(room_from_the_kernel, np_test_teardown_pools),
+		cmocka_unit_test_teardown(file_pages_are_room_only_where_the_kernel_reclaims_first,
+					  np_test_teardown_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
