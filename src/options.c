@@ -78,6 +78,8 @@ static const struct row rows[] = {
 	 "free MiB a node pool keeps, on top of the most it had in use lately, before giving memory back to the OS", false},
 	{"DECAY_MS", K_LONG, OFF(decay_ms), 10000, 0, 1L << 30, NULL, "10000",
 	 "milliseconds freed memory stays resident for reuse before its pages go back: a freed large block, and pool pages free all that while (0: until a budget needs them)", true},
+	{"BACKGROUND_THREAD", K_BOOL, OFF(background_thread), 0, 0, 1, NULL, "0",
+	 "1: a thread of the library's gives freed memory back on time (DECAY_MS) while the program makes no allocator call; it starts at the next free of a large block", true},
 	{"BIND", K_ENUM, OFF(bind), NP_BIND_PREFERRED, 0, 2, bind_names, "preferred",
 	 "preferred (MPOL_PREFERRED), strict (MPOL_BIND, fall back on refusal) or none", true},
 	{"PLACE", K_ENUM, OFF(place), NP_PLACE_NONE, 0, 2, np_place_names, "none",

@@ -40,6 +40,8 @@ struct np_options {
 	long interleave_above;       /* NUMAPAGE_INTERLEAVE_ABOVE: bytes, 0 = off */
 	int shm;                     /* NUMAPAGE_SHM: publish live stats for `numapage stat` */
 	int thp;                     /* NUMAPAGE_THP: 0/1, ask for 2 MiB pages on new chunks */
+	int background_thread;       /* NUMAPAGE_BACKGROUND_THREAD: 0/1, a thread makes the decay's
+					looks (malloc/background.h) */
 };
 
 extern struct np_options np_opt;

@@ -697,6 +697,12 @@ void np_fake_os_stop_clock(bool stop)
 	__atomic_store_n(&clock_stopped_at, stop ? real_clock_ns() : 0, __ATOMIC_SEQ_CST);
 }
 
+void np_os_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
 uint64_t np_os_clock_ns(void)
 {
 	uint64_t stopped = __atomic_load_n(&clock_stopped_at, __ATOMIC_SEQ_CST);

@@ -10,6 +10,7 @@
 
 #include "lock.h"
 #include "log.h"
+#include "malloc/background.h"
 #include "malloc/bootstrap.h"
 #include "malloc/cache.h"
 #include "malloc/place.h"
@@ -91,6 +92,7 @@ static void fork_child(void)
 	np_slab_atfork_child();
 	np_thread_atfork_child();
 	np_place_atfork_child();
+	np_background_atfork_child();
 }
 
 void np_thread_exit_hook(void *arg)

@@ -22,6 +22,7 @@
 #include <sched.h>
 
 #include "malloc/alloc.h"
+#include "malloc/background.h"
 #include "malloc/bootstrap.h"
 #include "malloc/init.h"
 #include "malloc/place.h"
@@ -80,7 +81,7 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *thread, con
 			return EAGAIN;
 		__atomic_store_n(&real_create, real, __ATOMIC_RELEASE);
 	}
-	if (!np_is_ready())
+	if (!np_is_ready() || np_background_creating) /* the library's own thread: left alone */
 		return real(thread, attr, fn, arg);
 	/* Internal memory, not the program's: counted in no statistics of its mallocs. */
 	struct start *s = np_bootstrap_alloc(sizeof *s, _Alignof(struct start));

@@ -5,6 +5,7 @@
  * override is on). Every block is written over its whole size and read back; every pointer is
  * checked to be libnumapage's (numa_page_node_of), so a test cannot pass on another malloc.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
@@ -2094,6 +2095,16 @@ static void decay_gives_back_pages_of_free_small_blocks(void **state)
 	assert_int_equal(numa_page_set_home_node(-1), 0);
 }
 
+/* b[0..n) = n blocks of size bytes, every page written. */
+static void malloc_touched(void **b, int n, size_t size)
+{
+	for (int i = 0; i < n; i++) {
+		b[i] = F_MALLOC(np_t_opaque(size));
+		assert_non_null(b[i]);
+		memset(b[i], 1, size);
+	}
+}
+
 /* Freed huge blocks go back by the decay in a program whose later mallocs all take the fast
  * path: the beat of a slab (a slow path every NP_SLAB_BEAT mallocs of its class) looks every
  * time. Before, a look took 64 slow paths, and a helper's test kept 200 MB of freed 8 MiB
@@ -2105,11 +2116,7 @@ static void decay_reaches_freed_huge_blocks_through_fast_paths(void **state)
 	enum { N = 8 };
 	const size_t size = 8 * MiB;
 	void *b[N];
-	for (int i = 0; i < N; i++) {
-		b[i] = F_MALLOC(np_t_opaque(size));
-		assert_non_null(b[i]);
-		memset(b[i], 1, size);
-	}
+	malloc_touched(b, N, size);
 	/* Counted from before the frees, and the decay shortened after them: a free that looks
 	 * (each does) may give back a chunk freed a millisecond earlier on a loaded machine. */
 	struct numa_page_node_stats st0 = np_t_stats();
@@ -2129,6 +2136,86 @@ static void decay_reaches_freed_huge_blocks_through_fast_paths(void **state)
 	print_message("decay through fast paths: %llu pages of %d freed %zu MiB blocks purged\n", purged, N,
 		      size / MiB);
 	assert_true(purged >= (unsigned long long)(N * (size / 4096)));
+}
+
+/* Threads of this process named numapage-bg (the library's background thread). */
+static int background_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[64], comm[32] = "";
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f && fgets(comm, sizeof comm, f) && strncmp(comm, "numapage-bg", 11) == 0)
+			n++;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* With NUMAPAGE_BACKGROUND_THREAD on, freed huge blocks go back on time in a program that makes
+ * no allocator call at all after their free (a helper's idle PostgreSQL backends kept 180 MB
+ * each until their next query). The wait is bounded by a minute, whatever the machine's load,
+ * and checks no call of the program's makes the look: between the frees and the purge it only
+ * sleeps and reads the statistics. Turned off, the thread ends. */
+static void background_thread_gives_back_an_idle_programs_memory(void **state)
+{
+	(void)state;
+	enum { N = 8 };
+	const size_t size = 8 * MiB;
+	void *b[N];
+	malloc_touched(b, N, size);
+	assert_int_equal(numa_page_option_set("DECAY_MS", "50"), 0);
+	assert_int_equal(numa_page_option_set("BACKGROUND_THREAD", "1"), 0);
+	struct numa_page_node_stats st0 = np_t_stats();
+	for (int i = 0; i < N; i++)
+		F_FREE(b[i]); /* the first starts the thread */
+	unsigned long long purged = 0, want = N * (size / 4096);
+	int waited_ms = 0;
+	for (; waited_ms < 60 * 1000 && purged < want; waited_ms += 10) {
+		usleep(10 * 1000);
+		purged = np_t_stats().pages_purged - st0.pages_purged;
+	}
+	print_message("background thread: %llu of %llu pages of freed blocks purged after %d ms with "
+		      "no allocator call\n", purged, want, waited_ms);
+	assert_true(purged >= want);
+	assert_int_equal(background_threads(), 1);
+	/* A fork's child has no thread until its own next free of a large block (not under
+	 * ThreadSanitizer: its runtime starts no thread after a multi-threaded fork). */
+	void *kept = F_MALLOC(np_t_opaque(size));
+	assert_non_null(kept);
+	pid_t pid = NP_TEST_TSAN ? -1 : fork();
+	if (pid == 0) {
+		int before = background_threads();
+		F_FREE(kept);
+		int after = 0;
+		for (int ms = 0; ms < 60 * 1000 && !after; ms += 10) {
+			after = background_threads();
+			if (!after)
+				usleep(10 * 1000);
+		}
+		_exit(before == 0 && after == 1 ? 0 : 10 + before * 3 + after);
+	}
+	if (!NP_TEST_TSAN) {
+		assert_true(pid > 0);
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	F_FREE(kept);
+	assert_int_equal(numa_page_option_set("BACKGROUND_THREAD", "0"), 0);
+	for (waited_ms = 0; waited_ms < 60 * 1000 && background_threads(); waited_ms += 10)
+		usleep(10 * 1000);
+	assert_int_equal(background_threads(), 0);
+	assert_int_equal(numa_page_option_set("DECAY_MS", "10000"), 0);
 }
 
 /* A thread that never allocates blocks of n bytes (so it adopts no orphan of their class) frees
@@ -2403,6 +2490,7 @@ int main(void)
 		cmocka_unit_test(decay_returns_what_stays_free),
 		cmocka_unit_test(decay_gives_back_pages_of_free_small_blocks),
 		cmocka_unit_test(decay_reaches_freed_huge_blocks_through_fast_paths),
+		cmocka_unit_test(background_thread_gives_back_an_idle_programs_memory),
 		cmocka_unit_test(decay_gives_back_pages_of_free_small_blocks_in_orphans),
 		cmocka_unit_test(decay_gives_back_freed_huge_blocks),
 		cmocka_unit_test(decay_keeps_the_slabs_in_use),

@@ -1,0 +1,78 @@
+/*
+ * background.c — the opt-in background thread (see background.h).
+ */
+#include "malloc/background.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#include "log.h"
+#include "os.h"
+#include "pool/pool.h"
+
+__thread bool np_background_creating;
+
+enum { NONE, RUNNING, FAILED };
+static int state; /* relaxed/acq-rel atomic: NONE, RUNNING or FAILED (not tried again) */
+
+/* The decay's look needs no deep stack; a small one keeps the thread's address space small
+ * under RLIMIT_AS (the C library's default is 8 MiB). */
+#define STACK_BYTES ((size_t)256 << 10)
+/* It wakes twice a decay period, at least every 500 ms (the huge caches' peak halves once a
+ * second, DECAY_MS=0 included) and at most every 10 ms. */
+#define WAKE_MIN_MS 10
+#define WAKE_MAX_MS 500
+
+static long wake_ms(void)
+{
+	long d = np_opt_load(decay_ms);
+	long w = d ? d / 2 : WAKE_MAX_MS;
+	return w < WAKE_MIN_MS ? WAKE_MIN_MS : w > WAKE_MAX_MS ? WAKE_MAX_MS : w;
+}
+
+static void *run(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "numapage-bg");
+	while (np_opt_load(background_thread)) {
+		np_os_sleep_ms(wake_ms()); /* every signal is blocked: none ends it early */
+		np_pool_decay(NULL);
+	}
+	__atomic_store_n(&state, NONE, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+void np_background_start(void)
+{
+	int expect = NONE;
+	if (!__atomic_compare_exchange_n(&state, &expect, RUNNING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
+	if (rc == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, STACK_BYTES);
+		/* Created with every signal blocked, so that none of the program's is ever run on
+		 * it; the creator's mask is restored at once. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		np_background_creating = true;
+		pthread_t t;
+		rc = pthread_create(&t, &attr, run, NULL);
+		np_background_creating = false;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&attr);
+	}
+	if (rc != 0) {
+		__atomic_store_n(&state, FAILED, __ATOMIC_RELEASE);
+		np_warn("NUMAPAGE_BACKGROUND_THREAD: the thread could not be created (%s); freed memory "
+			"goes back only at the program's own allocator calls", strerrordesc_np(rc) ? strerrordesc_np(rc) : "?");
+	}
+}
+
+void np_background_atfork_child(void)
+{
+	__atomic_store_n(&state, NONE, __ATOMIC_RELAXED);
+}
