@@ -79,7 +79,7 @@ static const struct row rows[] = {
 	{"DECAY_MS", K_LONG, OFF(decay_ms), 10000, 0, 1L << 30, NULL, "10000",
 	 "milliseconds freed memory stays resident for reuse before its pages go back: a freed large block, and pool pages free all that while (0: until a budget needs them)", true},
 	{"BACKGROUND_THREAD", K_BOOL, OFF(background_thread), 0, 0, 1, NULL, "0",
-	 "1: a thread of the library's gives freed memory back on time (DECAY_MS) while the program makes no allocator call; it starts at the next free of a large block", true},
+	 "1: a thread of the library's gives freed memory back on time (DECAY_MS) while the program makes no allocator call", true},
 	{"BIND", K_ENUM, OFF(bind), NP_BIND_PREFERRED, 0, 2, bind_names, "preferred",
 	 "preferred (MPOL_PREFERRED), strict (MPOL_BIND, fall back on refusal) or none", true},
 	{"PLACE", K_ENUM, OFF(place), NP_PLACE_NONE, 0, 2, np_place_names, "none",
@@ -638,6 +638,8 @@ size_t np_opt_copy_string(const char *const *field, char *buf, size_t size)
 	}
 }
 
+void (*np_options_set_hook)(void);
+
 NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)
 {
 	if (!name || !value) {
@@ -688,5 +690,8 @@ NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)
 	char shown[256];
 	np_verbose("option %s = %s (numa_page_option_set)", r->name,
 		   value[0] ? printable(value, SIZE_MAX, shown, sizeof shown) : "(unset)");
+	void (*hook)(void) = __atomic_load_n(&np_options_set_hook, __ATOMIC_ACQUIRE);
+	if (hook)
+		hook();
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "options.h"
 #include "os.h"
 #include "pool/pool.h"
 
@@ -35,18 +36,26 @@ static void *run(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "numapage-bg");
-	while (np_opt_load(background_thread)) {
-		np_os_sleep_ms(wake_ms()); /* every signal is blocked: none ends it early */
-		np_pool_decay(NULL);
+	for (;;) {
+		while (np_opt_load(background_thread)) {
+			np_os_sleep_ms(wake_ms()); /* every signal is blocked: none ends it early */
+			np_pool_decay(NULL);
+		}
+		/* Off: this thread ends, unless the option came on again after the load above
+		 * and its set found this thread still running (and so started none). */
+		__atomic_store_n(&state, NONE, __ATOMIC_RELEASE);
+		int expect = NONE;
+		if (!np_opt_load(background_thread) ||
+		    !__atomic_compare_exchange_n(&state, &expect, RUNNING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return NULL;
 	}
-	__atomic_store_n(&state, NONE, __ATOMIC_RELEASE);
-	return NULL;
 }
 
 void np_background_start(void)
 {
 	int expect = NONE;
-	if (!__atomic_compare_exchange_n(&state, &expect, RUNNING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	if (!np_opt_load(background_thread) ||
+	    !__atomic_compare_exchange_n(&state, &expect, RUNNING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
 	pthread_attr_t attr;
 	int rc = pthread_attr_init(&attr);
@@ -74,5 +83,8 @@ void np_background_start(void)
 
 void np_background_atfork_child(void)
 {
+	/* The C library has made its own locks new in the child before its fork handlers run:
+	 * creating a thread here waits for nothing. posix_spawn and vfork run no handlers. */
 	__atomic_store_n(&state, NONE, __ATOMIC_RELAXED);
+	np_background_start();
 }

@@ -7,10 +7,13 @@
  * (np_pool_decay), so that memory goes back on time whatever the program does. It cannot reach
  * what the program's threads hold themselves (their page caches and slabs).
  *
- * It starts at the first free of a page run or a huge block after the option is on (never at
- * start-up, never while the allocator holds a lock), with every signal blocked, and it never
- * allocates. It ends when the option is turned off. A fork's child has none until its own next
- * such free.
+ * It starts only where the program is outside the allocator and the C library holds none of
+ * its own locks: when the library is loaded (its constructor) with the option in the
+ * environment, in numa_page_option_set when it turns the option on, and in a fork's child
+ * (its fork handler). Never from inside malloc or free: creating a thread takes the C
+ * library's stack-cache and TLS locks, and the C library frees memory while it holds them
+ * (a thread's dynamic TLS when its cached stack goes). It runs with every signal blocked and
+ * never allocates; it ends at its next wake once the option is off.
  */
 #ifndef NP_BACKGROUND_H
 #define NP_BACKGROUND_H
@@ -18,24 +21,16 @@
 #include <stdbool.h>
 
 #include "internal.h"
-#include "options.h"
 
 /* True on the calling thread while the library creates its own thread: thread_start.c's
  * pthread_create then neither places it nor gives it a state. */
 extern __thread bool np_background_creating;
 
-/* Starts the thread unless it runs (or could not be created). For a free's slow path, after
- * the block is back and no lock is held: creating a thread allocates (the C library's). */
+/* Starts the thread if the option is on and none runs (or failed to start). Only from the
+ * places above: the allocator ready, none of its locks held. */
 void np_background_start(void);
 
-/* A large free's check: one relaxed load while the option is off. */
-NP_INLINE void np_background_check(void)
-{
-	if (NP_UNLIKELY(np_opt_load(background_thread)))
-		np_background_start();
-}
-
-/* fork()'s child: the thread was not copied. */
+/* fork()'s child: the thread was not copied; a new one starts if the option is on. */
 void np_background_atfork_child(void);
 
 #endif

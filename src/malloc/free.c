@@ -14,7 +14,6 @@
 #include <errno.h>
 
 #include "log.h"
-#include "malloc/background.h"
 #include "malloc/bootstrap.h"
 #include "malloc/large.h"
 #include "malloc/ptr.h"
@@ -190,11 +189,9 @@ void np_free_decoded(const struct np_ptr *d, void *p)
 		break;
 	case NP_PTR_RUN:
 		np_large_free_run(d->page, np_thread_for_free());
-		np_background_check();
 		break;
 	case NP_PTR_CHUNK:
 		np_large_free_chunk(d->chunk, np_thread_for_free(), true);
-		np_background_check();
 		break;
 	case NP_PTR_BOOT:
 		np_bootstrap_free(p);

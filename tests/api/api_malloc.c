@@ -2160,23 +2160,40 @@ static int background_threads(void)
 	return n;
 }
 
+/* Waits (a minute at most, whatever the machine's load) until the process has `want` threads
+ * named numapage-bg; returns how many it has then. */
+static int await_background_threads(int want)
+{
+	int n = background_threads();
+	for (int ms = 0; ms < 60 * 1000 && n != want; ms += 10) {
+		usleep(10 * 1000);
+		n = background_threads();
+	}
+	return n;
+}
+
 /* With NUMAPAGE_BACKGROUND_THREAD on, freed huge blocks go back on time in a program that makes
  * no allocator call at all after their free (a helper's idle PostgreSQL backends kept 180 MB
- * each until their next query). The wait is bounded by a minute, whatever the machine's load,
- * and checks no call of the program's makes the look: between the frees and the purge it only
- * sleeps and reads the statistics. Turned off, the thread ends. */
+ * each until their next query). The thread starts when the option is set (in the environment:
+ * when the library is loaded), never inside malloc or free; a fork's child starts its own;
+ * turned off, it ends. The waits are bounded by a minute, whatever the machine's load, and
+ * between the frees and the purge the test only sleeps and reads the statistics. */
 static void background_thread_gives_back_an_idle_programs_memory(void **state)
 {
 	(void)state;
+	const char *env = getenv("NUMAPAGE_BACKGROUND_THREAD");
+	bool from_env = env && strcmp(env, "1") == 0;
+	assert_int_equal(await_background_threads(from_env ? 1 : 0), from_env ? 1 : 0);
 	enum { N = 8 };
 	const size_t size = 8 * MiB;
 	void *b[N];
 	malloc_touched(b, N, size);
 	assert_int_equal(numa_page_option_set("DECAY_MS", "50"), 0);
 	assert_int_equal(numa_page_option_set("BACKGROUND_THREAD", "1"), 0);
+	assert_int_equal(await_background_threads(1), 1);
 	struct numa_page_node_stats st0 = np_t_stats();
 	for (int i = 0; i < N; i++)
-		F_FREE(b[i]); /* the first starts the thread */
+		F_FREE(b[i]);
 	unsigned long long purged = 0, want = N * (size / 4096);
 	int waited_ms = 0;
 	for (; waited_ms < 60 * 1000 && purged < want; waited_ms += 10) {
@@ -2187,22 +2204,10 @@ static void background_thread_gives_back_an_idle_programs_memory(void **state)
 		      "no allocator call\n", purged, want, waited_ms);
 	assert_true(purged >= want);
 	assert_int_equal(background_threads(), 1);
-	/* A fork's child has no thread until its own next free of a large block (not under
-	 * ThreadSanitizer: its runtime starts no thread after a multi-threaded fork). */
-	void *kept = F_MALLOC(np_t_opaque(size));
-	assert_non_null(kept);
+	/* Not under ThreadSanitizer: its runtime starts no thread after a multi-threaded fork. */
 	pid_t pid = NP_TEST_TSAN ? -1 : fork();
-	if (pid == 0) {
-		int before = background_threads();
-		F_FREE(kept);
-		int after = 0;
-		for (int ms = 0; ms < 60 * 1000 && !after; ms += 10) {
-			after = background_threads();
-			if (!after)
-				usleep(10 * 1000);
-		}
-		_exit(before == 0 && after == 1 ? 0 : 10 + before * 3 + after);
-	}
+	if (pid == 0)
+		_exit(await_background_threads(1) == 1 ? 0 : 1);
 	if (!NP_TEST_TSAN) {
 		assert_true(pid > 0);
 		int status;
@@ -2210,12 +2215,18 @@ static void background_thread_gives_back_an_idle_programs_memory(void **state)
 		assert_true(WIFEXITED(status));
 		assert_int_equal(WEXITSTATUS(status), 0);
 	}
-	F_FREE(kept);
 	assert_int_equal(numa_page_option_set("BACKGROUND_THREAD", "0"), 0);
-	for (waited_ms = 0; waited_ms < 60 * 1000 && background_threads(); waited_ms += 10)
-		usleep(10 * 1000);
-	assert_int_equal(background_threads(), 0);
+	assert_int_equal(await_background_threads(0), 0);
+	/* On, off and on again at once: one thread in the end, never two. */
+	assert_int_equal(numa_page_option_set("BACKGROUND_THREAD", "1"), 0);
+	assert_int_equal(numa_page_option_set("BACKGROUND_THREAD", "0"), 0);
+	assert_int_equal(numa_page_option_set("BACKGROUND_THREAD", "1"), 0);
+	assert_int_equal(await_background_threads(1), 1);
+	usleep(200 * 1000); /* four of its wakes at 50 ms, had a second one started */
+	assert_int_equal(background_threads(), 1);
+	assert_int_equal(numa_page_option_set("BACKGROUND_THREAD", from_env ? "1" : "0"), 0);
 	assert_int_equal(numa_page_option_set("DECAY_MS", "10000"), 0);
+	assert_int_equal(await_background_threads(from_env ? 1 : 0), from_env ? 1 : 0);
 }
 
 /* A thread that never allocates blocks of n bytes (so it adopts no orphan of their class) frees
