@@ -638,7 +638,7 @@ size_t np_opt_copy_string(const char *const *field, char *buf, size_t size)
 	}
 }
 
-void (*np_options_set_hook)(void);
+void (*np_options_set_hook)(const char *name);
 
 NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)
 {
@@ -690,8 +690,8 @@ NUMA_PAGE_API int numa_page_option_set(const char *name, const char *value)
 	char shown[256];
 	np_verbose("option %s = %s (numa_page_option_set)", r->name,
 		   value[0] ? printable(value, SIZE_MAX, shown, sizeof shown) : "(unset)");
-	void (*hook)(void) = __atomic_load_n(&np_options_set_hook, __ATOMIC_ACQUIRE);
+	void (*hook)(const char *) = __atomic_load_n(&np_options_set_hook, __ATOMIC_ACQUIRE);
 	if (hook)
-		hook();
+		hook(r->name);
 	return 0;
 }

@@ -57,10 +57,11 @@ extern struct np_options np_opt;
  * when a set ran meanwhile). Returns the whole value's length ("" when unset). */
 size_t np_opt_copy_string(const char *const *field, char *buf, size_t size);
 
-/* Called (when set) after numa_page_option_set changed an option, from the caller's thread:
+/* Called (when set) after numa_page_option_set changed an option (name: the table's spelling),
+ * from the caller's thread:
  * the malloc layer's, which starts the background thread when it was turned on (layers above
  * this one register it; NULL until the allocator is ready). */
-extern void (*np_options_set_hook)(void);
+extern void (*np_options_set_hook)(const char *name);
 
 /* fork()'s child: a string option set by another thread at the fork is over (its sequence
  * count closed, another set allowed), so readers do not wait for a thread that is not there. */

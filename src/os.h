@@ -88,18 +88,22 @@ int np_os_current_cpu(void);
 /* The kernel's node of the CPU the calling thread runs on (getcpu), or -1. For CPUs the
  * topology's table lacks: one offline when it was read and brought online since. */
 int np_os_current_os_node(void);
-/* The memory of OS node `node` an allocation there can get: its free bytes (MemFree) and its
- * inactive file pages (Inactive(file), the first the kernel reclaims, when it reclaims: see
- * np_os_reclaims_node_first), from
+/* What OS node `node`'s meminfo says of the memory an allocation there can get, in bytes: free
+ * (MemFree), inactive file pages (Inactive(file), the first the kernel's reclaim takes), and
+ * the node's mapped and dirty file pages (Mapped, Dirty), from
  * /sys/devices/system/node/node<N>/meminfo, read with open/read into a buffer on the stack
  * (libnuma's numa_node_size64 reads the same file with stdio, which allocates: not inside
  * malloc). 0 or -errno. */
-int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes);
-/* Whether the kernel reclaims a node's own page cache before it puts a page that prefers the
- * node on another (/proc/sys/vm/zone_reclaim_mode, bit 1: off by default). Off, a page goes to
- * the next node with free memory as soon as the node it prefers is at its low watermark,
- * however many file pages it holds. Read once; false when it cannot be read. */
-bool np_os_reclaims_node_first(void);
+struct np_os_node_mem {
+	uint64_t free, inactive_file, mapped, dirty;
+};
+int np_os_node_avail(int node, struct np_os_node_mem *m);
+/* The kernel's zone_reclaim_mode (/proc/sys/vm/zone_reclaim_mode), read at each call: 0 (the
+ * default, and when it cannot be read) when a page that prefers a node at its low watermark
+ * goes to the next node with free memory, however many file pages the first holds; with any
+ * of its bits 1 (reclaim), 2 (write dirty pages out) and 4 (unmap mapped pages) the kernel
+ * reclaims the node's own page cache first (node_reclaim). */
+int np_os_node_reclaim_mode(void);
 /* The memory OS node `node` has (MemTotal of the same file, as hwloc reports a node's size).
  * 0 or -errno (no such file: a kernel without NUMA). */
 int np_os_node_size(int node, uint64_t *total_bytes);

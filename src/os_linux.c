@@ -425,7 +425,8 @@ static int read_small_file(const char *path, char *buf, size_t size)
 }
 
 /* Reads OS node `node`'s meminfo into buf (NUL-terminated): the first size - 1 bytes, which hold
- * MemTotal (line 1), MemFree (2) and Inactive(file) (9). 0 or -errno. No stdio. */
+ * MemTotal (line 1), MemFree (2), Inactive(file) (9), Dirty (13) and Mapped (16). 0 or -errno.
+ * No stdio. */
 static int read_node_meminfo(int node, char *buf, size_t size)
 {
 	if (node < 0 || node >= NP_OS_NODE_IDS)
@@ -456,35 +457,37 @@ int np_os_node_size(int node, uint64_t *total_bytes)
 	return 0;
 }
 
-int np_os_node_avail(int node, uint64_t *free_bytes, uint64_t *file_bytes)
+/* A meminfo field in bytes, 0 when absent. */
+static uint64_t meminfo_bytes(const char *buf, const char *key)
+{
+	int64_t kb = meminfo_field(buf, key);
+	return (uint64_t)(kb > 0 ? kb : 0) << 10;
+}
+
+int np_os_node_avail(int node, struct np_os_node_mem *m)
 {
 	char buf[2048];
 	int rc = read_node_meminfo(node, buf, sizeof buf);
 	if (rc < 0)
 		return rc;
-	int64_t free_kb = meminfo_field(buf, "MemFree"), inactive_kb = meminfo_field(buf, "Inactive(file)");
-	if (free_kb < 0)
+	if (meminfo_field(buf, "MemFree") < 0)
 		return -EIO;
-	*free_bytes = (uint64_t)free_kb << 10;
-	*file_bytes = (uint64_t)(inactive_kb > 0 ? inactive_kb : 0) << 10;
+	*m = (struct np_os_node_mem){.free = meminfo_bytes(buf, "MemFree"),
+				     .inactive_file = meminfo_bytes(buf, "Inactive(file)"),
+				     .mapped = meminfo_bytes(buf, "Mapped"),
+				     .dirty = meminfo_bytes(buf, "Dirty")};
 	return 0;
 }
 
-bool np_os_reclaims_node_first(void)
+int np_os_node_reclaim_mode(void)
 {
-	/* 0: not read yet; 1: no; 2: yes. A sysctl that is set at boot if at all. */
-	static int known;
-	int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-	if (!k) {
-		char buf[16];
-		/* Its bits: 1 reclaim the node's own memory, 2 write dirty pages out, 4 swap
-		 * (the kernel's admin-guide; 0 by default): one digit. */
-		bool on = read_small_file("/proc/sys/vm/zone_reclaim_mode", buf, sizeof buf) == 0 &&
-			  buf[0] >= '0' && buf[0] <= '7' && ((buf[0] - '0') & 1);
-		k = on ? 2 : 1;
-		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
-	}
-	return k == 2;
+	char buf[16];
+	if (read_small_file("/proc/sys/vm/zone_reclaim_mode", buf, sizeof buf) != 0)
+		return 0;
+	int mode = 0;
+	for (const char *d = buf; *d >= '0' && *d <= '9' && mode < 1000; d++)
+		mode = mode * 10 + (*d - '0');
+	return mode;
 }
 
 int np_os_tid(void)

@@ -44,8 +44,8 @@ static __thread int fake_os_node = -1;
  * binds to a node land (spill_to: the node the kernel "put" them on instead), and the memory
  * policy every thread reports. */
 static int64_t node_avail[1024];
-static int64_t node_file[1024]; /* Inactive(file) bytes */
-static bool reclaims_first;     /* zone_reclaim_mode & 1 */
+static int64_t node_file[1024][3]; /* Inactive(file), Mapped, Dirty bytes */
+static int reclaim_mode;          /* zone_reclaim_mode */
 static bool avail_set;
 static int spill_to[1024]; /* the node + 1; 0: none */
 static int policy_mode;
@@ -89,11 +89,11 @@ void np_fake_os_reset(void)
 	maps_left = -1;
 	for (int i = 0; i < 1024; i++) {
 		node_avail[i] = -1;
-		node_file[i] = 0;
+		memset(node_file[i], 0, sizeof node_file[i]);
 		spill_to[i] = 0;
 	}
 	avail_set = false;
-	reclaims_first = false;
+	reclaim_mode = 0;
 	n_avail_reads = 0;
 	policy_mode = 0;
 	memset(policy_mask, 0, sizeof policy_mask);
@@ -374,30 +374,39 @@ void np_fake_os_spill(int node, int to)
 	pthread_mutex_unlock(&lock);
 }
 
-int np_os_node_avail(int node, uint64_t *bytes, uint64_t *file_bytes)
+int np_os_node_avail(int node, struct np_os_node_mem *m)
 {
 	pthread_mutex_lock(&lock);
 	n_avail_reads++;
 	/* Nothing set: every node has plenty (as a test machine with room would say). */
 	int64_t v = !avail_set ? INT64_MAX / 2 : node >= 0 && node < 1024 ? node_avail[node] : -1;
-	*file_bytes = avail_set && node >= 0 && node < 1024 ? (uint64_t)node_file[node] : 0;
+	bool known = avail_set && node >= 0 && node < 1024;
+	*m = (struct np_os_node_mem){0};
+	if (known) {
+		m->inactive_file = (uint64_t)node_file[node][0];
+		m->mapped = (uint64_t)node_file[node][1];
+		m->dirty = (uint64_t)node_file[node][2];
+	}
 	pthread_mutex_unlock(&lock);
 	if (v < 0)
 		return -ENOENT;
-	*bytes = (uint64_t)v;
+	m->free = (uint64_t)v;
 	return 0;
 }
 
-void np_fake_os_set_node_file(int node, int64_t bytes)
+void np_fake_os_set_node_file(int node, int64_t inactive, int64_t mapped, int64_t dirty)
 {
 	pthread_mutex_lock(&lock);
-	if (node >= 0 && node < 1024)
-		node_file[node] = bytes;
+	if (node >= 0 && node < 1024) {
+		node_file[node][0] = inactive;
+		node_file[node][1] = mapped;
+		node_file[node][2] = dirty;
+	}
 	pthread_mutex_unlock(&lock);
 }
 
-void np_fake_os_set_reclaims_node_first(bool on) { __atomic_store_n(&reclaims_first, on, __ATOMIC_SEQ_CST); }
-bool np_os_reclaims_node_first(void) { return __atomic_load_n(&reclaims_first, __ATOMIC_SEQ_CST); }
+void np_fake_os_set_reclaim_mode(int mode) { __atomic_store_n(&reclaim_mode, mode, __ATOMIC_SEQ_CST); }
+int np_os_node_reclaim_mode(void) { return __atomic_load_n(&reclaim_mode, __ATOMIC_SEQ_CST); }
 
 int np_os_current_cpu(void) { return fake_cpu; }
 int np_os_current_os_node(void) { return fake_os_node; }

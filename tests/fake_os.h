@@ -40,10 +40,10 @@ void np_fake_os_set_mempolicy(int mode, const int *nodes, int n);
  * node answers "plenty". Reads counted. */
 void np_fake_os_set_node_avail(int node, int64_t bytes);
 long np_fake_os_avail_reads(void);
-/* The node's inactive file pages np_os_node_avail reports (0 until set), and whether the
- * kernel reclaims them before it uses another node (zone_reclaim_mode; off until set). */
-void np_fake_os_set_node_file(int node, int64_t bytes);
-void np_fake_os_set_reclaims_node_first(bool on);
+/* The node's inactive file pages, mapped and dirty file pages np_os_node_avail reports (0
+ * until set), and the zone_reclaim_mode np_os_node_reclaim_mode reports (0 until set). */
+void np_fake_os_set_node_file(int node, int64_t inactive, int64_t mapped, int64_t dirty);
+void np_fake_os_set_reclaim_mode(int mode);
 /* Bytes np_os_populate was asked to fault in (the fake faults nothing). */
 long np_fake_os_populated(void);
 /* Binds to OS node `node` land on node `to` (a full node whose pages the kernel put

@@ -17,9 +17,6 @@ __thread bool np_background_creating;
 enum { NONE, RUNNING, FAILED };
 static int state; /* relaxed/acq-rel atomic: NONE, RUNNING or FAILED (not tried again) */
 
-/* The decay's look needs no deep stack; a small one keeps the thread's address space small
- * under RLIMIT_AS (the C library's default is 8 MiB). */
-#define STACK_BYTES ((size_t)256 << 10)
 /* It wakes twice a decay period, at least every 500 ms (the huge caches' peak halves once a
  * second, DECAY_MS=0 included) and at most every 10 ms. */
 #define WAKE_MIN_MS 10
@@ -60,8 +57,9 @@ void np_background_start(void)
 	pthread_attr_t attr;
 	int rc = pthread_attr_init(&attr);
 	if (rc == 0) {
+		/* The default stack size: the C library takes the static TLS out of the stack, so a
+		 * small fixed one failed in a program with 300 KiB of it (a review's). */
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, STACK_BYTES);
 		/* Created with every signal blocked, so that none of the program's is ever run on
 		 * it; the creator's mask is restored at once. */
 		sigset_t all, old;
@@ -81,10 +79,23 @@ void np_background_start(void)
 	}
 }
 
+void np_background_option_set(const char *name)
+{
+	if (strcmp(name, "BACKGROUND_THREAD") != 0)
+		return;
+	/* Asked again: a creation that failed (a passing EAGAIN) is tried once more. */
+	int expect = FAILED;
+	__atomic_compare_exchange_n(&state, &expect, NONE, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	np_background_start();
+}
+
 void np_background_atfork_child(void)
 {
 	/* The C library has made its own locks new in the child before its fork handlers run:
-	 * creating a thread here waits for nothing. posix_spawn and vfork run no handlers. */
+	 * creating a thread here waits for nothing. posix_spawn and vfork run no handlers. A
+	 * parent whose creation failed has a child that does not try (nor warn) again. */
+	if (__atomic_load_n(&state, __ATOMIC_RELAXED) == FAILED)
+		return;
 	__atomic_store_n(&state, NONE, __ATOMIC_RELAXED);
 	np_background_start();
 }

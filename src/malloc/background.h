@@ -30,7 +30,13 @@ extern __thread bool np_background_creating;
  * places above: the allocator ready, none of its locks held. */
 void np_background_start(void);
 
-/* fork()'s child: the thread was not copied; a new one starts if the option is on. */
+/* numa_page_option_set's hook (np_options_set_hook): the option named `name` (the table's
+ * spelling) was set; BACKGROUND_THREAD turned on starts the thread, and tries again after a
+ * failed creation. */
+void np_background_option_set(const char *name);
+
+/* fork()'s child: the thread was not copied; a new one starts if the option is on (not after
+ * a failed creation in the parent). */
 void np_background_atfork_child(void);
 
 #endif

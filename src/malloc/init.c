@@ -135,7 +135,7 @@ void np_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&np_state, NP_STATE_READY, __ATOMIC_RELEASE);
 	/* numa_page_option_set turning NUMAPAGE_BACKGROUND_THREAD on starts the thread then. */
-	__atomic_store_n(&np_options_set_hook, np_background_start, __ATOMIC_RELEASE);
+	__atomic_store_n(&np_options_set_hook, np_background_option_set, __ATOMIC_RELEASE);
 	in_init = false;
 	size_t boot_bytes = np_bootstrap_release();
 	np_vmstat_start_output();

@@ -233,21 +233,36 @@ void np_node_note_full(int node)
 	__atomic_store_n(&r->known, true, __ATOMIC_RELAXED);
 }
 
+/* The kernel's node reclaim (zone_reclaim_mode's bits): RECLAIM_WRITE writes dirty pages
+ * out, RECLAIM_UNMAP unmaps mapped ones; without them it takes clean unmapped page cache only,
+ * and it leaves min_unmapped_ratio (1% by default) of the node alone. */
+#define RECLAIM_WRITE 2
+#define RECLAIM_UNMAP 4
+#define RECLAIM_LEAVES_DIV 100
+
 /* Reads the node's available memory again. False when it cannot be read (no room check). */
 static bool reread(int node)
 {
-	uint64_t free_bytes, file_bytes;
-	if (np_os_node_avail(topo->node[node].os_id, &free_bytes, &file_bytes) < 0)
+	struct np_os_node_mem m;
+	if (np_os_node_avail(topo->node[node].os_id, &m) < 0)
 		return false;
 	/* Inactive file pages make room for our pages only where the kernel reclaims a node's
-	 * own memory first (zone_reclaim_mode): by default a page that prefers a node at its low
-	 * watermark goes to the next node with free memory, file pages or not (the kernel's
-	 * get_page_from_freelist), so only free memory counts; counted, they made the library
-	 * hand out fresh pages of a node of page cache, which faulted in elsewhere. Under strict
-	 * binding a node whose file pages are in use (the running programs' own) leaves the
-	 * kernel nothing to reclaim but to kill: only free memory counts there either. */
-	bool file = np_opt_load(bind) != NP_BIND_STRICT && np_os_reclaims_node_first();
-	uint64_t bytes = free_bytes + (file ? file_bytes : 0);
+	 * own memory first (zone_reclaim_mode, any of its bits): by default a page that prefers
+	 * a node at its low watermark goes to the next node with free memory, file pages or not
+	 * (the kernel's get_page_from_freelist), so only free memory counts; counted, they made
+	 * the library hand out fresh pages of a node of page cache, which faulted in elsewhere.
+	 * Where it does reclaim, only what node reclaim may take counts. Under strict binding a
+	 * node whose file pages are in use (the running programs' own) leaves the kernel nothing
+	 * to reclaim but to kill: only free memory counts there either. */
+	uint64_t file = 0;
+	int mode = np_opt_load(bind) == NP_BIND_STRICT ? 0 : np_os_node_reclaim_mode();
+	if (mode & 7) {
+		file = m.inactive_file;
+		uint64_t held = (mode & RECLAIM_UNMAP ? 0 : m.mapped) + (mode & RECLAIM_WRITE ? 0 : m.dirty) +
+				(node_pages[node] << NP_PAGE_SHIFT) / RECLAIM_LEAVES_DIV;
+		file = file > held ? file - held : 0;
+	}
+	uint64_t bytes = m.free + file;
 	struct room *r = &room[node];
 	__atomic_store_n(&r->avail, (size_t)(bytes >> NP_PAGE_SHIFT), __ATOMIC_RELAXED);
 	__atomic_store_n(&r->in_use_at, in_use(node), __ATOMIC_RELAXED);

@@ -368,27 +368,47 @@ static void room_from_the_kernel(void **state)
 	np_topo_table.is_system = false;
 }
 
-/* Inactive file pages are room only where the kernel reclaims them before it goes to another
- * node (zone_reclaim_mode): by default a page that prefers a node at its watermark faults in
- * on the next node with free memory, so a node of page cache has no room for us; nor under
- * strict binding, whatever the setting. */
+/* Inactive file pages are room only where the kernel reclaims a node's own memory before it
+ * goes to another (zone_reclaim_mode: any of its bits 1, 2, 4, as node_reclaim_enabled reads
+ * it), and then only those its node reclaim may take: not mapped ones without bit 4, not dirty
+ * ones without bit 2, and not the 1% of the node it leaves (min_unmapped_ratio). By default a
+ * page that prefers a node at its watermark faults in on the next node with free memory, so a
+ * node of page cache has no room for us; nor under strict binding, whatever the setting. The
+ * mode is read at every read of the node (a sysctl that tuned or numad may change). */
 static void file_pages_are_room_only_where_the_kernel_reclaims_first(void **state)
 {
 	(void)state;
 	np_test_start("2node", NULL);
 	np_topo_table.is_system = true;
 	int os0 = np_topo_table.node[0].os_id;
-	np_fake_os_set_node_avail(os0, (int64_t)12 << 20);  /* 12 MiB free: below the reserve */
-	np_fake_os_set_node_file(os0, (int64_t)4 << 30);    /* 4 GiB of inactive file pages */
+	const int64_t MiB_ = (int64_t)1 << 20;
+	np_fake_os_set_node_avail(os0, 12 * MiB_); /* 12 MiB free: below the reserve */
+	/* 4 GiB of inactive file pages, 2 GiB of the node's file pages mapped, 1 GiB dirty (the
+	 * page counts below: MiB << 8). */
+	np_fake_os_set_node_file(os0, 4096 * MiB_, 2048 * MiB_, 1024 * MiB_);
+	const size_t some = 256;
 	np_node_init(&np_topo_table);
-	assert_false(np_node_has_room(0, 256));
-	np_fake_os_set_reclaims_node_first(true);
+	assert_false(np_node_has_room(0, some)); /* mode 0 */
+	np_fake_os_set_reclaim_mode(1);          /* clean unmapped pages only: under 1 GiB */
 	np_node_init(&np_topo_table);
-	assert_true(np_node_has_room(0, 256));
+	assert_true(np_node_has_room(0, some));
+	assert_true(np_node_has_room(0, (size_t)900 << 8));
+	assert_false(np_node_has_room(0, (size_t)1024 << 8));
+	np_fake_os_set_reclaim_mode(2); /* dirty pages written out too: under 2 GiB */
+	np_node_init(&np_topo_table);
+	assert_true(np_node_has_room(0, (size_t)1900 << 8));
+	assert_false(np_node_has_room(0, (size_t)2048 << 8));
+	np_fake_os_set_reclaim_mode(4 | 2); /* mapped and dirty pages too: nearly 4 GiB */
+	np_node_init(&np_topo_table);
+	assert_true(np_node_has_room(0, (size_t)3500 << 8));
 	np_opt.bind = NP_BIND_STRICT;
 	np_node_init(&np_topo_table);
-	assert_false(np_node_has_room(0, 256));
+	assert_false(np_node_has_room(0, some));
 	np_opt.bind = NP_BIND_PREFERRED;
+	/* Set back to 0 while running: read again with the node. */
+	np_fake_os_set_reclaim_mode(0);
+	np_node_init(&np_topo_table);
+	assert_false(np_node_has_room(0, some));
 	np_topo_table.is_system = false;
 }
 
