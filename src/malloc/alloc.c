@@ -109,7 +109,6 @@ void *np_malloc_slow(size_t size)
 	struct np_thread *th = np_thread_or_boot(size, 16, &p, &leave);
 	if (NP_UNLIKELY(!th))
 		return p;
-	np_vmstat_publish_check(); /* a forked child's live file */
 	p = malloc_for(th, size);
 	if (NP_UNLIKELY(leave))
 		np_ring_leave(th);

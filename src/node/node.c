@@ -336,8 +336,7 @@ int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg)
 {
 	uint64_t allowed = r->only ? r->only : ~0ULL, tried = 0, grew = 0;
 	/* With one memory node there is nowhere else to go: its fresh memory serves at once, not
-	 * after a first round that takes only resident pages and fails (a review's point), and its
-	 * room is never read (two files at every process's start, for nothing). */
+	 * after a first round that takes only resident pages and fails (a review's point). */
 	bool alone = topo->nmem_nodes == 1;
 	const struct np_topo_node *nd = &topo->node[r->intended];
 	for (int round = 0; round < (r->flags & NP_WALK_ROOM_ONLY ? 1 : 2); round++) {
@@ -347,7 +346,7 @@ int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg)
 			bool shared;
 			int first = np_node_pick(r->intended, r->rotor, r->pages, &shared);
 			if ((allowed >> first) & 1) {
-				bool grow = alone || np_node_has_room(first, r->pages);
+				bool grow = np_node_has_room(first, r->pages) || alone;
 				if ((grow || !rehearsed()) && try(first, shared, grow, arg))
 					return first;
 				tried |= 1ULL << first;
@@ -363,7 +362,7 @@ int np_node_walk(const struct np_node_req *r, np_node_try_fn try, void *arg)
 				if (!((allowed & these) >> n & 1) ||
 				    ((tried >> n) & 1 && (round == 0 || (grew >> n) & 1)))
 					continue;
-				bool grow = round == 1 || alone || np_node_has_room(n, r->pages);
+				bool grow = round == 1 || np_node_has_room(n, r->pages) || alone;
 				tried |= 1ULL << n;
 				grew |= (uint64_t)grow << n;
 				if ((grow || !rehearsed()) && try(n, false, grow, arg)) /* np_node_can_serve */

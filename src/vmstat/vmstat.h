@@ -129,18 +129,8 @@ void np_vmstat_start_output(void);
 void np_vmstat_exit_report(void);
 /* In a forked child, after np_vmstat_atfork_child (single-threaded, no allocation): forgets the
  * parent's live file; the child reports at its own exit and, when its parent published,
- * publishes its own live file at its first slow malloc (np_vmstat_publish_check). */
+ * publishes its own live file. */
 void np_vmstat_output_atfork_child(void);
-/* A forked child's live file is still to be published (relaxed atomic). */
-extern bool np_vmstat_publish_due;
-/* Publishes it, once, whichever thread asks first. */
-void np_vmstat_publish_now(void);
-/* For malloc's slow path: one relaxed load while nothing is due. */
-static inline void np_vmstat_publish_check(void)
-{
-	if (__builtin_expect(__atomic_load_n(&np_vmstat_publish_due, __ATOMIC_RELAXED), 0))
-		np_vmstat_publish_now();
-}
 /* With NUMAPAGE_VERBOSE=1: one line per node of t (memory, CPUs, fallback order, fold
  * threshold). After np_vmstat_init. */
 void np_vmstat_verbose_nodes(const struct np_topo *t);

@@ -274,14 +274,6 @@ void np_vmstat_start_output(void)
 	}
 }
 
-bool np_vmstat_publish_due;
-
-void np_vmstat_publish_now(void)
-{
-	if (__atomic_exchange_n(&np_vmstat_publish_due, false, __ATOMIC_RELAXED))
-		publish();
-}
-
 void np_vmstat_output_atfork_child(void)
 {
 	np_vmstat_shm_forget(); /* the parent's file: its totals were copied by np_vmstat_atfork_child */
@@ -290,15 +282,11 @@ void np_vmstat_output_atfork_child(void)
 	parent_pid = report_pid;
 	report_pid = np_os_pid();
 	/* The parent published (the file was forgotten by np_vmstat_atfork_child): so does the
-	 * child, under its own pid, so `numapage stat` sees forked servers and daemons, but at
-	 * its first malloc that misses the fast path (np_vmstat_publish_check), not here: most
-	 * children of a fork exec at once, and each left a file behind for the next process to
-	 * sweep (a helper's `xargs -n1`: 12 system calls in every child, 8 more in the next
-	 * start). No sweep here either: it made a fork much dearer (docs/design.md); the next
-	 * process that starts, or `numapage stat`, removes what children that left with _exit
-	 * leave behind. */
+	 * child, under its own pid, so `numapage stat` sees forked servers and daemons. No sweep
+	 * here: it made a fork much dearer (docs/design.md); the next process that starts, or
+	 * `numapage stat`, removes what children that left with _exit leave behind. */
 	if (np_opt.shm)
-		__atomic_store_n(&np_vmstat_publish_due, true, __ATOMIC_RELAXED);
+		publish();
 	np_verbose("forked from process %d: counting as process %d", parent_pid, report_pid);
 }
 

@@ -15,8 +15,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "api/api_common.h"
@@ -582,48 +580,6 @@ static void detached_threads_that_never_allocate_leave_no_state(void **state)
 			 (long long)after.malloc_in_use);
 }
 
-/* Whether OS process pid has a live statistics file (NUMAPAGE_SHM, on by default). */
-static bool published(pid_t pid)
-{
-	char path[96];
-	snprintf(path, sizeof path, "/dev/shm/numapage.%u.%d", (unsigned)geteuid(), (int)pid);
-	return access(path, F_OK) == 0;
-}
-
-/* A forked child publishes its live file at its first malloc that misses the fast path, not in
- * the fork: most children exec or _exit at once, and each left a file behind for the next
- * process to sweep (a helper's `xargs -n1`: a dozen system calls in each child and as many in
- * the next start). A child that then leaves with _exit keeps its file (no exit handler runs),
- * as documented: the next start or `numapage stat` removes it. */
-static void forked_child_publishes_at_its_first_slow_malloc(void **state)
-{
-	(void)state;
-	if (!published(getpid()))
-		skip(); /* NUMAPAGE_SHM=0, or no /dev/shm */
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(0);
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	assert_false(published(pid));
-	pid = fork();
-	if (pid == 0) {
-		bool before = published(getpid());
-		void *volatile p = malloc(1 << 20); /* a large block: the slow path */
-		bool after = published(getpid());
-		free(p);
-		_exit(!before && after ? 0 : 1 + before * 2 + after);
-	}
-	assert_true(pid > 0);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-	char path[96];
-	snprintf(path, sizeof path, "/dev/shm/numapage.%u.%d", (unsigned)geteuid(), (int)pid);
-	unlink(path);
-}
-
 int main(void)
 {
 	/* Linking libnumapage replaced malloc: the very first block is already ours. */
@@ -635,7 +591,6 @@ int main(void)
 	free(first);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(valloc_is_page_aligned),
-		cmocka_unit_test(forked_child_publishes_at_its_first_slow_malloc),
 		cmocka_unit_test(pvalloc_rounds_to_pages),
 		cmocka_unit_test(libc_internal_allocations_are_ours),
 		cmocka_unit_test(mallinfo2_reports_our_memory),
