@@ -180,8 +180,8 @@ void np_os_write(int fd, const char *buf, size_t len);
 uint64_t np_os_clock_ns(void);
 /* Lets another thread run (sched_yield). */
 void np_os_yield(void);
-/* Sleeps ms milliseconds (nanosleep; a signal that interrupts it ends it early). */
-void np_os_sleep_ms(long ms);
+/* Sleeps ns nanoseconds (nanosleep, again for what is left after a signal); errno is kept. */
+void np_os_sleep_ns(long ns);
 /* CPUs configured, and bytes of physical memory, as the C library reports them (sysconf): the
  * one-node fallback topology's size. 0 when unknown. */
 int np_os_cpu_count(void);

@@ -247,14 +247,6 @@ int np_os_name(void *p, size_t size, const char *name)
 	return rc;
 }
 
-void np_os_sleep_ms(long ms)
-{
-	SAVE_ERRNO;
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-	errno = saved_errno_;
-}
-
 uint64_t np_os_clock_ns(void)
 {
 	struct timespec ts;

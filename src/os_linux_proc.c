@@ -196,11 +196,13 @@ void *np_os_map_shared(size_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static void sleep_ns(long ns)
+void np_os_sleep_ns(long ns)
 {
+	SAVE_ERRNO;
 	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
 	while (np_nc_nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+	errno = saved_errno_;
 }
 
 /* The data field of /proc/self/statm (pages), or 0 when it cannot be read. No stdio. */
@@ -269,7 +271,7 @@ int np_os_isolate(int (*fn)(void *), void *arg, size_t mem_limit, int timeout_ms
 			errno = saved_errno_;
 			return -ETIMEDOUT;
 		}
-		sleep_ns(step);
+		np_os_sleep_ns(step);
 		waited += step;
 		step = NP_MIN(step * 2, 10000000L);
 	}

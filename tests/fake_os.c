@@ -706,10 +706,11 @@ void np_fake_os_stop_clock(bool stop)
 	__atomic_store_n(&clock_stopped_at, stop ? real_clock_ns() : 0, __ATOMIC_SEQ_CST);
 }
 
-void np_os_sleep_ms(long ms)
+void np_os_sleep_ns(long ns)
 {
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
+	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 uint64_t np_os_clock_ns(void)

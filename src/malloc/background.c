@@ -35,7 +35,7 @@ static void *run(void *arg)
 	pthread_setname_np(pthread_self(), "numapage-bg");
 	for (;;) {
 		while (np_opt_load(background_thread)) {
-			np_os_sleep_ms(wake_ms()); /* every signal is blocked: none ends it early */
+			np_os_sleep_ns(wake_ms() * 1000000L);
 			np_pool_decay(NULL);
 		}
 		/* Off: this thread ends, unless the option came on again after the load above
