@@ -161,6 +161,44 @@ static bool merge_sizes(void)
 	return !np_chunk_tight && __atomic_load_n(&huge_mapped, __ATOMIC_RELAXED) >= np_chunk_merge_above;
 }
 
+static uint64_t mappings; /* the last huge mapping's number (np_chunk.mapping) */
+
+static uint64_t new_mapping(void)
+{
+	return __atomic_add_fetch(&mappings, 1, __ATOMIC_RELAXED);
+}
+
+struct np_chunk *np_chunk_split_huge(struct np_chunk *c, size_t at, bool written)
+{
+	struct np_chunk *t = (struct np_chunk *)((char *)c + at);
+	if (written)
+		memset(t, 0, NP_CHUNK_HUGE_HEADER);
+	t->node = c->node;
+	t->size = c->size - at;
+	t->data_offset = NP_CHUNK_HUGE_HEADER;
+	t->mapping = c->mapping;
+	t->magic = NP_CHUNK_MAGIC;
+	c->size = at;
+	__atomic_store_n(&np_granule_map[(uintptr_t)t >> NP_CHUNK_SHIFT], NP_GRANULE_START, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
+	return t;
+}
+
+bool np_chunk_huge_adjoins(const struct np_chunk *c, const struct np_chunk *n)
+{
+	return (const char *)c + c->size == (const char *)n && n->mapping == c->mapping &&
+	       n->data_offset == NP_CHUNK_HUGE_HEADER;
+}
+
+void np_chunk_join_huge(struct np_chunk *c, struct np_chunk *n)
+{
+	size_t size = n->size;
+	__atomic_store_n(&np_granule_map[(uintptr_t)n >> NP_CHUNK_SHIFT], NP_GRANULE_CONT, __ATOMIC_RELEASE);
+	memset(n, 0, NP_META_SIZE); /* its fields: the rest of its header is zeros already */
+	c->size += size;
+	__atomic_sub_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
+}
+
 size_t np_chunk_huge_size(size_t bytes)
 {
 	/* Four sizes per doubling: the step is a quarter of the largest power of two <= bytes, at
@@ -216,6 +254,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 			return NULL;
 		}
 		c->node = (uint16_t)node;
+		c->mapping = new_mapping();
 		name_range(c, size, node);
 	} else {
 		uint8_t ilv[NP_MAX_NODES];
@@ -318,6 +357,7 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 		return NULL;
 	}
 	d->size = size;
+	d->mapping = new_mapping(); /* a range of its own now: no piece left behind joins it */
 	__atomic_add_fetch(&huge_bytes, size - old, __ATOMIC_RELAXED);
 	mark(d, size, NP_GRANULE_START);
 	/* The block's old address is a freed one now (a free of it is a double free). */

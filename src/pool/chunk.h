@@ -107,6 +107,10 @@ struct np_chunk {
 			 * as zeros (0: all clean), and when it was cached (np_os_clock_ns). */
 			size_t dirty;
 			uint64_t cached_at;
+			/* Huge: the mapping it was cut from (np_chunk_split_huge). Pieces of one
+			 * mapping that lie end to end are one range of the kernel's, which joins
+			 * back and grows whole (mremap refuses a range over two mappings). */
+			uint64_t mapping;
 		};
 		/* Room for the layer above (the malloc layer's slab headers): one slot per step
 		 * of 1 << NP_META_SHIFT bytes, for runs that start on a step. Untouched slots cost
@@ -122,7 +126,7 @@ struct np_chunk {
 #define NP_CHUNK_DATA_PAGES (NP_CHUNK_PAGES - NP_CHUNK_HEADER_PAGES)
 _Static_assert(sizeof(struct np_page) == 32, "page descriptors are 32 bytes");
 _Static_assert(sizeof(struct np_chunk) % NP_PAGE_SIZE == 0, "the chunk header is whole pages");
-_Static_assert(offsetof(struct np_chunk, cached_at) + sizeof(uint64_t) <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
+_Static_assert(offsetof(struct np_chunk, mapping) + sizeof(uint64_t) <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
 	       "the chunk's fields fit in metadata slot 0");
 
 /* Granule map values. */
@@ -284,6 +288,17 @@ bool np_chunk_was_unmapped(const void *p);
  * chunk (moved or not), or NULL when neither worked (c is unchanged; the caller copies). Only
  * for chunks whose data starts within their first granule. */
 struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes);
+/* Cuts huge chunk c at `at` (a multiple of NP_CHUNK_SIZE past its data's start, short of its
+ * end): c keeps [c, c + at), and the rest becomes a huge chunk of its own (returned) of the same
+ * node and mapping, its data behind its header; its kind is the caller's to set. written: the
+ * bytes at `at` may hold data, cleared so that none reads as a slab header (chunk.h). Counted
+ * among the chunks mapped: a piece is one until it joins again. */
+struct np_chunk *np_chunk_split_huge(struct np_chunk *c, size_t at, bool written);
+/* True when huge chunk n lies right behind c and both were cut from one mapping. */
+bool np_chunk_huge_adjoins(const struct np_chunk *c, const struct np_chunk *n);
+/* Joins n (np_chunk_huge_adjoins) to c: its header reads as zeros again, and its range is
+ * c's. Nobody may hold a block in n. */
+void np_chunk_join_huge(struct np_chunk *c, struct np_chunk *n);
 /* Chunks of their own (huge and interleaved blocks, live or kept for reuse) mapped now, and
  * their mappings' bytes (racy reads: mallinfo2's hblks and hblkhd). */
 void np_chunk_huge_totals(size_t *chunks, size_t *bytes);

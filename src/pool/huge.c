@@ -11,7 +11,6 @@
 
 #define DECAY_PERIOD_NS 1000000000ull /* the peak halves at most once a second */
 #define CLEAN_MAX 8                   /* clean chunks a node keeps mapped */
-#define SLACK_KEPT ((size_t)32 << 20) /* tail of a larger chunk kept for a request */
 #define BATCH 16
 
 struct cache {
@@ -68,15 +67,6 @@ void np_huge_count_live(int node, long pages)
 		__atomic_store_n(&caches[node].peak_pages, (size_t)now, __ATOMIC_RELAXED);
 }
 
-struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes)
-{
-	long had = (long)pages_of(c);
-	struct np_chunk *g = np_chunk_grow_huge(c, bytes);
-	if (g)
-		np_huge_count_live(g->node, (long)pages_of(g) - had);
-	return g;
-}
-
 /* What the resident part of the cache may reach: the recent peak of huge memory in use, at
  * least the pool's purge watermark. */
 static size_t budget(const struct cache *h)
@@ -103,6 +93,74 @@ static void link_locked(struct cache *h, struct np_chunk *c)
 	h->dirty_pages += dirty_pages_of(c);
 	h->clean_pages += pages_of(c) - dirty_pages_of(c);
 	h->nclean += c->dirty == 0;
+}
+
+/* Dirty bytes of c (its data's start on) once n, which lies behind it, is joined to it: n's
+ * header reads as zeros after the join, so only n's own dirty bytes reach further. */
+static size_t joined_dirty(const struct np_chunk *c, const struct np_chunk *n)
+{
+	if (!n->dirty)
+		return c->dirty;
+	return (size_t)((const char *)n + n->data_offset + n->dirty - ((const char *)c + c->data_offset));
+}
+
+/* Chunk c (off the list) joined with the cached piece of its mapping that lies behind it, if
+ * there is one: a piece is cut off a chunk that serves a smaller request (cut_locked), and joins
+ * again when both are free, or when the block before it grows (np_huge_grow). */
+static void join_behind_locked(struct cache *h, struct np_chunk *c)
+{
+	for (struct np_chunk **l = &h->list; *l; l = &(*l)->next)
+		if (np_chunk_huge_adjoins(c, *l)) {
+			struct np_chunk *n = *l;
+			unlink_locked(h, l);
+			c->dirty = joined_dirty(c, n);
+			np_chunk_join_huge(c, n);
+			return;
+		}
+}
+
+/* Freed chunk c (off the list) joined to the cached piece of its mapping that lies before it,
+ * if there is one: that piece, off the list, or else c. */
+static struct np_chunk *join_before_locked(struct cache *h, struct np_chunk *c)
+{
+	for (struct np_chunk **l = &h->list; *l; l = &(*l)->next)
+		if (np_chunk_huge_adjoins(*l, c)) {
+			struct np_chunk *p = *l;
+			unlink_locked(h, l);
+			p->dirty = joined_dirty(p, c);
+			np_chunk_join_huge(p, c);
+			return p;
+		}
+	return c;
+}
+
+/* Chunk c (off the list) back on it, joined with the cached pieces of its mapping either side
+ * of it: no two pieces that could be one stay apart (np_huge_check). Returns what was linked. */
+static struct np_chunk *relink_locked(struct cache *h, struct np_chunk *c)
+{
+	join_behind_locked(h, c);
+	c = join_before_locked(h, c);
+	link_locked(h, c);
+	return c;
+}
+
+/* Chunk c, taken for a request of `bytes`, cut at the first granule past what the request needs
+ * when a granule or more lies behind it: that rest goes back to the cache as a chunk of its own,
+ * resident as it was, for the next request (GNU sort -S frees a 50 MB buffer and asks for two of
+ * 25 MB). A small block then holds neither a large one's pages nor its address space, nor counts
+ * them in use. */
+static void cut_locked(struct cache *h, struct np_chunk *c, size_t bytes)
+{
+	size_t at = (c->data_offset + bytes + NP_CHUNK_SIZE - 1) & ~(NP_CHUNK_SIZE - 1);
+	if (at >= c->size || c->size - at < NP_CHUNK_SIZE)
+		return;
+	size_t end = c->data_offset + c->dirty; /* where its bytes that may not be zeros end */
+	struct np_chunk *t = np_chunk_split_huge(c, at, end > at);
+	t->kind = NP_CHUNK_CACHED;
+	t->dirty = end > at + t->data_offset ? end - at - t->data_offset : 0;
+	t->cached_at = c->cached_at;
+	c->dirty = NP_MIN(c->dirty, at - c->data_offset);
+	link_locked(h, t);
 }
 
 /* Chunks to give back: the oldest dirty ones while the resident part is over the budget, or
@@ -186,7 +244,8 @@ static void give_back(struct cache *h, int node, struct np_chunk **purge, int np
 					*l = purge[i]->next;
 					break;
 				}
-			link_locked(h, purge[i]);
+			purge[i]->next = NULL;
+			relink_locked(h, purge[i]);
 		}
 		np_unlock(&h->lock);
 	}
@@ -206,6 +265,27 @@ static void decay_and_unlock(struct cache *h, int node, uint64_t now, struct np_
 		give_back(h, node, purge, np, unmap, nu, st);
 }
 
+struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes)
+{
+	long had = (long)pages_of(c);
+	struct cache *h = &caches[c->node];
+	if (c->kind == NP_CHUNK_HUGE && h->exists && np_chunk_data_bytes(c) < bytes &&
+	    __atomic_load_n(&h->list, __ATOMIC_RELAXED)) {
+		/* The piece cut off behind it, if it is still cached: joined, no mremap; and what
+		 * the block does not need of it cut off again. */
+		np_lock(&h->lock);
+		c->dirty = np_chunk_data_bytes(c); /* live: its user may have written all of it */
+		join_behind_locked(h, c);
+		if (np_chunk_data_bytes(c) >= bytes)
+			cut_locked(h, c, bytes);
+		np_unlock(&h->lock);
+	}
+	struct np_chunk *g = np_chunk_grow_huge(c, bytes);
+	if (g)
+		np_huge_count_live(g->node, (long)pages_of(g) - had);
+	return g;
+}
+
 bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st)
 {
 	if (c->kind != NP_CHUNK_HUGE)
@@ -220,9 +300,8 @@ bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st)
 	c->kind = NP_CHUNK_CACHED;
 	c->user = 0;
 	c->dirty = np_chunk_data_bytes(c); /* its user may have written all of it */
-	c->cached_at = now;
 	np_lock(&h->lock);
-	link_locked(h, c);
+	relink_locked(h, c)->cached_at = now;
 	decay_and_unlock(h, node, now, st);
 	return true;
 }
@@ -255,6 +334,8 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		c = *take;
 		unlink_locked(h, take);
 		c->kind = NP_CHUNK_HUGE;
+		if (best)
+			cut_locked(h, c, bytes);
 	}
 	decay_and_unlock(h, node, now, st); /* the rest, after the pick */
 	if (!c)
@@ -266,26 +347,12 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		if (!g) { /* no address space for it: back to the cache, and the caller maps */
 			c->kind = NP_CHUNK_CACHED;
 			np_lock(&h->lock);
-			link_locked(h, c);
+			relink_locked(h, c);
 			np_unlock(&h->lock);
 			return NULL;
 		}
 		c = g;
 		c->dirty = NP_MIN(c->dirty, had); /* what grew is fresh */
-	}
-	/* A much larger chunk is cut down to the request's size plus as much again, or plus
-	 * 32 MiB: a small block must not hold a large one's pages or address space, nor count
-	 * them in use (a 5 MiB block from a freed 256 MiB chunk counted 65,000 pages in
-	 * pages_in_use, which a rehearsed node's room check reads). The tail that goes was past
-	 * what the slack keeps resident: a later large request would have faulted it in anyway. */
-	size_t used = need << NP_PAGE_SHIFT;
-	size_t keep = used + NP_MAX(used, SLACK_KEPT);
-	if (np_chunk_data_bytes(c) > keep) {
-		np_chunk_trim_huge(c, np_chunk_huge_size(c->data_offset + keep));
-		size_t kept = np_chunk_data_bytes(c);
-		if (c->dirty > kept) /* the resident pages unmapped count as given back, as in trim */
-			np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)((c->dirty - kept) >> NP_PAGE_SHIFT));
-		c->dirty = NP_MIN(c->dirty, kept);
 	}
 	*dirty = c->dirty;
 	np_huge_count_live(node, (long)pages_of(c));
@@ -373,7 +440,8 @@ void np_huge_atfork_child(void)
 				struct np_chunk *c = h->purging;
 				h->purging = c->next;
 				c->dirty = np_chunk_data_bytes(c);
-				link_locked(h, c);
+				c->next = NULL;
+				relink_locked(h, c);
 			}
 			np_unlock(&h->lock);
 		}
@@ -393,6 +461,11 @@ const char *np_huge_check(int node)
 			err = "a node caches a huge chunk of another node";
 		else if (c->dirty > np_chunk_data_bytes(c))
 			err = "a cached chunk is dirtier than it is large";
+		else if (np_chunk_lookup((char *)c + c->data_offset) != c && c->data_offset < NP_CHUNK_SIZE)
+			err = "a cached chunk does not start a granule of the map";
+		for (struct np_chunk *d = h->list; d && !err; d = d->next)
+			if (np_chunk_huge_adjoins(c, d))
+				err = "two cached pieces of one mapping were not joined";
 		dirty += dirty_pages_of(c);
 		clean += pages_of(c) - dirty_pages_of(c);
 		nclean += c->dirty == 0;

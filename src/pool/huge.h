@@ -11,12 +11,15 @@
  * cached, clean: its next user needs no mmap, no bind and no zeroing, only the faults. Only
  * clean chunks past a few per node (or past four budgets of address space) are unmapped.
  * A request takes the smallest cached chunk that fits; when none does, the largest grows in
- * place (mremap). A chunk much larger than the request is cut down to twice the request, or
- * the request and 32 MiB (the larger); the rest is unmapped. Decays happen when the cache is
- * used and at the pools' decay looks, which the malloc slow paths make now and then
- * (np_pool_decay), so a program that goes on with smaller blocks gets its freed huge blocks'
- * pages back too. No background thread: a program that stops calling the allocator keeps what
- * is cached until malloc_trim.
+ * place (mremap). A chunk that reaches a granule (16 MiB) or more past the granule where the
+ * request ends is cut there: the rest stays cached as a chunk of its own, resident as it was,
+ * for the next request, and pieces of one mapping join again when both are free, or when the
+ * block before a cached piece grows (realloc). A small block then holds neither a large one's
+ * pages nor its address space. Decays happen when the cache is used and at the pools' decay
+ * looks, which the malloc slow paths make now and then (np_pool_decay, and the opt-in
+ * background thread's), so a program that goes on with smaller blocks gets its freed huge
+ * blocks' pages back too; without that thread, a program that stops calling the allocator
+ * keeps what is cached until malloc_trim.
  *
  * Lock: one per node, rank NP_LOCK_RANK_HUGE; never held with a pool lock; system calls are
  * made with it dropped. Invariants: np_huge_check().

@@ -1,7 +1,7 @@
 /*
  * Unit tests of src/pool/huge.c: freed huge chunks kept per node. The smallest cached chunk
- * that fits is reused whole (its tail is cut off only past twice the request, or the request and
- * 32 MiB); when
+ * that fits is reused (the whole granules past what the request needs cut off and cached, and
+ * joined again when both pieces are free); when
  * none fits the largest grows in place; the resident part follows the recent peak of huge
  * memory in use (at least NUMAPAGE_PURGE_MB), a peak that halves each second it is not
  * reached; chunks left longer than NUMAPAGE_DECAY_MS give their pages back but stay mapped
@@ -134,26 +134,112 @@ static void reuse_whole_and_grow(void **state)
 	assert_int_equal(((char *)g + g->data_offset)[MB], 0x77); /* the pages came along */
 	check();
 	assert_true(np_huge_put(g, NULL));
-	/* A request far smaller than a chunk: its tail past twice the request (or the request
-	 * and 32 MiB) is cut off and unmapped. It held the large chunk's address space, and
-	 * counted its pages in use: a 5 MiB block from a freed 256 MiB one made a rehearsed node
-	 * look 260 MiB full (found by a hostile review). */
-	struct np_chunk *big = make(100 * MB);
-	assert_true(np_huge_put(big, NULL));
-	unmaps = np_fake_os_unmaps();
-	size_t had = np_chunk_data_bytes(big);
-	long purged_pages = np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged);
-	struct np_chunk *s = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
-	assert_ptr_equal(s, big);
-	size_t kept = np_chunk_data_bytes(s);
-	/* Its resident pages unmapped count as given back, as a trim's (a review of the change). */
-	assert_int_equal(np_vmstat_snapshot(0, NUMA_PAGE_STAT_pages_purged) - purged_pages, (long)PAGES(had - kept));
-	assert_true(kept >= 80 * MB && kept < 84 * MB); /* a huge size step is at most 4 MiB */
-	assert_int_equal(dirty, kept);
-	assert_int_equal(np_fake_os_unmaps() - unmaps, 1);
-	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(s)));
-	np_chunk_unmap_huge(s);
 	check();
+}
+
+/* A chunk larger than a request by whole granules (16 MiB) past what the request needs is cut
+ * there: the rest goes back to the cache as a chunk of its own, its pages resident, and serves
+ * the next request; freed again, the pieces join into the chunk they were. GNU sort -S 50M
+ * frees its 50 MB buffer and asks for two of 25 MB: the first took the whole resident chunk and
+ * the second a new mapping, peak RSS 1.66 times glibc's. Before, the tail past twice the request
+ * (or the request and 32 MiB) was unmapped, and the rest held by the small block. */
+static void a_larger_chunk_is_cut_and_its_pieces_join_again(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_chunk *big = make(100 * MB);
+	size_t whole = np_chunk_data_bytes(big);
+	assert_true(np_huge_put(big, NULL));
+	long maps = np_fake_os_maps(), unmaps = np_fake_os_unmaps(), purged = np_fake_os_purged_bytes();
+	size_t dirty;
+	/* 40 MiB and the header end in the third granule: the chunk is cut at 48 MiB. */
+	struct np_chunk *a = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
+	assert_ptr_equal(a, big);
+	assert_int_equal(a->size, 48 * MB);
+	assert_int_equal(dirty, np_chunk_data_bytes(a));
+	size_t rest = whole - np_chunk_data_bytes(a) - NP_CHUNK_HUGE_HEADER;
+	assert_int_equal(cached_dirty(), PAGES(rest)); /* resident, cached */
+	assert_ptr_equal(np_chunk_find((char *)a + 47 * MB), a);
+	check();
+	/* The next request takes the piece: no mapping, its pages came along. */
+	struct np_chunk *b = np_huge_get(0, 50 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
+	assert_ptr_equal(b, (char *)a + 48 * MB);
+	assert_int_equal(b->kind, NP_CHUNK_HUGE);
+	assert_int_equal(b->node, 0);
+	assert_int_equal(np_chunk_data_bytes(b), rest);
+	assert_int_equal(dirty, rest);
+	assert_int_equal(((char *)b + b->data_offset)[MB], 0x77);
+	assert_ptr_equal(np_chunk_find((char *)b + 49 * MB), b);
+	assert_int_equal(np_fake_os_maps(), maps);
+	assert_int_equal(np_fake_os_unmaps(), unmaps);
+	assert_int_equal(np_fake_os_purged_bytes(), purged);
+	size_t mapped_chunks, mapped_bytes;
+	np_chunk_huge_totals(&mapped_chunks, &mapped_bytes);
+	assert_int_equal(mapped_chunks, 2);
+	/* Freed, in either order, the pieces are one chunk again: a request of the whole takes it. */
+	assert_true(np_huge_put(b, NULL));
+	check();
+	assert_true(np_huge_put(a, NULL));
+	check();
+	np_chunk_huge_totals(&mapped_chunks, &mapped_bytes);
+	assert_int_equal(mapped_chunks, 1);
+	assert_int_equal(cached_dirty(), PAGES(whole));
+	struct np_chunk *c = np_huge_get(0, 100 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
+	assert_ptr_equal(c, big);
+	assert_int_equal(np_chunk_data_bytes(c), whole);
+	assert_int_equal(dirty, whole);
+	assert_int_equal(np_fake_os_maps(), maps);
+	/* A piece whose pages the decay gave back stays clean when the pieces join: calloc
+	 * clears only the rest, and the purge that follows gives back only the rest. */
+	assert_true(np_huge_put(c, NULL));
+	a = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
+	np_fake_os_advance_clock(60ull * 1000000000u);
+	np_huge_decay(0, np_os_clock_ns(), NULL);
+	assert_int_equal(cached_dirty(), 0);
+	assert_int_equal(cached_clean(), PAGES(rest));
+	size_t head = np_chunk_data_bytes(a);
+	assert_true(np_huge_put(a, NULL));
+	check();
+	assert_int_equal(cached_dirty(), PAGES(head));
+	assert_int_equal(cached_clean(), PAGES(whole - head));
+	/* A piece unmapped (malloc_trim) leaves a hole: the other, freed, joins nothing. */
+	a = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
+	assert_int_equal(a->size, 48 * MB);
+	assert_int_equal(np_huge_trim(0, NULL), 0); /* the piece was clean */
+	assert_true(np_huge_put(a, NULL));
+	check();
+	assert_int_equal(cached_dirty() + cached_clean(), PAGES(np_chunk_data_bytes(a)));
+}
+
+/* realloc's growth of a block cut from a larger chunk joins the cached piece behind it (no
+ * mremap, no move, no fault) and leaves past what it needs cut off again. */
+static void a_grown_piece_joins_the_cached_one_behind_it(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_chunk *big = make(100 * MB);
+	size_t whole = np_chunk_data_bytes(big);
+	assert_true(np_huge_put(big, NULL));
+	size_t dirty;
+	struct np_chunk *a = np_huge_get(0, 10 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
+	assert_ptr_equal(a, big);
+	assert_int_equal(a->size, 16 * MB);
+	long maps = np_fake_os_maps();
+	struct np_chunk *g = np_huge_grow(a, 60 * MB);
+	assert_ptr_equal(g, big); /* in place */
+	assert_int_equal(g->size, 64 * MB);
+	assert_int_equal(np_fake_os_maps(), maps);
+	assert_int_equal(cached_dirty(), PAGES(whole - np_chunk_data_bytes(g) - NP_CHUNK_HUGE_HEADER));
+	check();
+	/* Grown past the mapping: the rest joins, then the mapping grows. */
+	g = np_huge_grow(g, 120 * MB);
+	assert_non_null(g);
+	assert_true(np_chunk_data_bytes(g) >= 120 * MB);
+	assert_int_equal(cached_dirty(), 0);
+	assert_int_equal(((char *)g + g->data_offset)[90 * MB], 0x77); /* the pages came along */
+	check();
+	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(g)));
+	np_chunk_unmap_huge(g);
 }
 
 static void budget_follows_the_peak(void **state)
@@ -425,6 +511,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(reuse_whole_and_grow, teardown),
+		cmocka_unit_test_teardown(a_larger_chunk_is_cut_and_its_pieces_join_again, teardown),
+		cmocka_unit_test_teardown(a_grown_piece_joins_the_cached_one_behind_it, teardown),
 		cmocka_unit_test_teardown(refused_purges_leave_zeros, teardown),
 		cmocka_unit_test_teardown(fork_during_a_purge_keeps_the_chunks, teardown),
 		cmocka_unit_test_teardown(budget_follows_the_peak, teardown),

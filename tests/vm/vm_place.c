@@ -7,6 +7,7 @@
  * any of its nearest memory nodes (2990wx: nodes 1 and 3 are equidistant from 0 and 2).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -187,6 +188,36 @@ static void check_onnode(void)
 			      "on node %d, contents kept", small >> 20, n, big >> 20, moved ? "moved" : "in place", n);
 		else
 			vm_fail("numa_page_realloc on node %d: %s%s", n, kept ? "" : "contents lost; ",
+				t.first[0] ? t.first : "(pages)");
+	}
+	/* A freed huge block cut for two smaller ones (pool/huge.c): both come from its mapping,
+	 * every page of them on its node, and freed they are one block again. */
+	for (int n = 0; n <= vm_topo.max_node; n++) {
+		if (!vm_topo.online[n] || !vm_topo.has_mem[n])
+			continue;
+		struct tally t = {0};
+		size_t whole = 40u << 20, part = 12u << 20; /* 12 MiB: 3072 pages, one vm_where call */
+		malloc_trim(0); /* no other cached chunk fits a part better */
+		char *w = numa_page_alloc_onnode(whole, n);
+		if (w)
+			memset(w, 0x4b, whole);
+		numa_page_free(w);
+		char *a = numa_page_alloc_onnode(part, n), *b = numa_page_alloc_onnode(part, n);
+		tally_pages(&t, a, part, n);
+		tally_pages(&t, b, part, n);
+		bool cut = w && a == w && b == w + (16u << 20);
+		numa_page_free(a);
+		numa_page_free(b);
+		char *j = numa_page_alloc_onnode(whole, n);
+		bool joined = j && j == w;
+		tally_pages(&t, j + whole - part, part, n);
+		numa_page_free(j);
+		if (tally_clean(&t) && cut && joined)
+			vm_ok("a freed %zu MiB block on node %d served two of %zu MiB from its mapping, then "
+			      "the whole again: every page on node %d", whole >> 20, n, part >> 20, n);
+		else
+			vm_fail("a freed %zu MiB block on node %d cut for two of %zu MiB: %s%s%s", whole >> 20, n,
+				part >> 20, cut ? "" : "not from its mapping; ", joined ? "" : "not joined again; ",
 				t.first[0] ? t.first : "(pages)");
 	}
 	int bad[] = {vm_topo.max_node + 1, 100000, -2};
