@@ -12,6 +12,7 @@
 #define DECAY_PERIOD_NS 1000000000ull /* the peak halves at most once a second */
 #define CLEAN_MAX 8                   /* clean chunks a node keeps mapped */
 #define BATCH 16
+#define SLACK_PURGED ((size_t)1 << 20) /* least of a cut block's slack given back (np_huge_get) */
 
 struct cache {
 	struct np_lock lock;    /* rank NP_LOCK_RANK_HUGE, index node */
@@ -148,12 +149,12 @@ static struct np_chunk *relink_locked(struct cache *h, struct np_chunk *c)
  * when a granule or more lies behind it: that rest goes back to the cache as a chunk of its own,
  * resident as it was, for the next request (GNU sort -S frees a 50 MB buffer and asks for two of
  * 25 MB). A small block then holds neither a large one's pages nor its address space, nor counts
- * them in use. */
-static void cut_locked(struct cache *h, struct np_chunk *c, size_t bytes)
+ * them in use. True when it was cut. */
+static bool cut_locked(struct cache *h, struct np_chunk *c, size_t bytes)
 {
 	size_t at = (c->data_offset + bytes + NP_CHUNK_SIZE - 1) & ~(NP_CHUNK_SIZE - 1);
 	if (at >= c->size || c->size - at < NP_CHUNK_SIZE)
-		return;
+		return false;
 	size_t end = c->data_offset + c->dirty; /* where its bytes that may not be zeros end */
 	struct np_chunk *t = np_chunk_split_huge(c, at, end > at);
 	t->kind = NP_CHUNK_CACHED;
@@ -161,6 +162,7 @@ static void cut_locked(struct cache *h, struct np_chunk *c, size_t bytes)
 	t->cached_at = c->cached_at;
 	c->dirty = NP_MIN(c->dirty, at - c->data_offset);
 	link_locked(h, t);
+	return true;
 }
 
 /* Chunks to give back: the oldest dirty ones while the resident part is over the budget, or
@@ -330,12 +332,12 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 	}
 	struct np_chunk **take = best ? best : largest;
 	struct np_chunk *c = NULL;
+	bool cut = false;
 	if (take) {
 		c = *take;
 		unlink_locked(h, take);
 		c->kind = NP_CHUNK_HUGE;
-		if (best)
-			cut_locked(h, c, bytes);
+		cut = best && cut_locked(h, c, bytes);
 	}
 	decay_and_unlock(h, node, now, st); /* the rest, after the pick */
 	if (!c)
@@ -353,6 +355,18 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		}
 		c = g;
 		c->dirty = NP_MIN(c->dirty, had); /* what grew is fresh */
+	}
+	size_t used = need << NP_PAGE_SHIFT;
+	if (cut && c->dirty >= used + SLACK_PURGED) {
+		/* The resident pages of the block's last granule past what it asked for go back:
+		 * the cut left them to it, and it will not use them while it lives (sort -S's
+		 * 17 MB blocks held 15 MiB each). Not without a cut: a chunk reused whole for a
+		 * smaller block keeps its pages for the larger one that comes back for it
+		 * (large-calloc's 5-25 MiB blocks faulted them in again). */
+		size_t slack = (c->dirty - used + NP_PAGE_SIZE - 1) & ~(NP_PAGE_SIZE - 1);
+		if (np_chunk_purge((char *)c + c->data_offset + used, slack, true))
+			np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, (long)(slack >> NP_PAGE_SHIFT));
+		c->dirty = used;
 	}
 	*dirty = c->dirty;
 	np_huge_count_live(node, (long)pages_of(c));

@@ -13,8 +13,9 @@
  * A request takes the smallest cached chunk that fits; when none does, the largest grows in
  * place (mremap). A chunk that reaches a granule (16 MiB) or more past the granule where the
  * request ends is cut there: the rest stays cached as a chunk of its own, resident as it was,
- * for the next request, and pieces of one mapping join again when both are free, or when the
- * block before a cached piece grows (realloc). A small block then holds neither a large one's
+ * for the next request, the resident pages the request holds past its size go back, and
+ * pieces of one mapping join again when both are free, or when the block before a cached piece
+ * grows (realloc). A small block then holds neither a large one's
  * pages nor its address space. Decays happen when the cache is used and at the pools' decay
  * looks, which the malloc slow paths make now and then (np_pool_decay, and the opt-in
  * background thread's), so a program that goes on with smaller blocks gets its freed huge

@@ -539,8 +539,8 @@ static void advised_huge_chunks_grow(void **state)
 }
 
 /* A freed huge block serves smaller ones from its resident pages: its chunk is cut at the first
- * granule (16 MiB) past what the first needs, and the rest, cached, serves the next; freed, the
- * pieces are one block again. GNU sort -S 50M frees its 50 MB buffer and asks for three of
+ * granule (16 MiB) past what the first needs, and the rest, cached, serves the next; what the
+ * first holds past its request goes back; freed, the pieces are one block again. GNU sort -S 50M frees its 50 MB buffer and asks for three of
  * 17 MB: the first held the whole resident chunk and the others were mapped anew (peak RSS 1.66
  * times glibc's; malloc of 100 MB, free, and two of 50 MB: 145 MB against glibc's 96). */
 static void a_freed_huge_block_serves_smaller_ones(void **state)
@@ -561,6 +561,13 @@ static void a_freed_huge_block_serves_smaller_ones(void **state)
 	assert_true(F_USABLE(a) < 32 * MiB && F_USABLE(b) < 48 * MiB);
 	assert_true(np_t_stats().pages_in_use <= in_use + (F_USABLE(a) + F_USABLE(b)) / 4096 + 16);
 	assert_true(a + part <= b || b + part <= a);
+	/* The first holds the rest of its last granule, which it will not use while it lives:
+	 * those pages, written by the freed block, went back. */
+	unsigned char v = 1;
+	char *slack = (char *)(((uintptr_t)a + part + 4095) & ~(uintptr_t)4095);
+	assert_true(F_USABLE(a) > part + 2 * 4096);
+	assert_int_equal(mincore(slack, 4096, &v), 0);
+	assert_int_equal(v & 1, 0);
 	np_t_fill(a, part, 61);
 	np_t_fill(b, part, 62);
 	assert_pattern(a, part, 61);
