@@ -184,6 +184,25 @@ struct np_chunk *np_chunk_split_huge(struct np_chunk *c, size_t at, bool written
 	return t;
 }
 
+size_t np_chunk_adopt_huge(struct np_chunk *c, size_t dirty)
+{
+	int node = c->node;
+	size_t end = c->data_offset + dirty; /* where what may not be zeros ends */
+	__atomic_sub_fetch(&huge_bytes, c->size, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
+	/* Slots and descriptors zero, as a fresh chunk's: past `end` they read as zeros already. */
+	memset(c, 0, NP_MIN(end, NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE));
+	c->thp = advise_page_size(c, NP_CHUNK_SIZE);
+	c->kind = NP_CHUNK_NORMAL;
+	c->node = (uint16_t)node;
+	c->size = NP_CHUNK_SIZE;
+	c->data_offset = NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
+	size_t touched = NP_MAX((end + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT, (size_t)NP_CHUNK_HEADER_PAGES);
+	c->touched = (uint32_t)NP_MIN(touched, (size_t)NP_CHUNK_PAGES);
+	c->magic = NP_CHUNK_MAGIC;
+	return c->touched;
+}
+
 bool np_chunk_huge_adjoins(const struct np_chunk *c, const struct np_chunk *n)
 {
 	return (const char *)c + c->size == (const char *)n && n->mapping == c->mapping &&

@@ -294,6 +294,11 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes);
  * bytes at `at` may hold data, cleared so that none reads as a slab header (chunk.h). Counted
  * among the chunks mapped: a piece is one until it joins again. */
 struct np_chunk *np_chunk_split_huge(struct np_chunk *c, size_t at, bool written);
+/* Huge chunk c, exactly NP_CHUNK_SIZE, of nobody (a cached one's first granule: huge.h's
+ * np_huge_take_granule), made a normal chunk of its node in place: its header cleared, its
+ * mapping and pages kept. dirty: bytes from its old data's start that may not read as zeros.
+ * Returns the page index from which its pages are untouched (np_chunk.touched, set). */
+size_t np_chunk_adopt_huge(struct np_chunk *c, size_t dirty);
 /* True when huge chunk n lies right behind c and both were cut from one mapping. */
 bool np_chunk_huge_adjoins(const struct np_chunk *c, const struct np_chunk *n);
 /* Joins n (np_chunk_huge_adjoins) to c: its header reads as zeros again, and its range is

@@ -145,6 +145,19 @@ static struct np_chunk *relink_locked(struct cache *h, struct np_chunk *c)
 	return c;
 }
 
+/* Chunk c (off the list) cut at `at`, a granule boundary inside it: the rest, cached, keeps
+ * its age and what of it may not read as zeros. */
+static void cut_at_locked(struct cache *h, struct np_chunk *c, size_t at)
+{
+	size_t end = c->data_offset + c->dirty; /* where its bytes that may not be zeros end */
+	struct np_chunk *t = np_chunk_split_huge(c, at, end > at);
+	t->kind = NP_CHUNK_CACHED;
+	t->dirty = end > at + t->data_offset ? end - at - t->data_offset : 0;
+	t->cached_at = c->cached_at;
+	c->dirty = NP_MIN(c->dirty, at - c->data_offset);
+	link_locked(h, t);
+}
+
 /* Chunk c, taken for a request of `bytes`, cut at the first granule past what the request needs
  * when a granule or more lies behind it: that rest goes back to the cache as a chunk of its own,
  * resident as it was, for the next request (GNU sort -S frees a 50 MB buffer and asks for two of
@@ -155,13 +168,7 @@ static bool cut_locked(struct cache *h, struct np_chunk *c, size_t bytes)
 	size_t at = (c->data_offset + bytes + NP_CHUNK_SIZE - 1) & ~(NP_CHUNK_SIZE - 1);
 	if (at >= c->size || c->size - at < NP_CHUNK_SIZE)
 		return false;
-	size_t end = c->data_offset + c->dirty; /* where its bytes that may not be zeros end */
-	struct np_chunk *t = np_chunk_split_huge(c, at, end > at);
-	t->kind = NP_CHUNK_CACHED;
-	t->dirty = end > at + t->data_offset ? end - at - t->data_offset : 0;
-	t->cached_at = c->cached_at;
-	c->dirty = NP_MIN(c->dirty, at - c->data_offset);
-	link_locked(h, t);
+	cut_at_locked(h, c, at);
 	return true;
 }
 
@@ -370,6 +377,36 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 	}
 	*dirty = c->dirty;
 	np_huge_count_live(node, (long)pages_of(c));
+	return c;
+}
+
+struct np_chunk *np_huge_take_granule(int node, size_t *dirty)
+{
+	struct cache *h = &caches[node];
+	if (!h->exists || !__atomic_load_n(&h->list, __ATOMIC_RELAXED))
+		return NULL;
+	np_lock(&h->lock);
+	/* The one whose first granule has the most resident data: those pages are the point. */
+	struct np_chunk **take = NULL;
+	size_t most = 0;
+	for (struct np_chunk **l = &h->list; *l; l = &(*l)->next) {
+		struct np_chunk *c = *l;
+		size_t resident = NP_MIN(c->dirty, NP_CHUNK_SIZE - c->data_offset);
+		if (c->size >= NP_CHUNK_SIZE && c->data_offset == NP_CHUNK_HUGE_HEADER && resident > most) {
+			take = l;
+			most = resident;
+		}
+	}
+	struct np_chunk *c = NULL;
+	if (take) {
+		c = *take;
+		unlink_locked(h, take);
+		c->kind = NP_CHUNK_HUGE;
+		if (c->size > NP_CHUNK_SIZE)
+			cut_at_locked(h, c, NP_CHUNK_SIZE);
+		*dirty = c->dirty;
+	}
+	np_unlock(&h->lock);
 	return c;
 }
 

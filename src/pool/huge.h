@@ -56,6 +56,12 @@ bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st);
  * fresh pages of a full node fault in elsewhere (pool.c's get_runs). */
 struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty, struct np_vmstat_diffs *st,
 			     bool fresh);
+/* The first granule of a cached chunk of node with resident pages, off the cache (the rest of
+ * the chunk stays cached as a piece of its own), for the node's pool to make a chunk of
+ * (np_chunk_adopt_huge) instead of mapping one: a program that frees a large buffer and goes
+ * on with smaller blocks reuses its pages (GNU sort -S 20M). NULL when there is none.
+ * *dirty: bytes from its data's start that may not read as zeros. */
+struct np_chunk *np_huge_take_granule(int node, size_t *dirty);
 /* The decay of node's cache as its use makes it (NUMAPAGE_DECAY_MS, the peak's halving), when a
  * look is due: np_pool_decay calls it for every node. now: np_os_clock_ns. */
 void np_huge_decay(int node, uint64_t now, struct np_vmstat_diffs *st);

@@ -480,8 +480,17 @@ static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 		return false;
 	}
 	np_pool_unlock(p);
-	enum np_chunk_refusal why;
-	struct np_chunk *c = np_chunk_map(p->node, np_pool_is_low(p->node), &why);
+	/* The first granule of a freed huge block the node's huge cache keeps resident, made a
+	 * chunk in place: a program that frees a large buffer and goes on with smaller blocks
+	 * reuses its pages rather than faulting in new ones beside them (GNU sort -S 20M: peak
+	 * RSS 42.8 MB against glibc's 22.1). */
+	enum np_chunk_refusal why = NP_CHUNK_NO_SPACE;
+	size_t dirty = 0, touched = NP_CHUNK_HEADER_PAGES;
+	struct np_chunk *c = np_huge_take_granule(p->node, &dirty);
+	if (c)
+		touched = np_chunk_adopt_huge(c, dirty);
+	else
+		c = np_chunk_map(p->node, np_pool_is_low(p->node), &why);
 	if (!c && why == NP_CHUNK_NO_SPACE && np_pool_give_back_space(st))
 		c = np_chunk_map(p->node, np_pool_is_low(p->node), &why); /* address space back: once more */
 	np_pool_lock(p, st);
@@ -500,7 +509,10 @@ static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 	p->chunks = c;
 	np_pool_set_count(&p->mapped_pages, p->mapped_pages + NP_CHUNK_DATA_PAGES);
 	note_mapped(&np_pools[p->node]);
-	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, true, 0, 0);
+	/* An adopted chunk's pages below its touched mark may hold data, and decay from now. */
+	uint8_t now = (uint8_t)__atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED);
+	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, touched == NP_CHUNK_HEADER_PAGES,
+			   touched - NP_CHUNK_HEADER_PAGES, touched == NP_CHUNK_HEADER_PAGES ? 0 : now);
 	return true;
 }
 

@@ -5,7 +5,9 @@
  * taken once per batch (not per page). A thread takes runs from its shard: the one of the CPU
  * it first took on, kept while the scheduler moves it, changed when it finds that shard's lock
  * taken or moves to another node; when that has none that fits, a wholly free chunk of another
- * shard moves over, and only then does its own shard map a chunk (a node that may not grow, or
+ * shard moves over, and only then does its own shard grow: into the first granule of a freed
+ * huge block the node's huge cache keeps resident (made a chunk in place, its pages reused), or
+ * a chunk it maps (a node that may not grow, or
  * a process short of address space, borrows other shards' runs); a run always returns to the
  * shard of its chunk. So threads on different CPUs do not queue on one lock, nor write each
  * other's bins and page descriptors (jemalloc's arenas per CPU, per node here). Free memory goes back to

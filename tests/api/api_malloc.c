@@ -585,6 +585,37 @@ static void a_freed_huge_block_serves_smaller_ones(void **state)
 	assert_int_equal(numa_page_set_home_node(-1), 0);
 }
 
+/* The pool takes the first granule of a freed huge block's cached chunk, pages and all, when
+ * it grows: a program that frees a large buffer and goes on with smaller blocks reuses its
+ * pages (GNU sort -S 20M: peak RSS 42.8 MB against glibc's 22.1). calloc'd blocks from those
+ * pages, which held the old block's bytes, read as zeros. */
+static void smaller_blocks_reuse_a_freed_huge_blocks_pages(void **state)
+{
+	(void)state;
+	size_t whole = 40 * MiB;
+	char *p = huge_block_homed(whole, 70);
+	F_FREE(p);
+	enum { N = 64 };
+	char *q[N];
+	int inside = -1;
+	for (int i = 0; i < N; i++) {
+		q[i] = F_CALLOC(1, np_t_opaque(MiB));
+		assert_ours(q[i], MiB);
+		for (size_t k = 0; k < MiB; k += 512)
+			if (q[i][k] != 0)
+				fail_msg("calloc'd block %d reads %d at %zu", i, q[i][k], k);
+		if (inside < 0 && q[i] >= p && q[i] < p + 16 * MiB)
+			inside = i;
+		np_t_fill(q[i], MiB, i);
+	}
+	assert_true(inside >= 0);
+	for (int i = 0; i < N; i++) {
+		assert_pattern(q[i], MiB, i);
+		F_FREE(q[i]);
+	}
+	assert_int_equal(numa_page_set_home_node(-1), 0);
+}
+
 static void realloc_null_is_malloc(void **state)
 {
 	(void)state;
@@ -2513,6 +2544,7 @@ int main(void)
 		cmocka_unit_test(realloc_huge_stays_in_place),
 		cmocka_unit_test(advised_huge_chunks_grow),
 		cmocka_unit_test(a_freed_huge_block_serves_smaller_ones),
+		cmocka_unit_test(smaller_blocks_reuse_a_freed_huge_blocks_pages),
 		cmocka_unit_test(realloc_null_is_malloc),
 		cmocka_unit_test(realloc_zero_frees),
 		cmocka_unit_test(realloc_failure_keeps_block),

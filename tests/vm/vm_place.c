@@ -220,6 +220,37 @@ static void check_onnode(void)
 				part >> 20, cut ? "" : "not from its mapping; ", joined ? "" : "not joined again; ",
 				t.first[0] ? t.first : "(pages)");
 	}
+	/* The pool grows into a freed huge block's cached chunk (pool.c's grow_locked): runs from
+	 * it are on the node whose pages they reuse. */
+	for (int n = 0; n <= vm_topo.max_node; n++) {
+		if (!vm_topo.online[n] || !vm_topo.has_mem[n])
+			continue;
+		struct tally t = {0};
+		size_t whole = 40u << 20, run = 1u << 20;
+		malloc_trim(0);
+		char *w = numa_page_alloc_onnode(whole, n);
+		if (w)
+			memset(w, 0x4c, whole);
+		numa_page_free(w);
+		enum { RUNS = 48 };
+		char *r[RUNS];
+		int inside = -1;
+		for (int i = 0; i < RUNS; i++) {
+			r[i] = numa_page_alloc_onnode(run, n);
+			if (w && inside < 0 && r[i] >= w && r[i] < w + (16u << 20))
+				inside = i;
+		}
+		if (inside >= 0)
+			tally_pages(&t, r[inside], run, n);
+		for (int i = 0; i < RUNS; i++)
+			numa_page_free(r[i]);
+		if (inside >= 0 && tally_clean(&t))
+			vm_ok("node %d's pool grew into a freed %zu MiB block's pages: every page of a run "
+			      "there on node %d", n, whole >> 20, n);
+		else
+			vm_fail("node %d's pool and a freed %zu MiB block: %s", n, whole >> 20,
+				inside < 0 ? "no run of 48 in its first granule" : t.first);
+	}
 	int bad[] = {vm_topo.max_node + 1, 100000, -2};
 	for (int i = 0; i < 3; i++) {
 		errno = 0;
