@@ -42,9 +42,13 @@ static void decode_elsewhere(const void *p, bool interior, struct np_ptr *d)
 		d->chunk = c;
 		return;
 	}
+	/* In a cached chunk, where its data began, or where a piece cut from it began before
+	 * the two joined again (pool/huge.c): a block freed before. */
+	uintptr_t a = (uintptr_t)p;
+	bool block_start = c && (a == (uintptr_t)c + c->data_offset || (a & (NP_CHUNK_SIZE - 1)) == NP_CHUNK_HUGE_HEADER);
 	if (c)
 		bad(d, c->kind == NP_CHUNK_CACHED ? "invalid pointer (freed)" : "invalid pointer (inside a large block)",
-		    c->kind == NP_CHUNK_CACHED && (const char *)p == (const char *)c + c->data_offset);
+		    c->kind == NP_CHUNK_CACHED && block_start);
 	else if (np_chunk_was_unmapped(p))
 		bad(d, "invalid pointer (freed)", true);
 	else

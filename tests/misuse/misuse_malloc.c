@@ -282,6 +282,16 @@ int main(int argc, char **argv)
 		char *p = live_block(9 << 20); /* a mapping of its own, kept by its pool after the first free */
 		M_FREE(p);
 		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_huge_piece_joined")) {
+		/* A block from a piece cut off a freed chunk (pool/huge.c), freed, then the block in
+		 * front of it, which joins the two: the piece's pointer is inside a cached chunk now,
+		 * where a block began (a review: reported as an invalid pointer). */
+		char *big = live_block(64 << 20);
+		M_FREE(big);
+		char *a = live_block(20 << 20), *b = live_block(20 << 20);
+		M_FREE(b);
+		M_FREE(a);
+		M_FREE(launder(b));
 	} else if (!strcmp(c, "double_free_huge_unmapped")) {
 		/* Larger than the pool keeps: unmapped by the first free. */
 		char *p = live_block(100 << 20);
