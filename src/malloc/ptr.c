@@ -117,7 +117,12 @@ void np_ptr_decode(const void *p, bool interior, struct np_ptr *d)
 		bad(d, "invalid pointer (freed)", true);
 		break;
 	default:
-		bad(d, "invalid pointer (not the start of a block)", false);
+		/* Where a huge block's data began, in a chunk a pool made of its cached mapping
+		 * (pool/huge.h, np_huge_take_granule): that block was freed. */
+		if ((uintptr_t)p - (uintptr_t)c == NP_CHUNK_HUGE_HEADER)
+			bad(d, "invalid pointer (freed)", true);
+		else
+			bad(d, "invalid pointer (not the start of a block)", false);
 	}
 }
 

@@ -170,6 +170,7 @@ static uint64_t new_mapping(void)
 
 struct np_chunk *np_chunk_split_huge(struct np_chunk *c, size_t at, bool written)
 {
+	np_assert(at % NP_CHUNK_SIZE == 0 && at < c->size && c->size - at >= NP_CHUNK_HUGE_HEADER + NP_PAGE_SIZE);
 	struct np_chunk *t = (struct np_chunk *)((char *)c + at);
 	if (written)
 		memset(t, 0, NP_CHUNK_HUGE_HEADER);

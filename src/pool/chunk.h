@@ -288,8 +288,8 @@ bool np_chunk_was_unmapped(const void *p);
  * chunk (moved or not), or NULL when neither worked (c is unchanged; the caller copies). Only
  * for chunks whose data starts within their first granule. */
 struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes);
-/* Cuts huge chunk c at `at` (a multiple of NP_CHUNK_SIZE past its data's start, short of its
- * end): c keeps [c, c + at), and the rest becomes a huge chunk of its own (returned) of the same
+/* Cuts huge chunk c at `at` (a multiple of NP_CHUNK_SIZE past its data's start, a header and a
+ * page short of its end at least): c keeps [c, c + at), and the rest becomes a huge chunk of its own (returned) of the same
  * node and mapping, its data behind its header; its kind is the caller's to set. written: the
  * bytes at `at` may hold data, cleared so that none reads as a slab header (chunk.h). Counted
  * among the chunks mapped: a piece is one until it joins again. */

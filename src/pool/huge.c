@@ -453,15 +453,23 @@ struct np_chunk *np_huge_take_granule(int node, size_t *dirty)
 		}
 	}
 	struct np_chunk *c = NULL;
+	bool trim = false;
 	if (take) {
 		c = *take;
 		unlink_locked(h, take);
 		c->kind = NP_CHUNK_HUGE;
-		if (c->size > NP_CHUNK_SIZE)
+		/* What lies past the granule: a piece of its own, unless it would not hold a
+		 * header and a page (a chunk sized to the page, under a limit on the address
+		 * space: a review's 16 KiB rest got a 32 KiB header, cleared past the mapping). */
+		if (c->size >= NP_CHUNK_SIZE + NP_CHUNK_HUGE_HEADER + NP_PAGE_SIZE)
 			cut_at_locked(h, c, NP_CHUNK_SIZE);
-		*dirty = c->dirty;
+		else
+			trim = c->size > NP_CHUNK_SIZE;
+		*dirty = NP_MIN(c->dirty, NP_CHUNK_SIZE - c->data_offset);
 	}
 	np_unlock(&h->lock);
+	if (trim)
+		np_chunk_trim_huge(c, NP_CHUNK_SIZE); /* unmapped, with the lock dropped */
 	return c;
 }
 

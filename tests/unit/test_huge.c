@@ -249,6 +249,40 @@ static void a_grown_piece_joins_the_cached_one_behind_it(void **state)
 	np_chunk_unmap_huge(g);
 }
 
+/* Under a limit on the address space huge chunks are sized to the page: a granule taken for a
+ * pool from a chunk just over one leaves a rest too short for a piece's header, which is
+ * unmapped rather than made a piece (a review: a 16 KiB rest got a 32 KiB header, cleared 16 KiB
+ * past the mapping, over whatever was mapped there). */
+static void a_granule_taken_leaves_no_piece_shorter_than_a_header(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_chunk_tight = true;
+	struct np_chunk *big = make(NP_CHUNK_SIZE - NP_CHUNK_HUGE_HEADER + 16 * 1024);
+	assert_int_equal(big->size, NP_CHUNK_SIZE + 16 * 1024);
+	char *end = (char *)big + big->size;
+	assert_true(np_huge_put(big, NULL));
+	char *behind = mmap(end, MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	assert_ptr_equal(behind, end);
+	memset(behind, 0x5a, MB);
+	struct np_page *r = np_pool_get_run(0, 100, 1, NULL, true);
+	assert_non_null(r);
+	assert_ptr_equal(np_chunk_of(r), big);
+	for (size_t k = 0; k < MB; k++)
+		if (behind[k] != 0x5a)
+			fail_msg("byte %zu behind the chunk overwritten", k);
+	size_t mapped_chunks, mapped_bytes;
+	np_chunk_huge_totals(&mapped_chunks, &mapped_bytes);
+	assert_int_equal(mapped_chunks, 0);
+	assert_int_equal(mapped_bytes, 0);
+	assert_int_equal(cached_dirty() + cached_clean(), 0);
+	np_pool_put_run(r, NULL);
+	assert_null(np_pool_check(0));
+	check();
+	munmap(behind, MB);
+	np_chunk_tight = false;
+}
+
 /* A growth the cached piece behind cannot hold alone joins it and remaps; when that fails (no
  * address space), the block is as it was and the piece cached again: the caller copies the
  * block and frees the chunk with the counts it had (a review: the piece stayed joined,
@@ -639,6 +673,7 @@ int main(void)
 		cmocka_unit_test_teardown(a_grown_piece_joins_the_cached_one_behind_it, teardown),
 		cmocka_unit_test_teardown(a_growing_pool_takes_a_cached_granule, teardown),
 		cmocka_unit_test_teardown(a_failed_growth_leaves_the_block_and_its_piece, teardown),
+		cmocka_unit_test_teardown(a_granule_taken_leaves_no_piece_shorter_than_a_header, teardown),
 		cmocka_unit_test_teardown(a_growing_block_moves_into_resident_pages, teardown),
 		cmocka_unit_test_teardown(refused_purges_leave_zeros, teardown),
 		cmocka_unit_test_teardown(fork_during_a_purge_keeps_the_chunks, teardown),
