@@ -597,6 +597,9 @@ static void realloc_grows_an_aligned_block_into_its_piece(void **state)
 	struct numa_page_node_stats before = np_t_stats();
 	char *p = F_ALIGNED_ALLOC(32 * MiB, np_t_opaque(100 * MiB));
 	assert_ours(p, 100 * MiB);
+	/* Homed on its node, where it is reused (huge_block_homed: a memoryless node's thread
+	 * spreads its huge blocks over its nearest nodes). */
+	assert_int_equal(numa_page_set_home_node(numa_page_node_of(p)), 0);
 	np_t_fill(p, 100 * MiB, 80);
 	F_FREE(p);
 	char *a = F_ALIGNED_ALLOC(32 * MiB, np_t_opaque(20 * MiB));
@@ -613,6 +616,7 @@ static void realloc_grows_an_aligned_block_into_its_piece(void **state)
 	struct numa_page_node_stats after = np_t_stats();
 	assert_int_equal(after.pages_in_use, before.pages_in_use);
 	assert_int_equal(after.malloc_in_use, before.malloc_in_use);
+	assert_int_equal(numa_page_set_home_node(-1), 0);
 }
 
 /* The pool takes the first granule of a freed huge block's cached chunk, pages and all, when
