@@ -41,9 +41,13 @@ void np_huge_init(const struct np_topo *t);
 /* Pages of huge blocks of dense node `node` handed out (+) or given back (-): the peak the
  * budget follows. */
 void np_huge_count_live(int node, long pages);
-/* Live huge chunk c grown to at least `bytes` data bytes, in place or moved with its pages
- * (np_chunk_grow_huge: realloc's growth), the pages it gained counted live; NULL when there is
- * no address space for it (c unchanged). */
+/* Live huge chunk c grown to at least `bytes` data bytes (realloc's growth), the pages it
+ * gained counted live: into the cached piece of its mapping behind it when that holds the
+ * growth (in place); else, for a growth by a quarter or more, copied into a cached chunk of its
+ * node whose resident part holds `bytes` (c unmapped: its data bytes are copied, so the block
+ * must start at c's data); else by mremap, in place or moved with its pages
+ * (np_chunk_grow_huge), a piece behind joined first. NULL when none worked (c unchanged, the
+ * piece cached again). */
 struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes);
 /* Keeps freed huge chunk c of its node (kind CACHED from then on; its data counted dirty);
  * false when it may not be kept (interleaved, larger than the budget allows): the caller
