@@ -462,9 +462,10 @@ int np_os_node_avail(int node, struct np_os_node_mem *m)
 	int rc = read_node_meminfo(node, buf, sizeof buf);
 	if (rc < 0)
 		return rc;
-	if (meminfo_field(buf, "MemFree") < 0)
+	int64_t free_kb = meminfo_field(buf, "MemFree");
+	if (free_kb < 0)
 		return -EIO;
-	*m = (struct np_os_node_mem){.free = meminfo_bytes(buf, "MemFree"),
+	*m = (struct np_os_node_mem){.free = (uint64_t)free_kb << 10,
 				     .inactive_file = meminfo_bytes(buf, "Inactive(file)"),
 				     .mapped = meminfo_bytes(buf, "Mapped"),
 				     .dirty = meminfo_bytes(buf, "Dirty")};

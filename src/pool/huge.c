@@ -107,19 +107,33 @@ static size_t joined_dirty(const struct np_chunk *c, const struct np_chunk *n)
 	return (size_t)((const char *)n + n->data_offset + n->dirty - ((const char *)c + c->data_offset));
 }
 
-/* Chunk c (off the list) joined with the cached piece of its mapping that lies behind it, if
- * there is one: a piece is cut off a chunk that serves a smaller request (cut_locked), and joins
- * again when both are free, or when the block before it grows (np_huge_grow). */
-static void join_behind_locked(struct cache *h, struct np_chunk *c)
+/* The link to the cached piece of c's mapping that lies right behind c, or NULL. */
+static struct np_chunk **piece_behind_locked(struct cache *h, const struct np_chunk *c)
 {
 	for (struct np_chunk **l = &h->list; *l; l = &(*l)->next)
-		if (np_chunk_huge_adjoins(c, *l)) {
-			struct np_chunk *n = *l;
-			unlink_locked(h, l);
-			c->dirty = joined_dirty(c, n);
-			np_chunk_join_huge(c, n);
-			return;
-		}
+		if (np_chunk_huge_adjoins(c, *l))
+			return l;
+	return NULL;
+}
+
+/* Chunk c (off the list, or live) joined with the cached piece of its mapping that lies behind
+ * it, at link `behind` (piece_behind_locked): a piece is cut off a chunk that serves a smaller
+ * request (cut_locked), and joins again when both are free, or when the block before it grows
+ * (np_huge_grow). */
+static void join_at_locked(struct cache *h, struct np_chunk *c, struct np_chunk **behind)
+{
+	struct np_chunk *n = *behind;
+	unlink_locked(h, behind);
+	c->dirty = joined_dirty(c, n);
+	np_chunk_join_huge(c, n);
+}
+
+/* The same, when there is such a piece. */
+static void join_behind_locked(struct cache *h, struct np_chunk *c)
+{
+	struct np_chunk **l = piece_behind_locked(h, c);
+	if (l)
+		join_at_locked(h, c, l);
 }
 
 /* Freed chunk c (off the list) joined to the cached piece of its mapping that lies before it,
@@ -134,6 +148,15 @@ static struct np_chunk *join_before_locked(struct cache *h, struct np_chunk *c)
 			np_chunk_join_huge(p, c);
 			return p;
 		}
+	return c;
+}
+
+/* The cached chunk at link, off the list and a live huge chunk again. */
+static struct np_chunk *take_locked(struct cache *h, struct np_chunk **link)
+{
+	struct np_chunk *c = *link;
+	unlink_locked(h, link);
+	c->kind = NP_CHUNK_HUGE;
 	return c;
 }
 
@@ -276,15 +299,6 @@ static void decay_and_unlock(struct cache *h, int node, uint64_t now, struct np_
 		give_back(h, node, purge, np, unmap, nu, st);
 }
 
-/* The cached piece of live chunk c's mapping right behind it, or NULL. Lock held. */
-static struct np_chunk *piece_behind_locked(struct cache *h, const struct np_chunk *c)
-{
-	for (struct np_chunk *n = h->list; n; n = n->next)
-		if (np_chunk_huge_adjoins(c, n))
-			return n;
-	return NULL;
-}
-
 /* The smallest cached chunk whose resident part holds `bytes`, taken off the list and cut to
  * them, or NULL. Lock held. */
 static struct np_chunk *take_resident_locked(struct cache *h, size_t bytes)
@@ -296,9 +310,7 @@ static struct np_chunk *take_resident_locked(struct cache *h, size_t bytes)
 			best = l;
 	if (!best)
 		return NULL;
-	struct np_chunk *d = *best;
-	unlink_locked(h, best);
-	d->kind = NP_CHUNK_HUGE;
+	struct np_chunk *d = take_locked(h, best);
 	cut_locked(h, d, bytes);
 	return d;
 }
@@ -314,11 +326,11 @@ struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes)
 		np_lock(&h->lock);
 		c->dirty = old; /* live: its user may have written all of it */
 		c->cached_at = np_os_clock_ns(); /* what is cut off again is as young as that */
-		struct np_chunk *n = piece_behind_locked(h, c);
-		if (n && old + n->size >= bytes) {
+		struct np_chunk **behind = piece_behind_locked(h, c);
+		if (behind && old + (*behind)->size >= bytes) {
 			/* The piece cut off behind it, still cached, holds the growth: joined, no
 			 * mremap, and what the block does not need of it cut off again. */
-			join_behind_locked(h, c);
+			join_at_locked(h, c, behind);
 			cut_locked(h, c, bytes);
 			g = c;
 		} else if (bytes - old >= old / 4 && (g = take_resident_locked(h, bytes)) != NULL) {
@@ -327,8 +339,8 @@ struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes)
 			 * a fault while those sat unused (a growing buffer beside blocks cut from a
 			 * freed larger one: peak RSS 666 MB against 486 before the cut, glibc 360). */
 			g->user = c->user;
-		} else if (n) {
-			join_behind_locked(h, c); /* then mremap grows the rest, in place if it can */
+		} else if (behind) {
+			join_at_locked(h, c, behind); /* then mremap grows the rest, in place if it can */
 			joined = true;
 		}
 		np_unlock(&h->lock);
@@ -396,9 +408,7 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 	struct np_chunk *c = NULL;
 	bool cut = false;
 	if (take) {
-		c = *take;
-		unlink_locked(h, take);
-		c->kind = NP_CHUNK_HUGE;
+		c = take_locked(h, take);
 		cut = best && cut_locked(h, c, bytes);
 	}
 	decay_and_unlock(h, node, now, st); /* the rest, after the pick */
@@ -455,9 +465,7 @@ struct np_chunk *np_huge_take_granule(int node, size_t *dirty)
 	struct np_chunk *c = NULL;
 	bool trim = false;
 	if (take) {
-		c = *take;
-		unlink_locked(h, take);
-		c->kind = NP_CHUNK_HUGE;
+		c = take_locked(h, take);
 		/* What lies past the granule: a piece of its own, unless it would not hold a
 		 * header and a page (a chunk sized to the page, under a limit on the address
 		 * space: a review's 16 KiB rest got a 32 KiB header, cleared past the mapping). */

@@ -510,9 +510,10 @@ static bool grow_locked(struct np_pool_shard *p, struct np_vmstat_diffs *st)
 	np_pool_set_count(&p->mapped_pages, p->mapped_pages + NP_CHUNK_DATA_PAGES);
 	note_mapped(&np_pools[p->node]);
 	/* An adopted chunk's pages below its touched mark may hold data, and decay from now. */
+	bool fresh = touched == NP_CHUNK_HEADER_PAGES;
 	uint8_t now = (uint8_t)__atomic_load_n(&np_pools[p->node].decay_period, __ATOMIC_RELAXED);
-	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, touched == NP_CHUNK_HEADER_PAGES,
-			   touched - NP_CHUNK_HEADER_PAGES, touched == NP_CHUNK_HEADER_PAGES ? 0 : now);
+	insert_free_locked(p, &c->pages[NP_CHUNK_HEADER_PAGES], NP_CHUNK_DATA_PAGES, fresh,
+			   touched - NP_CHUNK_HEADER_PAGES, fresh ? 0 : now);
 	return true;
 }
 
