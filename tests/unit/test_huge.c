@@ -70,6 +70,14 @@ static struct np_chunk *make(size_t bytes)
 	return c;
 }
 
+/* A live huge chunk of node 0 the test holds, off the live count and unmapped, as a free that
+ * does not keep it. */
+static void unmake(struct np_chunk *c)
+{
+	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(c)));
+	np_chunk_unmap_huge(c);
+}
+
 static size_t cached_dirty(void)
 {
 	size_t d, cl;
@@ -245,8 +253,7 @@ static void a_grown_piece_joins_the_cached_one_behind_it(void **state)
 	assert_int_equal(cached_dirty(), 0);
 	assert_int_equal(((char *)g + g->data_offset)[90 * MB], 0x77); /* the pages came along */
 	check();
-	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(g)));
-	np_chunk_unmap_huge(g);
+	unmake(g);
 }
 
 /* Under a limit on the address space huge chunks are sized to the page: a granule taken for a
@@ -319,8 +326,7 @@ static void a_failed_growth_leaves_the_block_and_its_piece(void **state)
 	check();
 	if (guard == end)
 		munmap(guard, NP_PAGE_SIZE);
-	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(a)));
-	np_chunk_unmap_huge(a);
+	unmake(a);
 }
 
 /* A block that grows by a quarter or more, when no piece behind it holds the growth, moves into
@@ -354,8 +360,7 @@ static void a_growing_block_moves_into_resident_pages(void **state)
 	assert_int_equal(((const char *)h + h->data_offset)[0], 0x55);
 	assert_true(np_chunk_data_bytes(h) >= now + 2 * MB);
 	check();
-	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(h)));
-	np_chunk_unmap_huge(h);
+	unmake(h);
 }
 
 /* A pool that grows takes the first granule of a cached chunk with resident pages, made a
@@ -440,8 +445,7 @@ static void budget_follows_the_peak(void **state)
 	check();
 	/* A chunk larger than what the budget allows is not kept: once the peak has decayed to
 	 * the floor, a 200 MiB block that was live only briefly long ago is not cached. */
-	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(t)));
-	np_chunk_unmap_huge(t);
+	unmake(t);
 	for (int i = 0; i < 12; i++) { /* each second the peak halves, at the next use */
 		np_fake_os_advance_clock(1100000000ull);
 		struct np_chunk *k = make(1 * MB);
