@@ -53,6 +53,18 @@ enum np_bind_policy {
 	NP_BIND_NONE = 2,      /* no mbind at all: first touch decides */
 };
 
+/* libnuma (NP_NUMA_SONAME) is not linked: it is loaded (np_os_library_open) where memory has
+ * somewhere else to go, and its constructor (which reads /proc/self/status twice, lists the
+ * node directory and reads node0's meminfo through stdio) runs in no other process. Until it is,
+ * the calls that go through it (np_os_bind, np_os_bind_interleave, np_os_nodes_of,
+ * np_os_mempolicy, np_os_bound_node) answer -ENOSYS, as a kernel without NUMA calls would.
+ * Loads it, or finds it loaded: true when its calls are there, else false with the reason in
+ * why (may be NULL). The loader allocates through malloc: called at start-up (topology_load.c)
+ * and from set_mempolicy's wrapper, never from inside an allocation. */
+bool np_os_numa_open(char *why, size_t why_size);
+/* set_mempolicy(2) through libnuma, loaded for it if it was not: 0 or -errno (-ENOSYS when it
+ * cannot be loaded). */
+int np_os_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxnode);
 /* Binds a range to one node: strict (MPOL_BIND) or preferred (MPOL_PREFERRED), through libnuma's
  * mbind with MPOL_F_STATIC_NODES. policy is enum np_bind_policy; NP_BIND_NONE does nothing.
  * 0 or -errno (-EINVAL for a memoryless node, as the kernel answers). */

@@ -1,7 +1,8 @@
 /*
  * os_linux.c — the Linux implementation of os.h, memory and NUMA: mapping, binding, purging,
  * where pages are, the memory policy, a node's free memory, the CPU a thread runs on and its
- * affinity. mbind and move_pages come from libnuma's numaif.h. The process-level half (files,
+ * affinity. mbind, move_pages, get_mempolicy and set_mempolicy are libnuma's (numaif.h),
+ * called through the library loaded on demand (np_os_numa_open). The process-level half (files,
  * isolation, randomness, identity) is os_linux_proc.c. errno is saved and restored around each
  * call, and every failure comes back as a negative errno (os_errno.h).
  */
@@ -147,10 +148,67 @@ int np_os_remap(void *old, size_t old_size, size_t new_size, void *dst)
 	return rc;
 }
 
+/* libnuma's calls, once np_os_numa_open found them: each pointer stored (relaxed) before the
+ * flag (release), read after it (acquire). Two threads that open at once store the same. */
+static struct {
+	__typeof__(mbind) *mbind;
+	__typeof__(move_pages) *move_pages;
+	__typeof__(get_mempolicy) *get_mempolicy;
+	__typeof__(set_mempolicy) *set_mempolicy;
+} numa;
+static bool numa_ready;
+
+#define NUMA_CALL(name) __atomic_load_n(&numa.name, __ATOMIC_RELAXED)
+
+static bool numa_loaded(void)
+{
+	return __atomic_load_n(&numa_ready, __ATOMIC_ACQUIRE);
+}
+
+static void say(char *why, size_t why_size, const char *text)
+{
+	if (!why || !why_size)
+		return;
+	size_t n = strlen(text) < why_size ? strlen(text) : why_size - 1;
+	memcpy(why, text, n);
+	why[n] = '\0';
+}
+
+bool np_os_numa_open(char *why, size_t why_size)
+{
+	if (numa_loaded())
+		return true;
+	void *lib = np_os_library_open(NP_NUMA_SONAME, why, why_size);
+	if (!lib)
+		return false;
+	void *m = np_os_library_symbol(lib, "mbind"), *mp = np_os_library_symbol(lib, "move_pages"),
+	     *g = np_os_library_symbol(lib, "get_mempolicy"), *sp = np_os_library_symbol(lib, "set_mempolicy");
+	if (!m || !mp || !g || !sp) {
+		say(why, why_size, NP_NUMA_SONAME " lacks mbind, move_pages, get_mempolicy or set_mempolicy");
+		return false;
+	}
+	__atomic_store_n(&numa.mbind, (__typeof__(mbind) *)m, __ATOMIC_RELAXED);
+	__atomic_store_n(&numa.move_pages, (__typeof__(move_pages) *)mp, __ATOMIC_RELAXED);
+	__atomic_store_n(&numa.get_mempolicy, (__typeof__(get_mempolicy) *)g, __ATOMIC_RELAXED);
+	__atomic_store_n(&numa.set_mempolicy, (__typeof__(set_mempolicy) *)sp, __ATOMIC_RELAXED);
+	__atomic_store_n(&numa_ready, true, __ATOMIC_RELEASE);
+	return true;
+}
+
+int np_os_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxnode)
+{
+	if (!np_os_numa_open(NULL, 0))
+		return -ENOSYS;
+	SAVE_ERRNO;
+	RETURN_ERRNO(NUMA_CALL(set_mempolicy)(mode, mask, maxnode));
+}
+
 int np_os_bind(void *p, size_t size, int node, int policy)
 {
 	if (policy == NP_BIND_NONE)
 		return 0;
+	if (!numa_loaded())
+		return -ENOSYS;
 	SAVE_ERRNO;
 	if (node < 0 || node >= NP_OS_NODE_IDS) {
 		errno = saved_errno_;
@@ -159,11 +217,13 @@ int np_os_bind(void *p, size_t size, int node, int policy)
 	unsigned long mask[NP_OS_NODE_IDS / (8 * sizeof(unsigned long))] = {0};
 	mask[node / (8 * sizeof(unsigned long))] = 1UL << (node % (8 * sizeof(unsigned long)));
 	int mode = (policy == NP_BIND_STRICT ? MPOL_BIND : MPOL_PREFERRED) | MPOL_F_STATIC_NODES;
-	RETURN_ERRNO(mbind(p, size, mode, mask, NP_OS_NODE_IDS + 1, 0));
+	RETURN_ERRNO(NUMA_CALL(mbind)(p, size, mode, mask, NP_OS_NODE_IDS + 1, 0));
 }
 
 int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
 {
+	if (!numa_loaded())
+		return -ENOSYS;
 	SAVE_ERRNO;
 	unsigned long mask[NP_OS_NODE_IDS / (8 * sizeof(unsigned long))] = {0};
 	for (int i = 0; i < n; i++) {
@@ -173,7 +233,7 @@ int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
 		}
 		mask[nodes[i] / (8 * sizeof(unsigned long))] |= 1UL << (nodes[i] % (8 * sizeof(unsigned long)));
 	}
-	RETURN_ERRNO(mbind(p, size, MPOL_INTERLEAVE | MPOL_F_STATIC_NODES, mask, NP_OS_NODE_IDS + 1, 0));
+	RETURN_ERRNO(NUMA_CALL(mbind)(p, size, MPOL_INTERLEAVE | MPOL_F_STATIC_NODES, mask, NP_OS_NODE_IDS + 1, 0));
 }
 
 int np_os_nohuge(void *p, size_t size)
@@ -226,8 +286,10 @@ int np_os_populate(void *p, size_t size)
 
 int np_os_nodes_of(void *const *addrs, int n, int *status)
 {
+	if (!numa_loaded())
+		return -ENOSYS;
 	SAVE_ERRNO;
-	long rc = move_pages(0, (unsigned long)n, (void **)addrs, NULL, status, 0);
+	long rc = NUMA_CALL(move_pages)(0, (unsigned long)n, (void **)addrs, NULL, status, 0);
 	RETURN_ERRNO(rc);
 }
 
@@ -259,16 +321,20 @@ uint64_t np_os_clock_ns(void)
 
 int np_os_mempolicy(int *mode, unsigned long *mask, unsigned long maxnode)
 {
+	if (!numa_loaded())
+		return -ENOSYS;
 	SAVE_ERRNO;
-	RETURN_ERRNO(get_mempolicy(mode, mask, maxnode, NULL, 0));
+	RETURN_ERRNO(NUMA_CALL(get_mempolicy)(mode, mask, maxnode, NULL, 0));
 }
 
 int np_os_bound_node(const void *p, int *node)
 {
+	if (!numa_loaded())
+		return -ENOSYS;
 	SAVE_ERRNO;
 	unsigned long mask[NP_OS_NODE_IDS / (8 * sizeof(unsigned long))] = {0};
 	int mode = 0;
-	if (get_mempolicy(&mode, mask, NP_OS_NODE_IDS + 1, (void *)p, MPOL_F_ADDR) != 0) {
+	if (NUMA_CALL(get_mempolicy)(&mode, mask, NP_OS_NODE_IDS + 1, (void *)p, MPOL_F_ADDR) != 0) {
 		int rc = -errno;
 		errno = saved_errno_;
 		return rc;

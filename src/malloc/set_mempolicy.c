@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <numaif.h>
 
+#include "malloc/init.h"
 #include "malloc/thread.h"
+#include "os.h"
 
 typedef long (*set_fn)(int, const unsigned long *, unsigned long);
 static set_fn real_set;
@@ -23,16 +25,25 @@ __attribute__((visibility("default"))) long set_mempolicy(int mode, const unsign
 {
 	set_fn real = __atomic_load_n(&real_set, __ATOMIC_ACQUIRE);
 	if (NP_UNLIKELY(!real)) {
-		/* libnuma's, which the library links; a later wrapper's where one comes first. */
+		/* libnuma's where the program or a library of its links it; a later wrapper's
+		 * where one comes first. */
 		real = (set_fn)dlsym(RTLD_NEXT, "set_mempolicy");
 		if (real)
 			__atomic_store_n(&real_set, real, __ATOMIC_RELEASE);
 	}
-	if (!real) { /* libnuma is loaded with the library: not seen */
-		errno = ENOSYS;
-		return -1;
+	long r;
+	if (real) {
+		r = real(mode, nodemask, maxnode);
+	} else {
+		/* A program that reaches the call through this library alone (not linked with
+		 * libnuma), which loads libnuma only on machines of several nodes: loaded now,
+		 * after the allocator is ready (its loader allocates). */
+		np_ensure_ready();
+		int rc = np_os_set_mempolicy(mode, nodemask, maxnode);
+		if (rc < 0)
+			errno = -rc;
+		r = rc < 0 ? -1 : 0;
 	}
-	long r = real(mode, nodemask, maxnode);
 	if (r == 0)
 		np_tls.policy_set = true;
 	return r;

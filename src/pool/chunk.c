@@ -35,6 +35,8 @@ static int bind_range(void *p, size_t size, int node)
 		np_vmstat_add(NULL, node, NUMA_PAGE_STAT_bind_skipped, 1);
 		return 0;
 	}
+	if (t->nnodes < 2)
+		return 0; /* one node: the pages have nowhere else to go (no libnuma loaded: os.h) */
 	int rc = np_os_bind(p, size, t->node[node].os_id, np_opt_load(bind));
 	if (rc == 0)
 		return 0;
@@ -60,7 +62,7 @@ static int bind_range(void *p, size_t size, int node)
 static bool spilled_elsewhere(void *touched, char *start, size_t size, int node, bool low)
 {
 	const struct np_topo *t = &np_topo_table;
-	if (!t->is_system || np_opt_load(bind) != NP_BIND_PREFERRED)
+	if (!t->is_system || t->nnodes < 2 || np_opt_load(bind) != NP_BIND_PREFERRED)
 		return false;
 	void *addr[VERIFY_SAMPLES + 1];
 	int status[VERIFY_SAMPLES + 1], n = 0;
@@ -291,7 +293,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 			 * kernel then places page a on the mask's ((u32)(a >> 12) % n)'th node, the
 			 * rule np_chunk_node_at follows; the VM tests check it with move_pages. */
 			np_os_nohuge(c, size);
-			if (np_os_bind_interleave(c, size, os_ids, n) < 0)
+			if (t->nnodes > 1 && np_os_bind_interleave(c, size, os_ids, n) < 0)
 				np_vmstat_add(NULL, ilv[0], NUMA_PAGE_STAT_bind_fail, 1);
 		} else {
 			np_vmstat_add(NULL, ilv[0], NUMA_PAGE_STAT_bind_skipped, 1);

@@ -75,7 +75,8 @@ static int loaded(struct np_topo *t)
 }
 
 /*
- * A machine with one node needs no discovery: every CPU is node 0's, node 0 has all the memory
+ * A machine with one node needs no discovery, nor libnuma (its binds and policies would name
+ * node 0, where memory goes anyway): every CPU is node 0's, node 0 has all the memory
  * (its MemTotal, as hwloc reads it), and the distance is 10. Where /sys/devices/system/node
  * lists node0 alone (np_os_node_max), hwloc is not run at all: its discovery (thousands of sysfs files on a large machine, a few for
  * each CPU even with caches filtered out) was about 80% of a small program's start-up time, and
@@ -138,7 +139,12 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 	if (!isolate && load_one_node(t, allow, secure) == 0)
 		return loaded(t);
 	/* Here, before any child is made: a child's dlopen could wait for ever on a loader lock
-	 * that this thread held when it was cloned (its first malloc can come from inside dlopen). */
+	 * that this thread held when it was cloned (its first malloc can come from inside dlopen).
+	 * This machine, of several nodes: its memory is bound and its pages asked where they are,
+	 * its threads' policies read, through libnuma (os.h), loaded now as hwloc is. A machine
+	 * of one node never loads it: nothing there can go elsewhere. */
+	if (!isolate && !np_os_numa_open(why, sizeof why))
+		np_warn("cannot load libnuma (%s): memory is not bound to nodes", why);
 	if (!np_topo_hwloc_open(why, sizeof why)) {
 		char cause[sizeof why];
 		np_format(cause, sizeof cause, "cannot load hwloc (%s)", why);
