@@ -140,10 +140,12 @@ int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow
 		return loaded(t);
 	/* Here, before any child is made: a child's dlopen could wait for ever on a loader lock
 	 * that this thread held when it was cloned (its first malloc can come from inside dlopen).
-	 * This machine, of several nodes: its memory is bound and its pages asked where they are,
-	 * its threads' policies read, through libnuma (os.h), loaded now as hwloc is. A machine
-	 * of one node never loads it: nothing there can go elsewhere. */
-	if (!isolate && !np_os_numa_open(why, sizeof why))
+	 * This machine, of several nodes (or read through hwloc's variables, HWLOC_THISSYSTEM=1
+	 * making the table this machine's: a review found such a table's binds all refused with
+	 * -ENOSYS): its memory is bound and its pages asked where they are, its threads' policies
+	 * read, through libnuma (os.h), loaded now as hwloc is. A machine of one node that
+	 * load_one_node serves never loads it: nothing there can go elsewhere. */
+	if (src == NP_TOPO_SYSTEM && !np_os_numa_open(why, sizeof why))
 		np_warn("cannot load libnuma (%s): memory is not bound to nodes", why);
 	if (!np_topo_hwloc_open(why, sizeof why)) {
 		char cause[sizeof why];
