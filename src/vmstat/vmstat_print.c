@@ -223,8 +223,6 @@ static int report_pid;  /* the process that reports: this one, also after fork *
 static int parent_pid;  /* in a forked child: the process it was forked from; else 0 */
 /* A forked child's live file, not made yet (np_vmstat_publish_due makes it). */
 static bool publish_pending;
-/* The exit report ran: no live file from then on (a destructor may still allocate). */
-static bool report_done;
 /* The program's short name as it was at start-up: the report at exit would read it from the
  * command line's memory, which programs that set their title rewrite (PostgreSQL's backends
  * reported "al] idle"; a helper's test). Forked children keep the copy. */
@@ -291,7 +289,6 @@ void np_vmstat_output_atfork_child(void)
 	 * here: it made a fork much dearer (docs/design.md); the next process that starts, or
 	 * `numapage stat`, removes what children that left with _exit leave behind. */
 	publish_pending = false;
-	report_done = false;
 	if (np_opt.shm && report_kind(np_opt.stats) != NP_STATS_NONE)
 		publish();
 	else if (np_opt.shm)
@@ -302,12 +299,8 @@ void np_vmstat_output_atfork_child(void)
 void np_vmstat_publish_due(void)
 {
 	if (NP_UNLIKELY(__atomic_load_n(&publish_pending, __ATOMIC_RELAXED)) &&
-	    __atomic_exchange_n(&publish_pending, false, __ATOMIC_ACQ_REL)) {
+	    __atomic_exchange_n(&publish_pending, false, __ATOMIC_ACQ_REL))
 		publish();
-		/* An exit report that ran meanwhile found no file to remove. */
-		if (__atomic_load_n(&report_done, __ATOMIC_ACQUIRE))
-			np_vmstat_shm_remove();
-	}
 }
 
 /* len bytes of s at path + *n, NUL-terminated, when they fit in size with the NUL; false
@@ -368,9 +361,6 @@ void np_vmstat_exit_report(void)
 	 * the reporter); never a process that merely inherited the handler some other way. */
 	if (report_pid && report_pid != np_os_pid())
 		return;
-	/* Allocations after this (other handlers, destructors) publish no file. */
-	__atomic_store_n(&report_done, true, __ATOMIC_RELEASE);
-	__atomic_store_n(&publish_pending, false, __ATOMIC_RELAXED);
 	char s[4096]; /* the value in force, whole (np_opt_copy_string) */
 	np_opt_copy_string(&np_opt.stats, s, sizeof s);
 	switch (report_kind(s)) {

@@ -1042,79 +1042,6 @@ static void files_of_other_pid_namespaces_are_left_alone(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* A forked child of a process that publishes makes its own live file when the allocator's
- * periodic point says it is due (np_vmstat_publish_due), not in the fork, so that a fork and
- * exec leaves no file for the new program; at the fork where a report at exit is asked (the
- * job's reaper reads the file of a child that left with _exit); and never after its exit report
- * ran (a review of stop 59's first try: a destructor's allocations after the exit handler left
- * the file behind). Each case in a child of a process of its own, which started output. */
-static int forked_case(int which)
-{
-	np_vmstat_atfork_prepare();
-	pid_t c = fork();
-	if (c < 0)
-		return 90;
-	if (c > 0) {
-		np_vmstat_atfork_parent();
-		int st = 0;
-		if (waitpid(c, &st, 0) != c || !WIFEXITED(st))
-			return 91;
-		char p[128];
-		np_vmstat_shm_path(p, sizeof p, np_os_euid(), c);
-		unlink(p); /* a failed case's */
-		return WEXITSTATUS(st);
-	}
-	np_vmstat_atfork_child(NULL);
-	np_vmstat_output_atfork_child();
-	char p[128];
-	np_vmstat_shm_path(p, sizeof p, np_os_euid(), getpid());
-	bool at_fork = access(p, F_OK) == 0;
-	if (which == 0) { /* no report asked: when due, gone at exit */
-		if (at_fork)
-			_exit(1);
-		np_vmstat_publish_due();
-		if (access(p, F_OK) != 0)
-			_exit(2);
-		np_vmstat_exit_report();
-		_exit(access(p, F_OK) == 0 ? 3 : 0);
-	}
-	if (which == 1) { /* the exit report before it was due: none after */
-		np_vmstat_exit_report();
-		np_vmstat_publish_due();
-		_exit(access(p, F_OK) == 0 ? 4 : 0);
-	}
-	/* A report asked: at the fork. */
-	np_vmstat_shm_remove();
-	_exit(at_fork ? 0 : 5);
-}
-
-static void forked_child_publishes_when_due(void **state)
-{
-	(void)state;
-	pid_t outer = fork();
-	assert_true(outer >= 0);
-	if (outer == 0) {
-		np_vmstat_shm_forget(); /* an earlier case's file, this process's parent's */
-		np_vmstat_start_output();
-		char mine[128];
-		np_vmstat_shm_path(mine, sizeof mine, np_os_euid(), getpid());
-		int rc = access(mine, F_OK) == 0 ? 0 : 80;
-		for (int which = 0; which < 2 && !rc; which++)
-			rc = forked_case(which);
-		if (!rc && np_options_set("STATS", "json:/dev/shm/np_unit_fork_report_%p") == 0)
-			rc = forked_case(2);
-		else if (!rc)
-			rc = 81;
-		np_options_set("STATS", "0");
-		np_vmstat_exit_report();
-		_exit(rc);
-	}
-	int st = 0;
-	assert_int_equal(waitpid(outer, &st, 0), outer);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-}
-
 static void exit_table_goes_to_stderr(void **state)
 {
 	(void)state;
@@ -1163,7 +1090,6 @@ int main(void)
 		cmocka_unit_test_setup(live_file_lifecycle, setup),
 		cmocka_unit_test_setup(sweep_removes_only_own_files, setup),
 		cmocka_unit_test_setup(files_of_other_pid_namespaces_are_left_alone, setup),
-		cmocka_unit_test_setup(forked_child_publishes_when_due, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
 		cmocka_unit_test(json_strings_are_utf8),
 		cmocka_unit_test(json_strings_read_back),
