@@ -219,7 +219,6 @@ void np_ring_periodic(struct np_thread *th)
 	}
 	count_for_orphans(NP_RING_PERIOD);
 	np_ring_decay(th);
-	np_vmstat_publish_due(); /* a forked child's live file */
 }
 
 static void *ring_take(struct np_thread *th, unsigned c)

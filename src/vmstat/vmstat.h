@@ -129,16 +129,8 @@ void np_vmstat_start_output(void);
 void np_vmstat_exit_report(void);
 /* In a forked child, after np_vmstat_atfork_child (single-threaded, no allocation): forgets the
  * parent's live file; the child reports at its own exit and, when its parent published,
- * publishes its own live file: at once where a report at exit is asked (`numapage run
- * --stats`, whose reaper reads the file of a child that left with _exit), else at its first
- * np_vmstat_publish_due. A child that executes another program (fork and exec, a shell's every
- * command) then makes no file that the new program must find, read and remove before it makes
- * its own: a fork and exec from a preloaded parent cost 180 us more than with no live view. */
+ * publishes its own live file. */
 void np_vmstat_output_atfork_child(void);
-/* A forked child's live file, if it is due (np_vmstat_output_atfork_child): made by the first
- * caller. The malloc layer calls it every NP_RING_PERIOD slow paths of a thread, so a child that
- * allocates appears to `numapage stat` within its first few hundred allocations. */
-void np_vmstat_publish_due(void);
 /* With NUMAPAGE_VERBOSE=1: one line per node of t (memory, CPUs, fallback order, fold
  * threshold). After np_vmstat_init. */
 void np_vmstat_verbose_nodes(const struct np_topo *t);

@@ -221,8 +221,6 @@ NUMA_PAGE_API int numa_page_stats_print(FILE *out, int format)
 static bool started;
 static int report_pid;  /* the process that reports: this one, also after fork */
 static int parent_pid;  /* in a forked child: the process it was forked from; else 0 */
-/* A forked child's live file, not made yet (np_vmstat_publish_due makes it). */
-static bool publish_pending;
 /* The program's short name as it was at start-up: the report at exit would read it from the
  * command line's memory, which programs that set their title rewrite (PostgreSQL's backends
  * reported "al] idle"; a helper's test). Forked children keep the copy. */
@@ -284,23 +282,12 @@ void np_vmstat_output_atfork_child(void)
 	parent_pid = report_pid;
 	report_pid = np_os_pid();
 	/* The parent published (the file was forgotten by np_vmstat_atfork_child): so does the
-	 * child, under its own pid, so `numapage stat` sees forked servers and daemons; at once
-	 * when its totals are collected at exit, else once it allocates (vmstat.h). No sweep
+	 * child, under its own pid, so `numapage stat` sees forked servers and daemons. No sweep
 	 * here: it made a fork much dearer (docs/design.md); the next process that starts, or
 	 * `numapage stat`, removes what children that left with _exit leave behind. */
-	publish_pending = false;
-	if (np_opt.shm && report_kind(np_opt.stats) != NP_STATS_NONE)
+	if (np_opt.shm)
 		publish();
-	else if (np_opt.shm)
-		__atomic_store_n(&publish_pending, true, __ATOMIC_RELAXED);
 	np_verbose("forked from process %d: counting as process %d", parent_pid, report_pid);
-}
-
-void np_vmstat_publish_due(void)
-{
-	if (NP_UNLIKELY(__atomic_load_n(&publish_pending, __ATOMIC_RELAXED)) &&
-	    __atomic_exchange_n(&publish_pending, false, __ATOMIC_ACQ_REL))
-		publish();
 }
 
 /* len bytes of s at path + *n, NUL-terminated, when they fit in size with the NUL; false
