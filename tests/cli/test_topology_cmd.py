@@ -22,6 +22,17 @@ j = json.loads(run('--json', '--topology=synthetic:pack:2 [numa(memory=107374182
 assert j['source'] == 'synthetic' and j['nnodes'] == 2, j
 j = json.loads(run('--json', env={}).stdout)
 assert j['source'] == 'system' and j['is_system'] is True and j['nnodes'] >= 1, j
+# This process's memory policy is shown on any machine, one node included (where the library
+# itself never loads libnuma, which reads it: the command loads it).
+import shutil
+numactl = shutil.which('numactl')
+if numactl:
+    p = subprocess.run([numactl, '--preferred=0', exe, 'topology'], capture_output=True, text=True)
+    assert p.returncode == 0, p
+    line = [l for l in p.stdout.splitlines() if l.startswith('memory policy:')]
+    assert line and 'MPOL_PREFERRED' in line[0], (line, p.stdout)
+else:
+    print('SKIP memory policy check: no numactl')
 # hwloc 2.9 leaks a few hundred bytes on an XML cut inside a tag: not ours, keep LSan quiet.
 quiet = dict(os.environ, ASAN_OPTIONS='detect_leaks=0')
 for bad in (fixtures + '/broken.xml', fixtures + '/missing.xml', 'synthetic:nonsense'):

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../cmds.h"
+#include "os.h"
 #include "topology/topology.h"
 
 void np_usage_topology(FILE *out)
@@ -60,6 +61,9 @@ int np_cmd_topology(int argc, char **argv)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 
 	static struct np_topo t; /* ~40 KiB: not on the stack */
+	/* The process's memory policy is read through libnuma, which the library loads only on a
+	 * machine of several nodes (os.h): loaded here, so that the policy shows on one node too. */
+	(void)np_os_numa_open(NULL, 0);
 	int rc = np_topo_load(&t, spec, NULL);
 	const char *bad = np_topo_check(&t);
 	if (bad) {
