@@ -30,6 +30,9 @@ static struct np_vmstat_totals static_totals[NP_MAX_NODES] NP_LARGE_BSS;
 static struct np_vmstat_totals *mirror;
 
 static int nnodes;
+/* The most nodes any init had: rows past it were never written (the zeroing of events stops
+ * there: a write of zeros makes a page resident, a page of the totals for every 16 nodes). */
+static int rows_used;
 static int os_ids[NP_MAX_NODES];
 static int page_thr[NP_MAX_NODES];
 
@@ -111,6 +114,8 @@ void np_vmstat_init(const struct np_topo *t)
 		page_thr[i] = 0;
 		memset(np_vmstat_thr[i], 0, sizeof np_vmstat_thr[i]);
 	}
+	if (n > rows_used)
+		rows_used = n;
 	__atomic_store_n(&nnodes, n, __ATOMIC_RELEASE);
 }
 
@@ -313,13 +318,16 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	 * survivor's, are the parent's history (the parent still counts them) and are dropped. */
 	struct np_vmstat_diffs *th = reg_head, *next;
 	bool keep = false;
+	/* The rows in use only: a write of zeros to the others made pages resident in every child
+	 * (four faults a fork on one node: docs/perf-issue15.md section 39). */
+	int n = rows_used;
 	for (; th; th = next) {
 		next = th->next;
 		if (th == survivor) {
 			keep = true;
 			continue;
 		}
-		zero_events(NULL, NP_MAX_NODES, th);
+		zero_events(NULL, n, th);
 		fold_all(th);
 		th->next = th->prev = NULL;
 		th->registered = false;
@@ -332,8 +340,8 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	/* The child's own counting starts here, as a new process's does (Linux's per-process
 	 * fault counters restart at fork too). */
 	if (survivor)
-		zero_events(NULL, NP_MAX_NODES, survivor);
-	zero_events(static_totals, NP_MAX_NODES, NULL);
+		zero_events(NULL, n, survivor);
+	zero_events(static_totals, n, NULL);
 }
 
 /* numa_page_stats_reset: events only (see numapage.h); under reg_lock so a thread that exits
@@ -343,11 +351,11 @@ void np_vmstat_reset_events(void)
 	np_lock(&reg_lock);
 	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
 	struct np_vmstat_totals *m = cur_mirror();
-	zero_events(static_totals, NP_MAX_NODES, NULL);
+	zero_events(static_totals, rows_used, NULL);
 	if (m)
 		zero_events(m, n, NULL);
 	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
-		zero_events(NULL, NP_MAX_NODES, th);
+		zero_events(NULL, rows_used, th);
 	np_unlock(&reg_lock);
 }
 
