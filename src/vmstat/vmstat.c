@@ -319,7 +319,7 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	struct np_vmstat_diffs *th = reg_head, *next;
 	bool keep = false;
 	/* The rows in use only: a write of zeros to the others made pages resident in every child
-	 * (four faults a fork on one node: docs/perf-issue15.md section 39). */
+	 * (two faults a fork on one node: docs/perf-issue15.md section 39). */
 	int n = rows_used;
 	for (; th; th = next) {
 		next = th->next;
