@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
@@ -22,6 +23,19 @@
 		errno = saved_errno_;                         \
 		return r_;                                    \
 	} while (0)
+
+/* text into why (cut to why_size, NUL-terminated): the reason a call of the layer failed, for
+ * its caller's message. Nothing when why is NULL or why_size 0. */
+static inline void np_os_say(char *why, size_t why_size, const char *text)
+{
+	if (!why || !why_size)
+		return;
+	size_t n = strlen(text);
+	if (n >= why_size)
+		n = why_size - 1;
+	memcpy(why, text, n);
+	why[n] = '\0';
+}
 
 /* The calls the layer makes that the C library makes cancellation points (open, read, write,
  * close, nanosleep, waitpid, getrandom), made through syscall(2), which is none: a thread with a pending

@@ -165,15 +165,6 @@ static bool numa_loaded(void)
 	return __atomic_load_n(&numa_ready, __ATOMIC_ACQUIRE);
 }
 
-static void say(char *why, size_t why_size, const char *text)
-{
-	if (!why || !why_size)
-		return;
-	size_t n = strlen(text) < why_size ? strlen(text) : why_size - 1;
-	memcpy(why, text, n);
-	why[n] = '\0';
-}
-
 bool np_os_numa_open(char *why, size_t why_size)
 {
 	if (numa_loaded())
@@ -184,7 +175,7 @@ bool np_os_numa_open(char *why, size_t why_size)
 	void *m = np_os_library_symbol(lib, "mbind"), *mp = np_os_library_symbol(lib, "move_pages"),
 	     *g = np_os_library_symbol(lib, "get_mempolicy"), *sp = np_os_library_symbol(lib, "set_mempolicy");
 	if (!m || !mp || !g || !sp) {
-		say(why, why_size, NP_NUMA_SONAME " lacks mbind, move_pages, get_mempolicy or set_mempolicy");
+		np_os_say(why, why_size, NP_NUMA_SONAME " lacks mbind, move_pages, get_mempolicy or set_mempolicy");
 		return false;
 	}
 	__atomic_store_n(&numa.mbind, (__typeof__(mbind) *)m, __ATOMIC_RELAXED);

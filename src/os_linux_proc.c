@@ -331,13 +331,9 @@ void *np_os_library_open(const char *soname, char *why, size_t why_size)
 {
 	SAVE_ERRNO;
 	void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!lib && why && why_size) {
+	if (!lib) {
 		const char *e = dlerror();
-		size_t n = e ? strlen(e) : 0;
-		if (n >= why_size)
-			n = why_size - 1;
-		memcpy(why, e ? e : "", n);
-		why[n] = '\0';
+		np_os_say(why, why_size, e ? e : "");
 	}
 	errno = saved_errno_;
 	return lib;
