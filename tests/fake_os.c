@@ -367,12 +367,10 @@ int np_os_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxno
 
 void np_fake_os_set_mempolicy(int mode, const int *nodes, int n)
 {
-	pthread_mutex_lock(&lock);
-	policy_mode = mode;
-	memset(policy_mask, 0, sizeof policy_mask);
+	unsigned long mask[16] = {0};
 	for (int i = 0; i < n; i++)
-		policy_mask[nodes[i] / 64] |= 1UL << (nodes[i] % 64);
-	pthread_mutex_unlock(&lock);
+		mask[nodes[i] / 64] |= 1UL << (nodes[i] % 64);
+	np_os_set_mempolicy(mode, mask, 16 * 64);
 }
 
 void np_fake_os_set_node_avail(int node, int64_t bytes)
