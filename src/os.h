@@ -69,6 +69,16 @@ int np_os_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxno
  * mbind with MPOL_F_STATIC_NODES. policy is enum np_bind_policy; NP_BIND_NONE does nothing.
  * 0 or -errno (-EINVAL for a memoryless node, as the kernel answers). */
 int np_os_bind(void *p, size_t size, int node, int policy);
+/* The range's policy back to the default (MPOL_DEFAULT: the faulting thread's policy decides),
+ * where the library binds nothing (NUMAPAGE_BIND=none) and the program bound it. 0 or -errno. */
+int np_os_unbind(void *p, size_t size);
+/* libnuma's mbind and move_pages as the program called them (the wrappers of
+ * malloc/program_bind.c, for a program that reaches them through this library alone), through
+ * libnuma, loaded for it if it was not: what libnuma's answers, errno set; -1 and ENOSYS when
+ * it cannot be loaded. */
+long np_os_program_mbind(void *p, unsigned long len, int mode, const unsigned long *mask, unsigned long maxnode,
+			 unsigned flags);
+long np_os_program_move_pages(int pid, unsigned long count, void **pages, const int *nodes, int *status, int flags);
 /* Binds a range interleaved over nodes[0..n): MPOL_INTERLEAVE. 0 or -errno. */
 int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n);
 /* Asks the kernel not to back a range with transparent huge pages (MADV_NOHUGEPAGE): an

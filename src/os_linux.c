@@ -211,6 +211,33 @@ int np_os_bind(void *p, size_t size, int node, int policy)
 	RETURN_ERRNO(NUMA_CALL(mbind)(p, size, mode, mask, NP_OS_NODE_IDS + 1, 0));
 }
 
+int np_os_unbind(void *p, size_t size)
+{
+	if (!numa_loaded())
+		return -ENOSYS;
+	SAVE_ERRNO;
+	RETURN_ERRNO(NUMA_CALL(mbind)(p, size, MPOL_DEFAULT, NULL, 0, 0));
+}
+
+long np_os_program_mbind(void *p, unsigned long len, int mode, const unsigned long *mask, unsigned long maxnode,
+			 unsigned flags)
+{
+	if (!np_os_numa_open(NULL, 0)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return NUMA_CALL(mbind)(p, len, mode, mask, maxnode, flags);
+}
+
+long np_os_program_move_pages(int pid, unsigned long count, void **pages, const int *nodes, int *status, int flags)
+{
+	if (!np_os_numa_open(NULL, 0)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return NUMA_CALL(move_pages)(pid, count, pages, nodes, status, flags);
+}
+
 int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
 {
 	if (!numa_loaded())

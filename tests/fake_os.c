@@ -220,6 +220,11 @@ int np_os_bind(void *p, size_t size, int node, int policy)
 	return record(p, size, node, NULL, 0);
 }
 
+int np_os_unbind(void *p, size_t size)
+{
+	return record(p, size, -1, NULL, 0);
+}
+
 int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)
 {
 	if (n <= 0)

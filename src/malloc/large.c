@@ -163,11 +163,12 @@ void np_large_free_chunk(struct np_chunk *c, struct np_thread *th, bool keep)
 	} else {
 		uncount_pages(th, c->node, pages, c->user);
 	}
-	/* Kept, a chunk the program bound elsewhere would bring its pages there for the next
-	 * block: unmapped, the policy goes with it. Runs are not asked: a reused run costs less
-	 * than the two system calls (a review measured 2 MiB pairs at twice their time). */
+	/* Kept, a chunk the program bound or moved elsewhere would bring its pages there for the
+	 * next block: unmapped, the policy and pages go with it. The wrappers note what the
+	 * program did through libnuma's calls (np_chunk_program_moved); a bind by a system call
+	 * of its own is asked (np_chunk_bound_elsewhere; pages it moved so are not seen). */
 	if (keep && c->kind == NP_CHUNK_HUGE &&
-	    np_chunk_bound_elsewhere(c, (char *)c + c->data_offset, np_chunk_data_bytes(c)))
+	    (np_chunk_program_moved(c) || np_chunk_bound_elsewhere(c, (char *)c + c->data_offset, np_chunk_data_bytes(c))))
 		keep = false;
 	if (c->kind == NP_CHUNK_HUGE && !keep)
 		np_huge_count_live(c->node, -pages);

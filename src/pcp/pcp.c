@@ -354,6 +354,7 @@ static void cache(struct np_pcp *pcp, struct np_page *run)
 
 void np_pcp_put(struct np_pcp *pcp, struct np_page *run)
 {
+	np_chunk_rebind_run(run);
 	np_pcp_count_free(pcp, np_page_node(run), 1L << run->order);
 	cache(pcp, run);
 }
@@ -477,6 +478,7 @@ static void cache_run(struct np_pcp *pcp, struct np_page *run)
 
 void np_pcp_put_run(struct np_pcp *pcp, struct np_page *run)
 {
+	np_chunk_rebind_run(run);
 	np_pcp_count_free(pcp, np_page_node(run), run->npages);
 	cache_run(pcp, run);
 }
@@ -488,6 +490,7 @@ void np_pcp_put_held(struct np_pcp *pcp, struct np_page *run)
 	 * frees of 200 B objects, then 1081 more for their slabs' pages). */
 	np_vmstat_add(pcp ? pcp->st : NULL, np_page_node(run), NUMA_PAGE_STAT_pages_in_use,
 		      -(long)run->npages);
+	np_chunk_rebind_run(run);
 	if (pcp && run->order < NP_PCP_ORDERS)
 		cache(pcp, run);
 	else

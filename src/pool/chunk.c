@@ -438,6 +438,71 @@ bool np_chunk_bound_elsewhere(const struct np_chunk *c, const void *p, size_t si
 	return page_bound_elsewhere(c, p) || (late && page_bound_elsewhere(c, (const char *)p + late));
 }
 
+/* Steps of 128 KiB (NP_META_SHIFT) in a chunk, as pages. */
+#define STEP_PAGES_SHIFT (NP_META_SHIFT - NP_PAGE_SHIFT)
+
+static void note_steps(struct np_chunk *c, size_t first_page, size_t end_page)
+{
+	for (size_t s = first_page >> STEP_PAGES_SHIFT; s <= (end_page - 1) >> STEP_PAGES_SHIFT; s++)
+		__atomic_fetch_or(&c->program_moved[s / 64], 1ULL << (s % 64), __ATOMIC_RELAXED);
+}
+
+void np_chunk_note_program_move(const void *p, size_t len)
+{
+	const struct np_topo *t = &np_topo_table;
+	if (!t->is_system || t->nmem_nodes < 2 || !len)
+		return;
+	/* Only the address space the granule map covers can be ours (a length the kernel refuses
+	 * may reach past it, or wrap). */
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(NP_PAGE_SIZE - 1), end = (uintptr_t)p + len;
+	const uintptr_t limit = (uintptr_t)1 << NP_ADDR_BITS;
+	if (end < a || end > limit)
+		end = limit;
+	while (a < end) {
+		uintptr_t granule_end = (a | (NP_CHUNK_SIZE - 1)) + 1;
+		struct np_chunk *c = np_chunk_find((const void *)a);
+		if (c && c->kind == NP_CHUNK_NORMAL) {
+			size_t first = np_chunk_page_index(c, (const void *)a);
+			uintptr_t stop = end < granule_end ? end : granule_end;
+			note_steps(c, first, ((stop - (uintptr_t)c) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT);
+		} else if (c && c->kind == NP_CHUNK_HUGE) {
+			__atomic_fetch_or(&c->program_moved[0], 1, __ATOMIC_RELAXED);
+			uintptr_t past = (uintptr_t)c + c->size; /* the rest of it noted too */
+			if (past > granule_end)
+				granule_end = past;
+		}
+		a = granule_end;
+	}
+}
+
+bool np_chunk_rebind_run_slow(struct np_page *run)
+{
+	struct np_chunk *c = np_chunk_of(run);
+	size_t first = (size_t)(run - c->pages), end = first + run->npages;
+	size_t s0 = first >> STEP_PAGES_SHIFT, s1 = (end - 1) >> STEP_PAGES_SHIFT;
+	bool moved = false;
+	for (size_t s = s0; s <= s1 && !moved; s++)
+		moved = (__atomic_load_n(&c->program_moved[s / 64], __ATOMIC_RELAXED) >> (s % 64)) & 1;
+	if (!moved)
+		return false;
+	void *p = np_page_addr(run);
+	size_t size = (size_t)run->npages << NP_PAGE_SHIFT;
+	/* The policy first, so that nothing faults in under the program's between the two. A
+	 * refusal leaves the pages given back all the same: they fault in by the policy the range
+	 * has, as before. */
+	if (np_opt_load(bind) == NP_BIND_NONE)
+		(void)np_os_unbind(p, size);
+	else
+		(void)bind_range(p, size, c->node);
+	np_chunk_purge(p, size, true);
+	/* Steps the run covers whole hold nothing else the program moved; one it shares with
+	 * another run stays noted, and that run is bound back too when it comes back. */
+	for (size_t s = s0; s <= s1; s++)
+		if ((s << STEP_PAGES_SHIFT) >= first && ((s + 1) << STEP_PAGES_SHIFT) <= end)
+			__atomic_fetch_and(&c->program_moved[s / 64], ~(1ULL << (s % 64)), __ATOMIC_RELAXED);
+	return true;
+}
+
 /* True when page p holds anything but zeros. The first line decides for nearly every page a
  * program wrote; a page that reads as zeros (the kernel's zero page mapped by a read, or
  * cleared before) is read whole, never written, which would make it resident. */

@@ -981,6 +981,71 @@ static void blocks_bound_elsewhere_are_bound_back(void **state)
 	check_pools();
 }
 
+/* A page run the program bound or moved itself (the wrappers of malloc/program_bind.c note it:
+ * np_chunk_note_program_move), whole or its second half, is bound to its chunk's node again and
+ * its pages given back when freed: the thread's page cache hands the same run back at once,
+ * and its pages must fault in on the chunk's node (a 2-node guest: all 256 pages of the next
+ * 1 MiB block on the program's node). A run of the same chunk in a step the program never
+ * touched is not purged: the note costs nothing there. */
+static void run_moved_fn(void *arg)
+{
+	(void)arg;
+	numa_page_free(numa_page_malloc(1));
+	np_topo_table.is_system = true;
+	const size_t size = 1 * MB;
+	char *other = numa_page_malloc(size); /* a neighbour the program leaves alone */
+	assert_non_null(other);
+	memset(other, 1, size);
+	for (int half = 0; half < 2; half++) {
+		char *p = numa_page_malloc(size);
+		assert_non_null(p);
+		assert_ptr_equal(np_chunk_of(p), np_chunk_of(other));
+		memset(p, 1, size);
+		assert_int_equal(numa_page_node_of(p), os_of(0));
+		char *from = half ? p + size / 2 : p; /* the program's own bind, noted by the wrapper */
+		assert_int_equal(np_os_bind(from, (size_t)(p + size - from), os_of(1), NP_BIND_STRICT), 0);
+		np_chunk_note_program_move(from, (size_t)(p + size - from));
+		assert_int_equal(numa_page_node_of(p + size - 1), os_of(1));
+		long purged = np_fake_os_purged_bytes();
+		numa_page_free(p);
+		assert_true(np_fake_os_purged_bytes() - purged >= (long)size);
+		char *q = numa_page_malloc(size);
+		assert_ptr_equal(q, p); /* the same run, from the thread's cache */
+		for (size_t off = 0; off < size; off += NP_PAGE_SIZE)
+			assert_int_equal(numa_page_node_of(q + off), os_of(0));
+		/* Read as zeros: given back. */
+		assert_int_equal(q[0], 0);
+		assert_int_equal(q[size - 1], 0);
+		numa_page_free(q);
+	}
+	/* The steps the run covered whole are forgotten: freeing it again purges nothing more,
+	 * and neither does the neighbour's free (a step of its own), unless the two runs share a
+	 * step at their boundary (then that step's runs are bound back, by design). */
+	char *q = numa_page_malloc(size);
+	long purged = np_fake_os_purged_bytes();
+	numa_page_free(q);
+	numa_page_free(other);
+	long expect = ((uintptr_t)q - (uintptr_t)other) % ((size_t)1 << NP_META_SHIFT) ? (long)(2 * size) : 0;
+	assert_true(np_fake_os_purged_bytes() - purged <= expect);
+	/* A huge block whose pages the program moved without a bind (move_pages: the range's
+	 * policy still reads as the chunk's) is unmapped, not cached: its pages are elsewhere. */
+	char *h = numa_page_malloc(8 * MB);
+	assert_non_null(h);
+	memset(h, 1, 8 * MB);
+	np_chunk_note_program_move(h + 3 * MB, 1);
+	long unmaps = np_fake_os_unmaps();
+	numa_page_free(h);
+	assert_int_equal(np_fake_os_unmaps() - unmaps, 1);
+	np_topo_table.is_system = false;
+}
+
+static void runs_moved_by_the_program_are_bound_back(void **state)
+{
+	(void)state;
+	run_on_cpu(0, run_moved_fn, NULL);
+	check_pools();
+}
+
 /* malloc_requested and malloc_in_use are counted on the node whose memory served the bytes:
  * for a thread of a memoryless node, its nearest memory nodes, never the home itself. */
 static void malloc_bytes_count_where_served(void *arg)
@@ -1499,6 +1564,7 @@ int main(void)
 	    cmocka_unit_test(home_node_set_and_follow), cmocka_unit_test(thread_follows_migration),
 	    cmocka_unit_test(realloc_placement),
 	    cmocka_unit_test(policy_set_while_running_is_followed), cmocka_unit_test(blocks_bound_elsewhere_are_bound_back),
+	    cmocka_unit_test(runs_moved_by_the_program_are_bound_back),
 	    cmocka_unit_test(owner_frees_come_back_first), cmocka_unit_test(slabs_batched_beside_long_runs),
 	    cmocka_unit_test(statistics_match_allocations), cmocka_unit_test(every_cpu_gets_nearest_memory),
 	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
