@@ -1,0 +1,47 @@
+/*
+ * program_bind.c — mbind(2)'s and move_pages(2)'s C wrappers, wrapped (shared library only), so
+ * that memory of ours the program binds or moves to another node itself is bound and placed as
+ * the library's again once it is freed (np_chunk_note_program_move). The kernel keeps a range's
+ * policy and pages after the free, so the next block there, another thread's as likely,
+ * faulted in on the node the program chose for the last one, and a run the thread's page cache
+ * handed back had its pages there already. Seen here: a program's own call through numaif.h,
+ * and libnuma's numa_tonode_memory, numa_interleave_memory, numa_setlocal_memory,
+ * numa_police_memory's bind and numa_move_pages, which call them through libnuma's PLT. Not
+ * seen: a raw system call, or a call that binds to libnuma's definition first (-lnuma before
+ * -lnumapage); for huge blocks the free asks the range's policy all the same (large.c).
+ */
+#include <numaif.h>
+
+#include "malloc/init.h"
+#include "os.h"
+#include "pool/chunk.h"
+
+/* The call itself goes to the libnuma this library loads (np_os_program_mbind: the program's
+ * own copy when it links one, the same object), not to dlsym(RTLD_NEXT)'s: where the program
+ * reaches the name through this library alone (a link of -lnumapage -lnuma drops libnuma as not
+ * needed), that lookup fails, and every failure allocates its message. libnuma is loaded after
+ * the allocator is ready (its loader allocates). */
+__attribute__((visibility("default"))) long mbind(void *addr, unsigned long len, int mode, const unsigned long *nodemask,
+						   unsigned long maxnode, unsigned flags)
+{
+	np_ensure_ready();
+	long r = np_os_program_mbind(addr, len, mode, nodemask, maxnode, flags);
+	/* A refused call may still have moved some pages (MPOL_MF_MOVE stops at the first it
+	 * cannot move): noted either way, which costs a bind and a purge at the free. */
+	if (r == 0 || (flags & (MPOL_MF_MOVE | MPOL_MF_MOVE_ALL)))
+		np_chunk_note_program_move(addr, len);
+	return r;
+}
+
+__attribute__((visibility("default"))) long move_pages(int pid, unsigned long count, void **pages, const int *nodes,
+							int *status, int flags)
+{
+	np_ensure_ready();
+	long r = np_os_program_move_pages(pid, count, pages, nodes, status, flags);
+	/* A move (not a query: nodes NULL) of this process's pages, some of which may have moved
+	 * even when the call failed part of the way. */
+	if (nodes && (pid == 0 || pid == np_os_pid()))
+		for (unsigned long i = 0; i < count; i++)
+			np_chunk_note_program_move(pages[i], 1);
+	return r;
+}
