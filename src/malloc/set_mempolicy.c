@@ -9,7 +9,6 @@
  * that binds to libnuma's definition first (-lnuma before -lnumapage): the look of home.h
  * finds those within 10 ms.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <numaif.h>
 
@@ -17,34 +16,19 @@
 #include "malloc/thread.h"
 #include "os.h"
 
-typedef long (*set_fn)(int, const unsigned long *, unsigned long);
-static set_fn real_set;
-
+/* The call goes to the libnuma this library loads, the program's own when it links one (the same
+ * object): not to dlsym(RTLD_NEXT)'s, which fails for a program that reaches the name through
+ * this library alone and allocates its message at every failure (program_bind.c). libnuma is
+ * loaded, where it was not, after the allocator is ready (its loader allocates). */
 __attribute__((visibility("default"))) long set_mempolicy(int mode, const unsigned long *nodemask,
 							   unsigned long maxnode)
 {
-	set_fn real = __atomic_load_n(&real_set, __ATOMIC_ACQUIRE);
-	if (NP_UNLIKELY(!real)) {
-		/* libnuma's where the program or a library of its links it; a later wrapper's
-		 * where one comes first. */
-		real = (set_fn)dlsym(RTLD_NEXT, "set_mempolicy");
-		if (real)
-			__atomic_store_n(&real_set, real, __ATOMIC_RELEASE);
+	np_ensure_ready();
+	int rc = np_os_set_mempolicy(mode, nodemask, maxnode);
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
 	}
-	long r;
-	if (real) {
-		r = real(mode, nodemask, maxnode);
-	} else {
-		/* A program that reaches the call through this library alone (not linked with
-		 * libnuma), which loads libnuma only on machines of several nodes: loaded now,
-		 * after the allocator is ready (its loader allocates). */
-		np_ensure_ready();
-		int rc = np_os_set_mempolicy(mode, nodemask, maxnode);
-		if (rc < 0)
-			errno = -rc;
-		r = rc < 0 ? -1 : 0;
-	}
-	if (r == 0)
-		np_tls.policy_set = true;
-	return r;
+	np_tls.policy_set = true;
+	return 0;
 }
