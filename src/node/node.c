@@ -176,6 +176,8 @@ void np_node_policy_verbose(void)
 	np_topo_policy_describe(topo, &pol, what, sizeof what);
 	if (!topo->is_system)
 		np_verbose("memory policy: not read (a rehearsed topology: its nodes are not the kernel's)");
+	else if (topo->nmem_nodes < 2)
+		np_verbose("memory policy: not read (one memory node: its memory has nowhere else to go)");
 	else if (pol.mode != NP_POLICY_DEFAULT && bind_given())
 		np_verbose("memory policy: %s, not followed: NUMAPAGE_BIND is given, the library places and binds its memory itself", what);
 	else if (pol.mode == NP_POLICY_PREFERRED)

@@ -390,6 +390,16 @@ os.waitpid(pid, 0)
     nodes = [n for n in os.listdir(ndir) if re.fullmatch(r'node\d+', n)] if os.path.isdir(ndir) else ['node0']
     one_node = nodes == ['node0'] and not any(k.startswith('HWLOC_') for k in BASE)  # those steer hwloc
     assert ('hwloc not run' in p.stderr) == one_node, (nodes, p.stderr)
+    # On one memory node the policy is not read (libnuma, which reads it, is not loaded): the
+    # line says so, rather than name the default whatever the process runs under.
+    numactl = shutil.which('numactl')
+    if one_node and numactl:
+        p = subprocess.run([numactl, '--preferred=0', '/bin/true'], capture_output=True, text=True,
+                           env=dict(BASE, LD_PRELOAD=LIB, NUMAPAGE_VERBOSE='1'))
+        # numactl, preloaded too, says it as well as /bin/true.
+        line = {l for l in p.stderr.splitlines() if l.startswith('numapage: memory policy:')}
+        assert line == {'numapage: memory policy: not read (one memory node: its memory has nowhere else to go)'}, \
+            p.stderr
     # libhwloc (and what it needs: libm, libudev) is loaded only where a table needs it: never on
     # a machine of one node, always for a rehearsal.
     maps = subprocess.run(['cat', '/proc/self/maps'], capture_output=True, text=True, check=True,
