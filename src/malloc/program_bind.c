@@ -5,8 +5,8 @@
  * policy and pages after the free, so the next block there, another thread's as likely,
  * faulted in on the node the program chose for the last one, and a run the thread's page cache
  * handed back had its pages there already. Seen here: a program's own call through numaif.h,
- * and libnuma's numa_tonode_memory, numa_interleave_memory, numa_setlocal_memory,
- * numa_police_memory's bind and numa_move_pages, which call them through libnuma's PLT. Not
+ * and libnuma's numa_tonode_memory, numa_tonodemask_memory, numa_interleave_memory,
+ * numa_setlocal_memory and numa_move_pages, which call them through libnuma's PLT. Not
  * seen: a raw system call, or a call that binds to libnuma's definition first (-lnuma before
  * -lnumapage); for huge blocks the free asks the range's policy all the same (large.c).
  */
