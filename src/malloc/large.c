@@ -190,8 +190,10 @@ void np_large_shrink_huge(struct np_chunk *c, struct np_thread *th, size_t size)
 
 void np_large_free_run(struct np_page *pg, struct np_thread *th)
 {
-	if (pg->user) {
-		pg->user = 0;
+	/* Bit 0: a malloc block's (np_large_count); NP_PAGE_USER_MOVED stays for the page
+	 * cache's put (np_chunk_rebind_run). */
+	if (pg->user & 1) {
+		pg->user &= NP_PAGE_USER_MOVED;
 		uncount(th, np_page_node(pg), (size_t)pg->npages << NP_PAGE_SHIFT);
 	}
 	if (th && pg->order < NP_PCP_ORDERS) {

@@ -179,7 +179,7 @@ static bool grows_here(int node, size_t pages)
  * to 4 MiB came back with every page on the caller's node). */
 static bool placed_by_page_api(const struct np_ptr *d)
 {
-	return (d->kind == NP_PTR_RUN && !d->page->user) || (d->kind == NP_PTR_CHUNK && !d->chunk->user);
+	return (d->kind == NP_PTR_RUN && !(d->page->user & 1)) || (d->kind == NP_PTR_CHUNK && !d->chunk->user);
 }
 
 static void *placed_like(const struct np_ptr *d, size_t size)
@@ -246,7 +246,7 @@ void *np_realloc(void *p, size_t size)
 		if (d.kind == NP_PTR_RUN && size <= np_large_run_max() << NP_PAGE_SHIFT && th) {
 			size_t want = (size + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
 			if (np_pool_grow_run(d.page, want, &th->st)) {
-				np_large_count_growth(th, d.chunk->node, old, want << NP_PAGE_SHIFT, d.page->user);
+				np_large_count_growth(th, d.chunk->node, old, want << NP_PAGE_SHIFT, d.page->user & 1);
 				return p;
 			}
 		}

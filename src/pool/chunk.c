@@ -438,13 +438,24 @@ bool np_chunk_bound_elsewhere(const struct np_chunk *c, const void *p, size_t si
 	return page_bound_elsewhere(c, p) || (late && page_bound_elsewhere(c, (const char *)p + late));
 }
 
-/* Steps of 128 KiB (NP_META_SHIFT) in a chunk, as pages. */
-#define STEP_PAGES_SHIFT (NP_META_SHIFT - NP_PAGE_SHIFT)
-
-static void note_steps(struct np_chunk *c, size_t first_page, size_t end_page)
+/* Marks the handed-out runs of normal chunk c that pages [first, end) reach. The range's
+ * first page may lie inside a run: its head is the page before it that is not a TAIL. Only
+ * the heads of live runs are marked (USED, SLAB); descriptors of other runs are read without
+ * their owners' locks, so a run changing hands at the time is stepped over by whatever length
+ * it reads (at least a page), and a mark it may get costs one bind and purge at its return. */
+static void mark_runs(struct np_chunk *c, size_t first, size_t end)
 {
-	for (size_t s = first_page >> STEP_PAGES_SHIFT; s <= (end_page - 1) >> STEP_PAGES_SHIFT; s++)
-		__atomic_fetch_or(&c->program_moved[s / 64], 1ULL << (s % 64), __ATOMIC_RELAXED);
+	size_t i = first;
+	while (i > NP_CHUNK_HEADER_PAGES && np_page_state(&c->pages[i]) == NP_PAGE_TAIL)
+		i--;
+	while (i < end) {
+		struct np_page *pg = &c->pages[i];
+		uint8_t st = np_page_state(pg);
+		if (st == NP_PAGE_USED || st == NP_PAGE_SLAB)
+			__atomic_fetch_or(&pg->user, NP_PAGE_USER_MOVED, __ATOMIC_RELAXED);
+		uint32_t n = st == NP_PAGE_HEADER || st == NP_PAGE_TAIL ? 1 : __atomic_load_n(&pg->npages, __ATOMIC_RELAXED);
+		i += n ? n : 1;
+	}
 }
 
 void np_chunk_note_program_move(const void *p, size_t len)
@@ -462,11 +473,11 @@ void np_chunk_note_program_move(const void *p, size_t len)
 		uintptr_t granule_end = (a | (NP_CHUNK_SIZE - 1)) + 1;
 		struct np_chunk *c = np_chunk_find((const void *)a);
 		if (c && c->kind == NP_CHUNK_NORMAL) {
-			size_t first = np_chunk_page_index(c, (const void *)a);
 			uintptr_t stop = end < granule_end ? end : granule_end;
-			note_steps(c, first, ((stop - (uintptr_t)c) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT);
+			mark_runs(c, np_chunk_page_index(c, (const void *)a),
+				  ((stop - (uintptr_t)c) + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT);
 		} else if (c && c->kind == NP_CHUNK_HUGE) {
-			__atomic_fetch_or(&c->program_moved[0], 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&c->program_moved, 1, __ATOMIC_RELAXED);
 			uintptr_t past = (uintptr_t)c + c->size; /* the rest of it noted too */
 			if (past > granule_end)
 				granule_end = past;
@@ -475,16 +486,10 @@ void np_chunk_note_program_move(const void *p, size_t len)
 	}
 }
 
-bool np_chunk_rebind_run_slow(struct np_page *run)
+void np_chunk_rebind_run_slow(struct np_page *run)
 {
 	struct np_chunk *c = np_chunk_of(run);
-	size_t first = (size_t)(run - c->pages), end = first + run->npages;
-	size_t s0 = first >> STEP_PAGES_SHIFT, s1 = (end - 1) >> STEP_PAGES_SHIFT;
-	bool moved = false;
-	for (size_t s = s0; s <= s1 && !moved; s++)
-		moved = (__atomic_load_n(&c->program_moved[s / 64], __ATOMIC_RELAXED) >> (s % 64)) & 1;
-	if (!moved)
-		return false;
+	__atomic_fetch_and(&run->user, (uint8_t)~NP_PAGE_USER_MOVED, __ATOMIC_RELAXED);
 	void *p = np_page_addr(run);
 	size_t size = (size_t)run->npages << NP_PAGE_SHIFT;
 	/* The policy first, so that nothing faults in under the program's between the two. A
@@ -495,12 +500,6 @@ bool np_chunk_rebind_run_slow(struct np_page *run)
 	else
 		(void)bind_range(p, size, c->node);
 	np_chunk_purge(p, size, true);
-	/* Steps the run covers whole hold nothing else the program moved; one it shares with
-	 * another run stays noted, and that run is bound back too when it comes back. */
-	for (size_t s = s0; s <= s1; s++)
-		if ((s << STEP_PAGES_SHIFT) >= first && ((s + 1) << STEP_PAGES_SHIFT) <= end)
-			__atomic_fetch_and(&c->program_moved[s / 64], ~(1ULL << (s % 64)), __ATOMIC_RELAXED);
-	return true;
 }
 
 /* True when page p holds anything but zeros. The first line decides for nearly every page a

@@ -51,6 +51,10 @@ enum np_page_state {
 	NP_PAGE_TAIL,       /* any other page of a run that is not free */
 };
 
+/* In a handed-out run's head np_page.user: the program bound or moved pages of the run itself
+ * (np_chunk_note_program_move); the run is bound back when it comes back (np_chunk_rebind_run). */
+#define NP_PAGE_USER_MOVED 0x80
+
 /* np_page.order of a run that is not one of the page cache's power-of-two sizes. */
 #define NP_ORDER_NONE 0xff
 
@@ -64,7 +68,8 @@ struct np_page {
 	uint8_t order;               /* page-cache order of a run of 1 << order pages, or NP_ORDER_NONE */
 	uint8_t clean;               /* free run known to read as zeros (fresh or purged) */
 	uint8_t user;                /* handed out: free for the layer above (malloc marks its
-					runs); a free run's head in a pool: the decay period it was
+					runs in bit 0), but for NP_PAGE_USER_MOVED, which it keeps;
+					a free run's head in a pool: the decay period it was
 					returned in (pool.h) */
 };
 
@@ -90,16 +95,14 @@ struct np_chunk {
 			uint8_t shard;             /* normal: the pool shard that owns it (pool.h) */
 			uint16_t node;             /* dense node index the memory is bound to */
 			uint8_t thp;               /* normal: advised MADV_HUGEPAGE when mapped (NUMAPAGE_THP) */
+			/* Huge: the program bound or moved pages of it itself
+			 * (np_chunk_note_program_move): not kept for reuse. Set from any thread. */
+			uint8_t program_moved;
 			/* Normal: no page from this index on was handed out since the chunk was
 			 * mapped or since a purge gave back the free run that reached it (0 for a
 			 * fresh chunk), so those pages cost a fault when used. The pool takes long
 			 * runs where they need the fewest such pages (pool.c, take_locked). */
 			uint32_t touched;
-			/* Normal: the 128 KiB steps (bit i: step i, NP_META_SHIFT) where the program
-			 * bound or moved pages itself (np_chunk_note_program_move), until a run that
-			 * covers the step comes back (np_chunk_rebind_run); huge: any bit, the
-			 * chunk. Atomic: the wrappers set bits from any thread. */
-			uint64_t program_moved[2];
 			/* Always NULL: where a slab header in this slot would hold its owner, so that
 			 * free(), which reads the metadata slot of any pointer's step as a slab
 			 * header, never takes slot 0 for a slab of the calling thread (slab.h). */
@@ -133,9 +136,6 @@ _Static_assert(sizeof(struct np_page) == 32, "page descriptors are 32 bytes");
 _Static_assert(sizeof(struct np_chunk) % NP_PAGE_SIZE == 0, "the chunk header is whole pages");
 _Static_assert(offsetof(struct np_chunk, mapping) + sizeof(uint64_t) <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
 	       "the chunk's fields fit in metadata slot 0");
-_Static_assert(offsetof(struct np_chunk, program_moved) + 2 * sizeof(uint64_t) <= NP_CACHELINE &&
-		       (NP_CHUNK_SIZE >> NP_META_SHIFT) == 128,
-	       "a bit per step in the fields' first line, which the pool reads for every run");
 
 /* Granule map values. */
 enum { NP_GRANULE_NONE = 0, NP_GRANULE_START = 1, NP_GRANULE_CONT = 2 };
@@ -333,30 +333,27 @@ bool np_chunk_purge(void *p, size_t size, bool holds_data);
  * asking where the library binds nothing (one memory node, a rehearsal, NUMAPAGE_BIND=none). */
 bool np_chunk_bound_elsewhere(const struct np_chunk *c, const void *p, size_t size);
 /* The program bound or moved pages of [p, p + len) itself, the call done (mbind, move_pages:
- * malloc/program_bind.c wraps libnuma's): each of our normal chunks the range reaches notes
- * the steps it covers, each huge chunk that it was moved, so that the memory is bound and
- * placed as the library's again when it comes back (np_chunk_rebind_run,
+ * malloc/program_bind.c wraps libnuma's): each handed-out run of our normal chunks the range
+ * reaches is marked (NP_PAGE_USER_MOVED in its head), each huge chunk noted, so that the memory
+ * is bound and placed as the library's again when it comes back (np_chunk_rebind_run,
  * np_chunk_program_moved). Before, the kernel kept the program's policy and pages for whoever
- * got the memory next. Nothing where there is nowhere else to place memory (a rehearsal, one
- * memory node). */
+ * got the memory next. Free runs the range reaches (the program's error) are not marked.
+ * Nothing where there is nowhere else to place memory (a rehearsal, one memory node). */
 void np_chunk_note_program_move(const void *p, size_t len);
 /* True when the program bound or moved pages of huge chunk c itself: not kept for reuse. */
 NP_INLINE bool np_chunk_program_moved(const struct np_chunk *c)
 {
-	return (__atomic_load_n(&c->program_moved[0], __ATOMIC_RELAXED) |
-		__atomic_load_n(&c->program_moved[1], __ATOMIC_RELAXED)) != 0;
+	return __atomic_load_n(&c->program_moved, __ATOMIC_RELAXED) != 0;
 }
-bool np_chunk_rebind_run_slow(struct np_page *run);
-/* Run `run` of a normal chunk comes back from the layer above (a free, an emptied slab): where
- * the program bound or moved pages in its steps, the run is bound to the chunk's node again
- * (the default policy under NUMAPAGE_BIND=none) and its pages given back, so that the next
- * user's pages fault in where the chunk is for; the steps it covers whole are forgotten. True
- * when it did (the run reads as zeros). One load of the chunk's first line otherwise. */
-NP_INLINE bool np_chunk_rebind_run(struct np_page *run)
+void np_chunk_rebind_run_slow(struct np_page *run);
+/* Run `run` of a normal chunk comes back from the layer above (a free, an emptied slab): when
+ * it is marked (NP_PAGE_USER_MOVED), it is bound to the chunk's node again (the default policy
+ * under NUMAPAGE_BIND=none), its pages are given back, so that the next user's pages fault in
+ * where the chunk is for, and the mark goes. A run not marked pays the test of its head. */
+NP_INLINE void np_chunk_rebind_run(struct np_page *run)
 {
-	if (NP_LIKELY(!np_chunk_program_moved(np_chunk_of(run))))
-		return false;
-	return np_chunk_rebind_run_slow(run);
+	if (NP_UNLIKELY(__atomic_load_n(&run->user, __ATOMIC_RELAXED) & NP_PAGE_USER_MOVED))
+		np_chunk_rebind_run_slow(run);
 }
 /* Makes [p, p + size) of a block just handed out read as zeros (calloc), at the cost of what
  * was written there: from NP_CHUNK_ZERO_PROBE bytes on, page-aligned ranges are asked which

@@ -871,7 +871,7 @@ static int program_moves(char *from, size_t len, int n, enum program_move how)
 /* bound-child M N: on a CPU of node M (pinned by the parent), a block the program moves to node
  * N itself, whole or its second half, and frees: the next block of the size must come from M
  * again, its pages too. A 12 MiB block (a chunk of its own: a helper's test found all the next
- * block's pages on N, and counted on M), and blocks of 1 and 1.5 MiB (runs of a pool chunk,
+ * block's pages on N, and counted on M), and blocks of 96 KiB, 1 and 1.5 MiB (runs of a pool chunk,
  * which the thread's page cache hands back at once: the same memory, asked for by address below,
  * kept the program's binding and pages). Moved by mbind, by move_pages, and bound by libnuma's
  * numa_tonode_memory before the first touch (a fresh run: a size not asked for before). */
@@ -886,7 +886,7 @@ static int bound_child(int argc, char **argv)
 		enum program_move how;
 	} cases[] = {{12 * MiB, false, BY_MBIND},      {12 * MiB, true, BY_MBIND},  {1 * MiB, false, BY_MBIND},
 		     {1 * MiB, true, BY_MBIND},        {12 * MiB, false, BY_MOVE_PAGES}, {1 * MiB, false, BY_MOVE_PAGES},
-		     {3 * MiB / 2, false, BY_TONODE}};
+		     {3 * MiB / 2, false, BY_TONODE}, {96 * 1024, false, BY_MBIND}};
 	static const char *const how_name[] = {"mbind", "move_pages", "numa_tonode_memory before its first touch"};
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		size_t size = cases[k].size;
