@@ -62,8 +62,8 @@ enum np_bind_policy {
  * why (may be NULL). The loader allocates through malloc: called at start-up (topology_load.c)
  * and from set_mempolicy's wrapper, never from inside an allocation. */
 bool np_os_numa_open(char *why, size_t why_size);
-/* set_mempolicy(2) through libnuma, loaded for it if it was not: 0 or -errno (-ENOSYS when it
- * cannot be loaded). */
+/* set_mempolicy(2) through libnuma, loaded for it if it was not (the system call itself when it
+ * cannot be loaded): 0 or -errno. */
 int np_os_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxnode);
 /* Binds a range to one node: strict (MPOL_BIND) or preferred (MPOL_PREFERRED), through libnuma's
  * mbind with MPOL_F_STATIC_NODES. policy is enum np_bind_policy; NP_BIND_NONE does nothing.
@@ -73,12 +73,14 @@ int np_os_bind(void *p, size_t size, int node, int policy);
  * where the library binds nothing (NUMAPAGE_BIND=none) and the program bound it. 0 or -errno. */
 int np_os_unbind(void *p, size_t size);
 /* libnuma's mbind and move_pages as the program called them (the wrappers of
- * malloc/program_bind.c, for a program that reaches them through this library alone), through
- * libnuma, loaded for it if it was not: what libnuma's answers, errno set; -1 and ENOSYS when
- * it cannot be loaded. */
+ * malloc/program_bind.c), through libnuma, loaded for it if it was not (the system calls
+ * themselves when it cannot be loaded): what libnuma answers, errno set. */
 long np_os_program_mbind(void *p, unsigned long len, int mode, const unsigned long *mask, unsigned long maxnode,
 			 unsigned flags);
 long np_os_program_move_pages(int pid, unsigned long count, void **pages, const int *nodes, int *status, int flags);
+/* True when tid (a pid or thread id as move_pages takes it; 0: the caller) is a thread of this
+ * process, whose pages a move of tid's moves. */
+bool np_os_same_process(int tid);
 /* Binds a range interleaved over nodes[0..n): MPOL_INTERLEAVE. 0 or -errno. */
 int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n);
 /* Asks the kernel not to back a range with transparent huge pages (MADV_NOHUGEPAGE): an

@@ -188,9 +188,9 @@ bool np_os_numa_open(char *why, size_t why_size)
 
 int np_os_set_mempolicy(int mode, const unsigned long *mask, unsigned long maxnode)
 {
-	if (!np_os_numa_open(NULL, 0))
-		return -ENOSYS;
 	SAVE_ERRNO;
+	if (!np_os_numa_open(NULL, 0)) /* libnuma's definition is this system call */
+		RETURN_ERRNO(syscall(SYS_set_mempolicy, mode, mask, maxnode));
 	RETURN_ERRNO(NUMA_CALL(set_mempolicy)(mode, mask, maxnode));
 }
 
@@ -219,23 +219,33 @@ int np_os_unbind(void *p, size_t size)
 	RETURN_ERRNO(NUMA_CALL(mbind)(p, size, MPOL_DEFAULT, NULL, 0, 0));
 }
 
+/* libnuma's definitions are these system calls: the kernel's answer where libnuma cannot be
+ * loaded (a program linked -lnumapage -lnuma, whose link dropped libnuma as not needed, on a
+ * machine without it) rather than ENOSYS. */
 long np_os_program_mbind(void *p, unsigned long len, int mode, const unsigned long *mask, unsigned long maxnode,
 			 unsigned flags)
 {
-	if (!np_os_numa_open(NULL, 0)) {
-		errno = ENOSYS;
-		return -1;
-	}
+	if (!np_os_numa_open(NULL, 0))
+		return syscall(SYS_mbind, p, len, mode, mask, maxnode, flags);
 	return NUMA_CALL(mbind)(p, len, mode, mask, maxnode, flags);
 }
 
 long np_os_program_move_pages(int pid, unsigned long count, void **pages, const int *nodes, int *status, int flags)
 {
-	if (!np_os_numa_open(NULL, 0)) {
-		errno = ENOSYS;
-		return -1;
-	}
+	if (!np_os_numa_open(NULL, 0))
+		return syscall(SYS_move_pages, pid, count, pages, nodes, status, flags);
 	return NUMA_CALL(move_pages)(pid, count, pages, nodes, status, flags);
+}
+
+bool np_os_same_process(int tid)
+{
+	int self = (int)getpid();
+	if (tid == 0 || tid == self)
+		return true;
+	SAVE_ERRNO;
+	bool same = syscall(SYS_tgkill, self, tid, 0) == 0; /* signal 0: asks, sends nothing */
+	errno = saved_errno_;
+	return same;
 }
 
 int np_os_bind_interleave(void *p, size_t size, const int *nodes, int n)

@@ -10,6 +10,7 @@
  * seen: a raw system call, or a call that binds to libnuma's definition first (-lnuma before
  * -lnumapage); for huge blocks the free asks the range's policy all the same (large.c).
  */
+#include <errno.h>
 #include <numaif.h>
 
 #include "malloc/init.h"
@@ -26,9 +27,10 @@ __attribute__((visibility("default"))) long mbind(void *addr, unsigned long len,
 {
 	np_ensure_ready();
 	long r = np_os_program_mbind(addr, len, mode, nodemask, maxnode, flags);
-	/* A refused call may still have moved some pages (MPOL_MF_MOVE stops at the first it
-	 * cannot move): noted either way, which costs a bind and a purge at the free. */
-	if (r == 0 || (flags & (MPOL_MF_MOVE | MPOL_MF_MOVE_ALL)))
+	/* EIO: the policy is set, and some pages MPOL_MF_STRICT wanted moved were not. Any other
+	 * failure changed nothing (a review: a note of the range asked for walked every granule of
+	 * an absurd length). errno is the call's: the note makes no system call. */
+	if (r == 0 || errno == EIO)
 		np_chunk_note_program_move(addr, len);
 	return r;
 }
@@ -38,10 +40,15 @@ __attribute__((visibility("default"))) long move_pages(int pid, unsigned long co
 {
 	np_ensure_ready();
 	long r = np_os_program_move_pages(pid, count, pages, nodes, status, flags);
-	/* A move (not a query: nodes NULL) of this process's pages, some of which may have moved
-	 * even when the call failed part of the way. */
-	if (nodes && (pid == 0 || pid == np_os_pid()))
-		for (unsigned long i = 0; i < count; i++)
-			np_chunk_note_program_move(pages[i], 1);
+	/* A move (not a query: nodes NULL) that the kernel took (r >= 0: the pages it did not move
+	 * counted; a failure may come from pages, which is then not read: a review's NULL array
+	 * crashed here) of this process's pages (pid 0, its own, or one of its threads'). */
+	if (nodes && r >= 0) {
+		int e = errno;
+		if (np_os_same_process(pid))
+			for (unsigned long i = 0; i < count; i++)
+				np_chunk_note_program_move(pages[i], 1);
+		errno = e;
+	}
 	return r;
 }

@@ -7,6 +7,7 @@
  * it is, and the chunks were bound (bind_fail 0). set_mempolicy(2)'s wrapper, which the
  * program reaches through libnumapage alone, still works on either (libnuma loaded for it on
  * demand), and the policy it set is the kernel's (get_mempolicy through the loaded libnuma).
+ * mbind's and move_pages' wrappers answer as the system calls do, bad arguments included.
  * With the argument "loaded", libnuma must be mapped whatever /sys says: the table is this
  * machine's read through hwloc's variables (HWLOC_SYNTHETIC with HWLOC_THISSYSTEM=1), whose
  * binds a review found all refused when libnuma was opened only where nothing redirected hwloc.
@@ -14,11 +15,14 @@
  */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <numaif.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "numapage.h"
 
@@ -111,6 +115,39 @@ int main(int argc, char **argv)
 		FAIL("get_mempolicy says mode %d mask %#lx after MPOL_PREFERRED node 0", mode, got);
 	if (set_mempolicy(MPOL_DEFAULT, NULL, 0) != 0)
 		FAIL("set_mempolicy(MPOL_DEFAULT) failed: %m");
+	/* mbind's and move_pages' wrappers answer as the system calls do, bad arguments included
+	 * (a review: a move_pages with a NULL array of pages crashed in the wrapper, which read the
+	 * array the kernel had refused). */
+	char *page = aligned_alloc(4096, 4096);
+	if (!page)
+		FAIL("no page");
+	memset(page, 1, 4096);
+	int st[1] = {-1}, to[1] = {0};
+	void *pages[1] = {page};
+	struct {
+		const char *what;
+		long ours, kernel;
+		int ours_errno, kernel_errno;
+	} c[5];
+	int k = 0;
+#define BOTH(what_, call_, sys_)                                                                   	do {                                                                                       		c[k].what = what_;                                                                 		errno = 0;                                                                         		c[k].ours = call_;                                                                 		c[k].ours_errno = errno;                                                           		errno = 0;                                                                         		c[k].kernel = sys_;                                                                		c[k].kernel_errno = errno;                                                         		k++;                                                                               	} while (0)
+	BOTH("move_pages, pages NULL", move_pages(0, 1, NULL, to, st, 0),
+	     syscall(SYS_move_pages, 0, 1UL, NULL, to, st, 0));
+	BOTH("move_pages, a query", move_pages(0, 1, pages, NULL, st, 0),
+	     syscall(SYS_move_pages, 0, 1UL, pages, NULL, st, 0));
+	BOTH("mbind, an unaligned start", mbind(page + 1, 4096, MPOL_PREFERRED, &mask, 2, 0),
+	     syscall(SYS_mbind, page + 1, 4096UL, MPOL_PREFERRED, &mask, 2UL, 0U));
+	BOTH("mbind, a page to node 0", mbind(page, 4096, MPOL_PREFERRED, &mask, 2, 0),
+	     syscall(SYS_mbind, page, 4096UL, MPOL_PREFERRED, &mask, 2UL, 0U));
+	BOTH("mbind, an absurd length with MPOL_MF_MOVE",
+	     mbind(page, (unsigned long)-8192, MPOL_BIND, &mask, 2, MPOL_MF_MOVE),
+	     syscall(SYS_mbind, page, (unsigned long)-8192, MPOL_BIND, &mask, 2UL, MPOL_MF_MOVE));
+#undef BOTH
+	for (int i = 0; i < k; i++)
+		if (c[i].ours != c[i].kernel || (c[i].ours < 0 && c[i].ours_errno != c[i].kernel_errno))
+			FAIL("%s: the wrapper answered %ld (errno %d), the system call %ld (errno %d)", c[i].what,
+			     c[i].ours, c[i].ours_errno, c[i].kernel, c[i].kernel_errno);
+	free(page);
 	for (int i = 0; i < N; i++)
 		free(blocks[i]);
 	free(big);
