@@ -213,9 +213,9 @@ int np_os_bind(void *p, size_t size, int node, int policy)
 
 int np_os_unbind(void *p, size_t size)
 {
-	if (!numa_loaded())
-		return -ENOSYS;
 	SAVE_ERRNO;
+	if (!numa_loaded()) /* the program bound it by the system call: so is it unbound */
+		RETURN_ERRNO(syscall(SYS_mbind, p, size, MPOL_DEFAULT, NULL, 0UL, 0U));
 	RETURN_ERRNO(NUMA_CALL(mbind)(p, size, MPOL_DEFAULT, NULL, 0, 0));
 }
 

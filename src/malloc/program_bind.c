@@ -11,6 +11,7 @@
  * -lnumapage); for huge blocks the free asks the range's policy all the same (large.c).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <numaif.h>
 
 #include "malloc/init.h"
@@ -27,10 +28,12 @@ __attribute__((visibility("default"))) long mbind(void *addr, unsigned long len,
 {
 	np_ensure_ready();
 	long r = np_os_program_mbind(addr, len, mode, nodemask, maxnode, flags);
-	/* EIO: the policy is set, and some pages MPOL_MF_STRICT wanted moved were not. Any other
-	 * failure changed nothing (a review: a note of the range asked for walked every granule of
-	 * an absurd length). errno is the call's: the note makes no system call. */
-	if (r == 0 || errno == EIO)
+	/* EIO: the policy is set, and some pages MPOL_MF_STRICT wanted moved were not; ENOMEM: the
+	 * kernel may have set it on the mappings before the one it could not split. Other
+	 * failures are refusals of the arguments, before anything changed (a review: a note of the
+	 * range asked for walked every granule of an absurd length). errno is the call's: the
+	 * note makes no system call. */
+	if (r == 0 || errno == EIO || errno == ENOMEM)
 		np_chunk_note_program_move(addr, len);
 	return r;
 }
@@ -40,14 +43,17 @@ __attribute__((visibility("default"))) long move_pages(int pid, unsigned long co
 {
 	np_ensure_ready();
 	long r = np_os_program_move_pages(pid, count, pages, nodes, status, flags);
-	/* A move (not a query: nodes NULL) that the kernel took (r >= 0: the pages it did not move
-	 * counted; a failure may come from pages, which is then not read: a review's NULL array
-	 * crashed here) of this process's pages (pid 0, its own, or one of its threads'). */
-	if (nodes && r >= 0) {
-		int e = errno;
-		if (np_os_same_process(pid))
-			for (unsigned long i = 0; i < count; i++)
-				np_chunk_note_program_move(pages[i], 1);
+	/* A move (not a query: nodes NULL) of this process's pages (pid 0, its own, or one of its
+	 * threads'). The kernel moves them in batches, one per run of equal target nodes, so a
+	 * failure (a bad node further on: ENODEV, EACCES; ENOMEM) may come after some moved: noted
+	 * all the same, but for the refusals before any move (ESRCH, EPERM, EINVAL) and EFAULT,
+	 * where pages itself may be unreadable (a review's NULL array crashed here), and E2BIG; a
+	 * late EFAULT (status unwritable) is missed. */
+	int e = errno;
+	bool refused = r < 0 && (e == ESRCH || e == EPERM || e == EINVAL || e == E2BIG || e == EFAULT);
+	if (nodes && !refused && np_os_same_process(pid)) {
+		for (unsigned long i = 0; i < count; i++)
+			np_chunk_note_program_move(pages[i], 1);
 		errno = e;
 	}
 	return r;

@@ -453,7 +453,11 @@ static void mark_runs(struct np_chunk *c, size_t first, size_t end)
 		uint8_t st = np_page_state(pg);
 		if (st == NP_PAGE_USED || st == NP_PAGE_SLAB)
 			__atomic_fetch_or(&pg->user, NP_PAGE_USER_MOVED, __ATOMIC_RELAXED);
-		uint32_t n = st == NP_PAGE_HEADER || st == NP_PAGE_TAIL ? 1 : __atomic_load_n(&pg->npages, __ATOMIC_RELAXED);
+		/* A free run's last page holds the run's length too: a step from it would pass
+		 * over what follows (a review). Heads only, then. */
+		uint32_t n = st == NP_PAGE_HEADER || st == NP_PAGE_TAIL || st == NP_PAGE_FREE_END
+				     ? 1
+				     : __atomic_load_n(&pg->npages, __ATOMIC_RELAXED);
 		i += n ? n : 1;
 	}
 }

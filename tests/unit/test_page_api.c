@@ -1048,6 +1048,21 @@ static void run_moved_fn(void *arg)
 	purged = np_fake_os_purged_bytes();
 	numa_page_free(w);
 	assert_true(np_fake_os_purged_bytes() - purged >= (long)size);
+	/* A range that starts on the last page of a free run (the program's own mistake) and
+	 * reaches a live run behind it: that page holds the free run's length too, and a step by
+	 * it passed over the live run (a review). Runs of 4 MiB: too long for the page cache, so a
+	 * freed one is a free run of the pool at once. */
+	char *r1 = numa_page_malloc(4 * MB), *r2 = numa_page_malloc(4 * MB);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	char *lo = r1 < r2 ? r1 : r2, *hi = r1 < r2 ? r2 : r1;
+	assert_ptr_equal(hi, lo + 4 * MB); /* side by side in a fresh chunk */
+	memset(hi, 1, 4 * MB);
+	numa_page_free(lo);
+	np_chunk_note_program_move(hi - NP_PAGE_SIZE, 2 * NP_PAGE_SIZE);
+	purged = np_fake_os_purged_bytes();
+	numa_page_free(hi);
+	assert_true(np_fake_os_purged_bytes() - purged >= (long)(4 * MB));
 	/* A huge block whose pages the program moved without a bind (move_pages: the range's
 	 * policy still reads as the chunk's) is unmapped, not cached: its pages are elsewhere. */
 	char *h = numa_page_malloc(8 * MB);
@@ -1064,6 +1079,59 @@ static void runs_moved_by_the_program_are_bound_back(void **state)
 {
 	(void)state;
 	run_on_cpu(0, run_moved_fn, NULL);
+	check_pools();
+}
+
+/* The marks under threads (for the sanitizer tiers, which run this suite; the wrappers that
+ * mark live only in the shared library): one thread marks and frees its own runs, page-cache
+ * sized and longer, while two others take and give back runs of the same node's pools. */
+enum { MOVED_ROUNDS = 300 };
+static void moved_marker_fn(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < MOVED_ROUNDS; i++) {
+		size_t size = (size_t)(16 + (i % 7) * 112) << 10; /* 16 KiB .. 688 KiB */
+		char *p = numa_page_malloc(size);
+		assert_non_null(p);
+		p[0] = p[size - 1] = 1;
+		np_chunk_note_program_move(p + (i % 3) * NP_PAGE_SIZE, size / 2);
+		numa_page_free(p);
+	}
+}
+
+static void moved_churn_fn(void *arg)
+{
+	(void)arg;
+	void *keep[8] = {0};
+	for (int i = 0; i < MOVED_ROUNDS * 4; i++) {
+		int k = i % 8;
+		numa_page_free(keep[k]);
+		keep[k] = numa_page_malloc((size_t)(8 + (i % 11) * 40) << 10);
+		assert_non_null(keep[k]);
+		((char *)keep[k])[0] = 1;
+	}
+	for (int k = 0; k < 8; k++)
+		numa_page_free(keep[k]);
+}
+
+static void *moved_thread(void *arg)
+{
+	np_fake_os_set_cpu(0);
+	((void (*)(void *))arg)(NULL);
+	return NULL;
+}
+
+static void runs_moved_while_others_churn(void **state)
+{
+	(void)state;
+	np_topo_table.is_system = true;
+	pthread_t t[3];
+	void (*fn[3])(void *) = {moved_marker_fn, moved_churn_fn, moved_churn_fn};
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, moved_thread, (void *)fn[i]), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	np_topo_table.is_system = false;
 	check_pools();
 }
 
@@ -1586,6 +1654,7 @@ int main(void)
 	    cmocka_unit_test(realloc_placement),
 	    cmocka_unit_test(policy_set_while_running_is_followed), cmocka_unit_test(blocks_bound_elsewhere_are_bound_back),
 	    cmocka_unit_test(runs_moved_by_the_program_are_bound_back),
+	    cmocka_unit_test(runs_moved_while_others_churn),
 	    cmocka_unit_test(owner_frees_come_back_first), cmocka_unit_test(slabs_batched_beside_long_runs),
 	    cmocka_unit_test(statistics_match_allocations), cmocka_unit_test(every_cpu_gets_nearest_memory),
 	    cmocka_unit_test(onnode_every_node), cmocka_unit_test(invalid_nodes_are_einval),
