@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <numaif.h>
 
 #include "malloc/init.h"
@@ -52,8 +53,15 @@ __attribute__((visibility("default"))) long move_pages(int pid, unsigned long co
 	int e = errno;
 	bool refused = r < 0 && (e == ESRCH || e == EPERM || e == EINVAL || e == E2BIG || e == EFAULT);
 	if (nodes && !refused && np_os_same_process(pid)) {
-		for (unsigned long i = 0; i < count; i++)
-			np_chunk_note_program_move(pages[i], 1);
+		/* Pages that follow one another in the array and in memory, as one range: the
+		 * note walks back to a run's head for each range (a review measured 0.5 ms for
+		 * the 1,024 pages of a 4 MiB run noted one by one). */
+		for (unsigned long i = 0, j; i < count; i = j) {
+			uintptr_t start = (uintptr_t)pages[i] & ~(uintptr_t)(NP_PAGE_SIZE - 1), end = start + NP_PAGE_SIZE;
+			for (j = i + 1; j < count && ((uintptr_t)pages[j] & ~(uintptr_t)(NP_PAGE_SIZE - 1)) == end; j++)
+				end += NP_PAGE_SIZE;
+			np_chunk_note_program_move((const void *)start, end - start);
+		}
 		errno = e;
 	}
 	return r;
