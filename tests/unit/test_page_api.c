@@ -1036,6 +1036,17 @@ static void run_moved_fn(void *arg)
 	}
 	assert_int_equal(np_fake_os_binds() - binds, 1);
 	assert_int_equal(np_fake_os_purged_bytes() - purged, 96 * 1024);
+	/* Under NUMAPAGE_BIND=none the library binds nothing: the run gets the default policy
+	 * back, not a bind to its node. */
+	np_opt.bind = NP_BIND_NONE;
+	b = numa_page_malloc(96 * 1024);
+	memset(b, 1, 96 * 1024);
+	assert_int_equal(np_os_bind(b, 96 * 1024, os_of(1), NP_BIND_STRICT), 0);
+	np_chunk_note_program_move(b, 96 * 1024);
+	numa_page_free(b);
+	assert_int_equal(np_fake_os_bound_node(b), -1);
+	assert_int_equal(np_fake_os_bound_node(b + 96 * 1024 - 1), -1);
+	np_opt.bind = NP_BIND_PREFERRED;
 	/* The neighbour the program never touched: its free purges nothing. */
 	purged = np_fake_os_purged_bytes();
 	numa_page_free(other);
