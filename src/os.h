@@ -60,7 +60,8 @@ enum np_bind_policy {
  * np_os_mempolicy, np_os_bound_node) answer -ENOSYS, as a kernel without NUMA calls would.
  * Loads it, or finds it loaded: true when its calls are there, else false with the reason in
  * why (may be NULL). The loader allocates through malloc: called at start-up (topology_load.c)
- * and from set_mempolicy's wrapper, never from inside an allocation. */
+ * and from the wrappers of set_mempolicy, mbind and move_pages (through np_os_set_mempolicy,
+ * np_os_program_mbind, np_os_program_move_pages), never from inside an allocation. */
 bool np_os_numa_open(char *why, size_t why_size);
 /* set_mempolicy(2) through libnuma, loaded for it if it was not (the system call itself when it
  * cannot be loaded): 0 or -errno. */
