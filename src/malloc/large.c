@@ -21,8 +21,17 @@
  * over time every page of the pool was faulted in and stayed: 200 blocks of 64 KiB-1 MiB
  * replaced at random, one byte written in each, made 19,500 faults per 100,000 replacements
  * and 80 MB resident; now 1,950 and 9.7 MB (mimalloc 3,083 and 14 MB). Blocks written
- * whole: 97.8 -> 102.6 MB (mimalloc 120.7, tcmalloc 122.2), time unchanged. */
+ * whole: 97.8 -> 102.6 MB (mimalloc 120.7, tcmalloc 122.2), time unchanged. Not under a
+ * finite RLIMIT_AS (np_chunk_tight), where address space runs out first: there a run of 25
+ * pages took 32 pages' worth: under `ulimit -v 300000` 2,016 blocks of 100,000 bytes fitted, now
+ * 2,592 (glibc 3,023), and 70,000 bytes 2,016 -> 3,600 (glibc 4,317). */
 #define RUN_GRID_PAGES SMALL_RUN_PAGES
+
+/* Where a long run may start: on the grid, or at any page when address space is short. */
+static size_t run_grid_pages(void)
+{
+	return np_chunk_tight ? 1 : RUN_GRID_PAGES;
+}
 
 static unsigned order_of(size_t npages)
 {
@@ -78,7 +87,7 @@ void *np_large_alloc(struct np_thread *th, size_t size, size_t align, int node, 
 		unsigned order = order_of(npages > align_pages ? npages : align_pages);
 		run = np_pcp_get(&th->pcp, order, node);
 	} else if (!spread && npages <= np_large_run_max() && align_pages <= NP_CHUNK_PAGES / 4) {
-		run = np_pcp_get_run(&th->pcp, npages, NP_MAX(align_pages, (size_t)RUN_GRID_PAGES), node);
+		run = np_pcp_get_run(&th->pcp, npages, NP_MAX(align_pages, run_grid_pages()), node);
 	}
 	if (run) {
 		*dirty = run->clean ? 0 : SIZE_MAX;
