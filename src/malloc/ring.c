@@ -11,6 +11,7 @@
 #include "options.h"
 #include "os.h"
 #include "pcp/pcp.h"
+#include "pool/pool.h"
 
 /* Slab slow paths between two sweeps of a thread's rings. A slow path comes every slab's
  * worth of allocations of a class, so a sweep costs little per allocation, and memory that
@@ -280,6 +281,8 @@ static void *ring_take(struct np_thread *th, unsigned c)
 		}
 	}
 	s = np_slab_create(&th->pcp, c, th);
+	if (!s && np_ring_give_back(th)) /* the last try before ENOMEM */
+		s = np_slab_create(&th->pcp, c, th);
 	if (!s)
 		return NULL;
 	make_current(th, s, true);
@@ -338,6 +341,33 @@ unsigned np_ring_sweep(struct np_thread *th)
 		}
 	}
 	return released;
+}
+
+/* th's current slab of class c, collected: given back when that emptied it (its class's next
+ * malloc makes or adopts another). True then. */
+static bool release_current_if_empty(struct np_thread *th, unsigned c)
+{
+	struct np_slab *s = th->ring[c];
+	np_slab_collect(s);
+	if (s->used != 0 || !np_slab_confirm_empty(s))
+		return false;
+	count(th, s);
+	ring_unlink(th, s);
+	np_slab_release(s, &th->pcp);
+	return true;
+}
+
+bool np_ring_give_back(struct np_thread *th)
+{
+	if (th == np_tls.self)
+		np_cache_flush(); /* home first: their slabs may empty */
+	unsigned released = np_ring_sweep(th);
+	for (unsigned c = 0; c < NP_NCLASSES; c++)
+		if (th->ring[c])
+			released += release_current_if_empty(th, c);
+	np_pcp_drain(&th->pcp);
+	np_slab_sweep_orphans(NP_SWEEP_COLLECT, &th->st);
+	return np_pool_give_back_space(&th->st) || released;
 }
 
 /* The decay's step on s, not current: given back whole when the collect empties it, else its

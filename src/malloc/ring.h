@@ -50,6 +50,12 @@ unsigned np_ring_decay(struct np_thread *th);
 /* Collects every slab of the rings and gives back the pages of those that other threads'
  * frees emptied (all but each class's current slab). Returns slabs released. */
 unsigned np_ring_sweep(struct np_thread *th);
+/* An allocation of th (the calling thread) is about to fail (no memory, or no address space
+ * under RLIMIT_AS): what th holds and does not use goes back, so that the chunks it alone kept
+ * can be unmapped: its cached blocks home, its empty slabs (current ones too), its page cache,
+ * the orphans other threads emptied; then every mapping nobody uses
+ * (np_pool_give_back_space). True when any of it went: try once more. */
+bool np_ring_give_back(struct np_thread *th);
 /* malloc_trim's part in th's rings: the free pages inside its slabs given back
  * (np_slab_purge_free). Returns the pages. */
 size_t np_ring_purge(struct np_thread *th);

@@ -275,6 +275,18 @@ static struct np_page *get_direct(struct np_pcp *pcp, unsigned order, int node)
 	return run;
 }
 
+/* No pool had what a request needs: the thread's own cache may hold it in pieces (runs of
+ * other orders, long runs it keeps), which its pool merges with their free neighbours. Before
+ * the request fails (no memory, or no address space under RLIMIT_AS), the cache goes back.
+ * True when it held anything. Once a failure: a program that goes on failing finds it empty. */
+NP_NOINLINE NP_COLD static bool drain_before_failing(struct np_pcp *pcp)
+{
+	if (pcp->count == 0 && pcp->nruns == 0)
+		return false;
+	np_pcp_drain(pcp);
+	return true;
+}
+
 struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
 {
 	np_assert(order < NP_PCP_ORDERS);
@@ -286,6 +298,10 @@ struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
 	if (!pg || !is_near(pcp, np_page_node(pg))) {
 		refill(pcp, order, pg != NULL);
 		pg = l->head;
+		if (!pg && drain_before_failing(pcp)) {
+			refill(pcp, order, false);
+			pg = l->head;
+		}
 		if (!pg)
 			return NULL;
 	}
@@ -440,6 +456,8 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 	struct np_node_req r = {.intended = intended, .flags = node < 0 ? NP_WALK_PICK : 0,
 				.prefer = node < 0 ? np_node_interleave_set(&pcp->policy) : 0, .pages = npages, .rotor = &pcp->rotor};
 	int from = np_node_walk(&r, take_run, &t);
+	if (from < 0 && drain_before_failing(pcp))
+		from = np_node_walk(&r, take_run, &t);
 	if (from < 0)
 		return NULL;
 	np_pcp_count_alloc(pcp, intended, from, (long)npages, node >= 0);

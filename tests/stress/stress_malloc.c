@@ -728,11 +728,11 @@ static void beyond_node_memory(void)
 #define STRESS_ASAN 1
 #endif
 
-enum { AL_HEADROOM_MIB = 256, AL_MAX = 4096 };
+enum { AL_HEADROOM_MIB = 256, AL_MAX = 4096, AL_SMALL = 65536 };
 
 /* Under RLIMIT_AS (issue 13): blocks of one size until malloc says ENOMEM must fill at least 90%
  * of the address space left (glibc fills 99%; 1 MiB blocks three to a 4 MiB chunk filled 76%),
- * and, all freed, as many fit again. Runs in a process of its own exec'd under the limit, so
+ * a few freed make room for a block of another size, and, all freed, as many fit again. Runs in a process of its own exec'd under the limit, so
  * that the allocator starts with it (address_limit_child). */
 static void address_limit_child(size_t size)
 {
@@ -758,10 +758,44 @@ static void address_limit_child(size_t size)
 	while (again < n && (blocks[again] = S_MALLOC(size)) != NULL)
 		again++;
 	CHECK(again == n, "after freeing all %d, only %d fit again", n, again);
-	for (int i = 0; i < again; i++)
+	n = again;
+	/* Then blocks of 5,000 bytes until ENOMEM too: what was left besides (pages the thread's
+	 * cache held, ends of chunks) is used up. */
+	static char *small[AL_SMALL];
+	int m = 0;
+	while (m < AL_SMALL && (small[m] = S_MALLOC(5000)) != NULL)
+		m++;
+	CHECK(m < AL_SMALL && errno == ENOMEM, "the last malloc of 5000 bytes: errno %d", errno);
+	/* The last four of size freed: a block of another size fits in their pages (two of them
+	 * side by side hold a slab's 32 pages), though the thread's page cache keeps them. It
+	 * failed with ENOMEM while the cache held the runs of 70,000-byte to 1 MiB blocks. Blocks
+	 * above 1 MiB have chunks of their own here: theirs give back address space, and a new
+	 * chunk of the pool takes 16 MiB of it (32 when the kernel's placement is not aligned). */
+	size_t need = size > (1u << 20) ? (32u << 20) / size + 1 : 4;
+	int back = n < (int)need ? n : (int)need;
+	for (int i = n - back; i < n; i++)
 		S_FREE(blocks[i]);
-	printf("address_limit: %d blocks of %zu KiB, %.0f%% of %zu MiB left; all again after free\n", n, size >> 10,
-	       filled * 100, left >> 20);
+	char *other = S_MALLOC(5000);
+	CHECK(other != NULL, "after %d blocks of %zu bytes were freed, malloc(5000) failed (errno %d)", back, size,
+	      errno);
+	S_FREE(other);
+	/* All freed, the small ones first: blocks of size fit again, but for what the small
+	 * blocks' slabs left between their runs (within 1%). 2 MiB blocks fitted 102 of 118:
+	 * the empty slabs and the runs in the thread's page cache kept two chunks mapped. */
+	for (int i = 0; i < m; i++)
+		S_FREE(small[i]);
+	for (int i = 0; i < n - back; i++)
+		S_FREE(blocks[i]);
+	int third = 0;
+	while (third < n && (blocks[third] = S_MALLOC(size)) != NULL)
+		third++;
+	CHECK(third >= n - n / 100, "after 5,000-byte blocks came and went, %d of %d blocks of %zu bytes fit", third, n,
+	      size);
+	for (int i = 0; i < third; i++)
+		S_FREE(blocks[i]);
+	printf("address_limit: %d blocks of %zu KiB, %.0f%% of %zu MiB left; all again after free; %d of 5,000 bytes "
+	       "after it, and room for one when %d went; %d again after those\n", n, size >> 10, filled * 100, left >> 20,
+	       m, back, third);
 }
 
 /* Each size in a child exec'd under RLIMIT_AS = what this process maps now + AL_HEADROOM_MIB. */
