@@ -18,8 +18,20 @@
 
 struct np_pool np_pools[NP_MAX_NODES] NP_LARGE_BSS;
 /* Each shard's free-run lists (pool.h: struct np_pool_shard's bins), written only once the
- * shard holds a run. */
-static struct np_page *shard_bins[NP_MAX_NODES][NP_POOL_SHARDS][NP_POOL_BINS] NP_LARGE_BSS;
+ * shard holds a run: a mapping per node set up (node_bins), 129 KiB of address space. As BSS
+ * for every node the library knows (64 of 64 shards) they were 8 MiB of every process's
+ * address space, a limit under `ulimit -v` counts as much as memory. */
+typedef struct np_page *np_shard_bins[NP_POOL_SHARDS][NP_POOL_BINS];
+static np_shard_bins *node_bins[NP_MAX_NODES];
+
+/* Node i's bins, mapped the first time it is set up; NULL when no address space is left. */
+static np_shard_bins *bins_of_node(int i)
+{
+	size_t ps = np_os_page_size();
+	if (!node_bins[i])
+		node_bins[i] = np_os_map((sizeof(np_shard_bins) + ps - 1) & ~(ps - 1), ps);
+	return node_bins[i];
+}
 
 /* The shard each CPU takes from: allowed CPUs in turn, so that a sparse cpuset ("0,2,4,6")
  * uses as many shards as it has CPUs. Written for the allowed CPUs only. */
@@ -158,6 +170,13 @@ void np_pool_init(const struct np_topo *t)
 		if (i >= t->nnodes && !p->exists && !p->mapped_pages)
 			continue;
 		unsigned shards_upto = NP_MAX(nshards, p->shards_used);
+		np_shard_bins *bins = bins_of_node(i);
+		if (!bins) {
+			/* Nothing of it was set up before (its bins would be mapped): it stays empty. */
+			np_warn("pool: no address space for the free lists of node %d; it serves no memory", i);
+			p->exists = false;
+			continue;
+		}
 		p->node = i;
 		p->exists = false;
 		p->nshards = nshards;
@@ -178,8 +197,8 @@ void np_pool_init(const struct np_topo *t)
 			 * have come back since beside free runs of the old lists, and left a link
 			 * in them that no mask bit shows. Never-used bins stay unwritten. */
 			if (sh->bins)
-				memset(shard_bins[i][k], 0, sizeof shard_bins[i][k]);
-			*sh = (struct np_pool_shard){.node = i, .index = (uint8_t)k, .bins = shard_bins[i][k]};
+				memset((*bins)[k], 0, sizeof(*bins)[k]);
+			*sh = (struct np_pool_shard){.node = i, .index = (uint8_t)k, .bins = (*bins)[k]};
 			init_lock(sh);
 		}
 		if (i < t->nnodes && t->node[i].mem_allowed) {
