@@ -29,6 +29,17 @@ void *np_os_map(size_t size, size_t align);
  * could never back is refused here (NULL, then ENOMEM) under the kernel's default heuristic
  * (vm.overcommit_memory 0), not granted and paid for later by the OOM killer. */
 void *np_os_map_accounted(size_t size, size_t align);
+/* Reserves size bytes of address space aligned to align, inaccessible (PROT_NONE) and
+ * charged to nothing, in every overcommit mode: under vm.overcommit_memory 2 the kernel
+ * ignores MAP_NORESERVE and charges every writable private mapping whole, so a pool chunk
+ * mapped read-write cost 16 MiB of the commit limit for the few pages in use. NULL when the
+ * kernel refuses. np_os_commit makes parts of it usable. */
+void *np_os_reserve(size_t size, size_t align);
+/* Makes [p, p + size), page-aligned inside a reservation, read-write (zeroed where never
+ * written). Charged to the commit limit where the kernel charges (mode 2: -ENOMEM past it;
+ * under modes 0 and 1 the reservation's MAP_NORESERVE keeps it uncharged, as np_os_map's).
+ * 0 or -errno. */
+int np_os_commit(void *p, size_t size);
 /* Counts [p, p + size), a page-aligned part of a mapping from np_os_map that nothing has
  * written yet, against the overcommit limit as np_os_map_accounted would have (it is mapped
  * again in place, zeroed). 0, or -errno (-ENOMEM where the kernel refuses; the range is then

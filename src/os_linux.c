@@ -49,9 +49,9 @@ size_t np_os_page_size(void)
 	return page_size;
 }
 
-static void *map_at(void *hint, size_t size, int flags)
+static void *map_at(void *hint, size_t size, int prot, int flags)
 {
-	void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+	void *p = mmap(hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -68,7 +68,7 @@ static bool aligned(const void *p, size_t align)
  * trimmed at both ends. Under RLIMIT_AS the over-map alone needed twice a chunk of address
  * space per chunk (1 MiB blocks: 161 fit in 256 MiB where glibc fits 252).
  */
-static void *map_aligned(size_t size, size_t align, int flags)
+static void *map_aligned(size_t size, size_t align, int prot, int flags)
 {
 	SAVE_ERRNO;
 	size_t ps = np_os_page_size();
@@ -78,11 +78,11 @@ static void *map_aligned(size_t size, size_t align, int flags)
 		errno = saved_errno_;
 		return NULL;
 	}
-	char *p = map_at(NULL, size, flags);
+	char *p = map_at(NULL, size, prot, flags);
 	if (p && !aligned(p, align)) {
 		void *below = (void *)((uintptr_t)p & ~(uintptr_t)(align - 1));
 		munmap(p, size);
-		p = (uintptr_t)below >= ps ? map_at(below, size, flags) : NULL;
+		p = (uintptr_t)below >= ps ? map_at(below, size, prot, flags) : NULL;
 		if (p && p != below) {
 			munmap(p, size);
 			p = NULL;
@@ -93,7 +93,7 @@ static void *map_aligned(size_t size, size_t align, int flags)
 			 * with the caller's accounting: an accounted over-map of a large alignment
 			 * would be refused for the alignment's sake (the test guests refused the
 			 * alignments above their memory for blocks of a page). */
-			p = map_at(NULL, span, MAP_NORESERVE);
+			p = map_at(NULL, span, prot, MAP_NORESERVE);
 			uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
 			if (p && !(flags & MAP_NORESERVE) &&
 			    mmap((void *)start, size, PROT_READ | PROT_WRITE,
@@ -117,12 +117,23 @@ static void *map_aligned(size_t size, size_t align, int flags)
 
 void *np_os_map(size_t size, size_t align)
 {
-	return map_aligned(size, align, MAP_NORESERVE);
+	return map_aligned(size, align, PROT_READ | PROT_WRITE, MAP_NORESERVE);
 }
 
 void *np_os_map_accounted(size_t size, size_t align)
 {
-	return map_aligned(size, align, 0);
+	return map_aligned(size, align, PROT_READ | PROT_WRITE, 0);
+}
+
+void *np_os_reserve(size_t size, size_t align)
+{
+	return map_aligned(size, align, PROT_NONE, MAP_NORESERVE);
+}
+
+int np_os_commit(void *p, size_t size)
+{
+	SAVE_ERRNO;
+	RETURN_ERRNO(mprotect(p, size, PROT_READ | PROT_WRITE));
 }
 
 int np_os_account(void *p, size_t size)

@@ -34,6 +34,7 @@ static struct bind_rec binds[MAX_BINDS];
 static int nbinds;
 static int fail_node = -1, fail_errno;
 static long maps_left = -1;
+static long commits_left = -1, n_committed; /* np_os_commit: calls allowed (-1: any), bytes */
 static long n_binds, n_maps, n_unmaps, n_purged;
 static long n_hugepage, n_hugepage_touched; /* np_os_hugepage calls, and those too late */
 static long n_nohuge, n_nohuge_touched;     /* np_os_nohuge calls, and those too late */
@@ -68,6 +69,13 @@ void np_fake_os_fail_map_after(long n)
 	__atomic_store_n(&maps_left, n, __ATOMIC_SEQ_CST);
 }
 
+void np_fake_os_fail_commit_after(long n)
+{
+	__atomic_store_n(&commits_left, n, __ATOMIC_SEQ_CST);
+}
+
+long np_fake_os_committed_bytes(void) { return __atomic_load_n(&n_committed, __ATOMIC_SEQ_CST); }
+
 long np_fake_os_binds(void) { return __atomic_load_n(&n_binds, __ATOMIC_SEQ_CST); }
 long np_fake_os_maps(void) { return __atomic_load_n(&n_maps, __ATOMIC_SEQ_CST); }
 long np_fake_os_unmaps(void) { return __atomic_load_n(&n_unmaps, __ATOMIC_SEQ_CST); }
@@ -87,6 +95,8 @@ void np_fake_os_reset(void)
 	n_nohuge = n_nohuge_touched = 0;
 	purge_error = 0;
 	maps_left = -1;
+	commits_left = -1;
+	n_committed = 0;
 	for (int i = 0; i < 1024; i++) {
 		node_avail[i] = -1;
 		memset(node_file[i], 0, sizeof node_file[i]);
@@ -161,6 +171,32 @@ void *np_os_map(size_t size, size_t align)
 void *np_os_map_accounted(size_t size, size_t align)
 {
 	return np_os_map(size, align);
+}
+
+/* A reservation: a real one (PROT_NONE), so that a use of a part never committed faults. */
+void *np_os_reserve(size_t size, size_t align)
+{
+	char *p = np_os_map(size, align);
+	if (p && mprotect(p, size, PROT_NONE) != 0) {
+		np_os_unmap(p, size);
+		return NULL;
+	}
+	return p;
+}
+
+int np_os_commit(void *p, size_t size)
+{
+	long left = __atomic_load_n(&commits_left, __ATOMIC_SEQ_CST);
+	if (left == 0)
+		return -ENOMEM;
+	if (left > 0)
+		__atomic_fetch_sub(&commits_left, 1, __ATOMIC_SEQ_CST);
+	int saved = errno;
+	int rc = mprotect(p, size, PROT_READ | PROT_WRITE) ? -errno : 0;
+	errno = saved;
+	if (rc == 0)
+		__atomic_fetch_add(&n_committed, (long)size, __ATOMIC_SEQ_CST);
+	return rc;
 }
 
 int np_os_account(void *p, size_t size)

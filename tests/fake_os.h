@@ -25,6 +25,10 @@ void np_fake_os_fail_map_after(long n);
 /* Counters since the last reset. */
 long np_fake_os_binds(void);      /* successful binds */
 long np_fake_os_maps(void);       /* successful maps */
+/* np_os_commit fails with ENOMEM (as past vm.overcommit_memory 2's limit) after n more
+ * successful calls (-1: never); and the bytes committed since the last reset. */
+void np_fake_os_fail_commit_after(long n);
+long np_fake_os_committed_bytes(void);
 long np_fake_os_unmaps(void);
 long np_fake_os_purged_bytes(void);
 /* np_os_hugepage calls; *touched (if not NULL): how many found a page of the range (its first

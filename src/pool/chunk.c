@@ -107,10 +107,24 @@ static bool advise_page_size(void *p, size_t size)
 	return false;
 }
 
+/* A chunk is reserved whole and made read-write as the pool hands its pages out: under
+ * vm.overcommit_memory 2 (which PostgreSQL's documentation recommends) the kernel ignores
+ * MAP_NORESERVE and charged every chunk's 16 MiB to the commit limit, for however few pages
+ * were in use; now what is committed is the header and the 2 MiB steps the pool reached. */
+bool np_chunk_commit_slow(struct np_chunk *c, size_t end)
+{
+	size_t to = NP_MIN((end + NP_CHUNK_COMMIT_PAGES - 1) / NP_CHUNK_COMMIT_PAGES * NP_CHUNK_COMMIT_PAGES,
+			   (size_t)NP_CHUNK_PAGES);
+	if (np_os_commit((char *)c + ((size_t)c->committed << NP_PAGE_SHIFT), (to - c->committed) << NP_PAGE_SHIFT) != 0)
+		return false;
+	c->committed = (uint32_t)to;
+	return true;
+}
+
 struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 {
 	*why = NP_CHUNK_NO_SPACE;
-	struct np_chunk *c = np_os_map(NP_CHUNK_SIZE, NP_CHUNK_SIZE);
+	struct np_chunk *c = np_os_reserve(NP_CHUNK_SIZE, NP_CHUNK_SIZE);
 	if (!c)
 		return NULL;
 	if (bind_range(c, NP_CHUNK_SIZE, node) < 0) {
@@ -119,9 +133,18 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 		return NULL;
 	}
 	bool thp = advise_page_size(c, NP_CHUNK_SIZE);
+	/* The header, and where a low node's pages are verified, the data too (populated). */
+	size_t data_bytes = NP_CHUNK_SIZE - NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
+	bool verify = low && data_bytes <= NP_CHUNK_VERIFY_MAX;
+	size_t commit = verify ? NP_CHUNK_SIZE : NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
+	if (np_os_commit(c, commit) != 0) {
+		np_os_unmap(c, NP_CHUNK_SIZE);
+		return NULL;
+	}
+	c->committed = (uint32_t)(commit >> NP_PAGE_SHIFT);
 	c->magic = NP_CHUNK_MAGIC; /* the first write: it faults the fields' page in */
 	char *data = (char *)c + NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
-	if (spilled_elsewhere(&c->magic, data, NP_CHUNK_SIZE - NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE, node, low)) {
+	if (spilled_elsewhere(&c->magic, data, data_bytes, node, verify)) {
 		np_os_unmap(c, NP_CHUNK_SIZE);
 		*why = NP_CHUNK_SPILLED;
 		return NULL;
@@ -199,6 +222,7 @@ size_t np_chunk_adopt_huge(struct np_chunk *c, size_t dirty)
 	c->kind = NP_CHUNK_NORMAL;
 	c->node = (uint16_t)node;
 	c->size = NP_CHUNK_SIZE;
+	c->committed = NP_CHUNK_PAGES; /* a huge block's mapping: read-write whole */
 	c->data_offset = NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
 	size_t touched = NP_MAX((end + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT, (size_t)NP_CHUNK_HEADER_PAGES);
 	c->touched = (uint32_t)NP_MIN(touched, (size_t)NP_CHUNK_PAGES);
@@ -410,8 +434,17 @@ bool np_chunk_purge(void *p, size_t size, bool holds_data)
 	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 		np_verbose("madvise refused to give free pages back (%d; locked memory?): they are zeroed and kept",
 			   rc);
-	if (holds_data)
+	if (holds_data) {
+		/* Of a normal chunk, only what was ever read-write: the rest reads as zeros when
+		 * committed, and cannot be written before. */
+		const struct np_chunk *c = np_chunk_lookup(p);
+		if (c && c->kind == NP_CHUNK_NORMAL) {
+			size_t lim = ((size_t)c->committed << NP_PAGE_SHIFT) - NP_MIN((size_t)((char *)p - (char *)c),
+										      (size_t)c->committed << NP_PAGE_SHIFT);
+			size = NP_MIN(size, lim);
+		}
 		memset(p, 0, size);
+	}
 	return false;
 }
 

@@ -103,6 +103,10 @@ struct np_chunk {
 			 * fresh chunk), so those pages cost a fault when used. The pool takes long
 			 * runs where they need the fewest such pages (pool.c, take_locked). */
 			uint32_t touched;
+			/* Normal: pages from the start that are read-write (np_chunk_commit); the rest of
+			 * the chunk is reserved address space only. Rises under the owning shard's lock,
+			 * never falls. */
+			uint32_t committed;
 			/* Always NULL: where a slab header in this slot would hold its owner, so that
 			 * free(), which reads the metadata slot of any pointer's step as a slab
 			 * header, never takes slot 0 for a slab of the calling thread (slab.h). */
@@ -132,6 +136,9 @@ struct np_chunk {
 /* Where a huge chunk's data may start: behind the metadata slots (it has no descriptors). */
 #define NP_CHUNK_HUGE_HEADER offsetof(struct np_chunk, pages)
 #define NP_CHUNK_DATA_PAGES (NP_CHUNK_PAGES - NP_CHUNK_HEADER_PAGES)
+/* A normal chunk is made read-write this many pages (2 MiB) at a time as the pool hands its
+ * pages out (np_chunk_commit). */
+#define NP_CHUNK_COMMIT_PAGES 512
 _Static_assert(sizeof(struct np_page) == 32, "page descriptors are 32 bytes");
 _Static_assert(sizeof(struct np_chunk) % NP_PAGE_SIZE == 0, "the chunk header is whole pages");
 _Static_assert(offsetof(struct np_chunk, mapping) + sizeof(uint64_t) <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
@@ -162,6 +169,14 @@ NP_INLINE void np_chunk_raise_touched(const struct np_page *pg, size_t n)
 	size_t end = (size_t)(pg - c->pages) + n;
 	if (c->touched < end)
 		c->touched = (uint32_t)end;
+}
+/* Makes the pages of chunk c below index `end` read-write (np_os_commit), in steps of
+ * NP_CHUNK_COMMIT_PAGES; under the owning shard's lock. False when the kernel refuses (no
+ * commit left under vm.overcommit_memory 2): nothing changed. */
+NP_NOINLINE bool np_chunk_commit_slow(struct np_chunk *c, size_t end);
+NP_INLINE bool np_chunk_commit(struct np_chunk *c, size_t end)
+{
+	return end <= c->committed || np_chunk_commit_slow(c, end);
 }
 NP_INLINE void np_chunk_lower_touched(const struct np_page *pg, size_t n)
 {

@@ -435,6 +435,12 @@ static struct np_page *take_bins(struct np_pool_shard *p, int first, int end, si
 			struct np_chunk *c = np_chunk_of(pg);
 			size_t idx = (size_t)(pg - c->pages), len = pg->npages;
 			size_t aidx = (idx + align - 1) & ~(align - 1);
+			/* Its pages read-write first (a chunk is reserved, then committed as the pool
+			 * reaches into it); refused, the pool stays as it was. */
+			if (!np_chunk_commit(c, aidx + n)) {
+				p->no_commit = true;
+				return NULL;
+			}
 			bool clean = pg->clean;
 			size_t dirty = np_pool_run_dirty(pg);
 			uint8_t period = pg->user;
@@ -592,10 +598,11 @@ static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages,
 		return 0;
 	if (np_pool_lock(p, st) && my_shard == p->index + 1u) /* another thread shares it: */
 		my_shard = (uint8_t)(cpu_shard_now() + 1);   /* the CPU's from now on */
+	p->no_commit = false;
 	while (got < n) {
 		struct np_page *run = take_locked(p, npages, align_pages, fresh);
 		if (!run) {
-			if (got || !grow || !grow_locked(p, st))
+			if (got || !grow || p->no_commit || !grow_locked(p, st))
 				break;
 			continue;
 		}
@@ -806,7 +813,8 @@ bool np_pool_grow_run(struct np_page *run, size_t new_npages, struct np_vmstat_d
 	bool ok = false;
 	np_pool_lock(p, st);
 	struct np_page *right = &c->pages[idx + n];
-	if (np_page_state(right) == NP_PAGE_FREE && n + right->npages >= new_npages) {
+	if (np_page_state(right) == NP_PAGE_FREE && n + right->npages >= new_npages &&
+	    np_chunk_commit(c, idx + new_npages)) {
 		size_t rn = right->npages;
 		bool clean = right->clean;
 		size_t dirty = np_pool_run_dirty(right);

@@ -1036,12 +1036,62 @@ static void check_clean_runs_read_zero(int node)
 			for (struct np_page *pg = np_pools[node].shard[k].bins[b]; pg; pg = pg->next) {
 				if (!pg->clean)
 					continue;
+				/* Pages past the chunk's committed mark were never read-write (and
+				 * cannot be read): zeros by construction. */
+				const struct np_chunk *c = np_chunk_of(pg);
+				size_t idx = (size_t)(pg - c->pages), pages = pg->npages;
+				pages = idx >= c->committed ? 0 : NP_MIN(pages, (size_t)c->committed - idx);
 				const uint64_t *w = np_page_addr(pg);
-				for (size_t i = 0; i < (size_t)pg->npages * NP_PAGE_SIZE / 8; i++)
+				for (size_t i = 0; i < pages * NP_PAGE_SIZE / 8; i++)
 					if (w[i])
 						fail_msg("run %p of %u pages counted clean holds data at word %zu",
 							 np_page_addr(pg), (unsigned)pg->npages, i);
 			}
+}
+
+/* A chunk is reserved whole and made read-write as the pool reaches into it: under
+ * vm.overcommit_memory 2 the kernel charges every writable private mapping, MAP_NORESERVE or
+ * not, and each chunk cost 16 MiB of the commit limit however little of it was in use. The
+ * header and 2 MiB steps are committed; a commit the kernel refuses fails the take with the
+ * pool as it was, and maps no chunk for it (the shard would otherwise grow, and fail, again
+ * and again). */
+static void chunks_are_committed_as_the_pool_reaches_them(void **state)
+{
+	(void)state;
+	np_test_start("2node", NULL);
+	struct np_page *a = np_pool_get_run(0, 1, 1, NULL, true);
+	assert_non_null(a);
+	struct np_chunk *c = np_chunk_of(a);
+	assert_int_equal(c->committed, NP_CHUNK_COMMIT_PAGES); /* the header and the first step */
+	assert_int_equal(np_fake_os_committed_bytes(), (long)NP_CHUNK_COMMIT_PAGES * NP_PAGE_SIZE);
+	memset(np_page_addr(a), 1, NP_PAGE_SIZE);
+	struct np_page *b = np_pool_get_run(0, 600, 1, NULL, true);
+	assert_non_null(b);
+	assert_ptr_equal(np_chunk_of(b), c);
+	size_t end = (size_t)(b - c->pages) + 600;
+	assert_true(c->committed >= end && c->committed < end + NP_CHUNK_COMMIT_PAGES);
+	assert_int_equal(c->committed % NP_CHUNK_COMMIT_PAGES, 0);
+	memset(np_page_addr(b), 2, 600 * NP_PAGE_SIZE); /* it faults where not read-write */
+	uint32_t committed = c->committed;
+
+	np_fake_os_fail_commit_after(0);
+	long maps = np_fake_os_maps();
+	size_t free_pages = np_pool_free_pages(0);
+	assert_null(np_pool_get_run(0, 3000, 1, NULL, true));
+	assert_int_equal(np_fake_os_maps(), maps);
+	assert_int_equal(np_pool_free_pages(0), free_pages);
+	assert_int_equal(c->committed, committed);
+	check_node(0);
+
+	np_fake_os_fail_commit_after(-1);
+	struct np_page *d = np_pool_get_run(0, 3000, 1, NULL, true);
+	assert_non_null(d);
+	assert_ptr_equal(np_chunk_of(d), c);
+	memset(np_page_addr(d), 3, 3000 * NP_PAGE_SIZE);
+	np_pool_put_run(a, NULL);
+	np_pool_put_run(b, NULL);
+	np_pool_put_run(d, NULL);
+	check_node(0);
 }
 
 /* The kernel refuses to purge locked memory (madvise fails with EINVAL under mlock or
@@ -2462,6 +2512,7 @@ int main(void)
 		cmocka_unit_test_teardown(dirty_total_never_drifts, np_test_teardown_pools),
 		cmocka_unit_test_teardown(a_run_back_after_a_new_table_is_counted, np_test_teardown_pools),
 		cmocka_unit_test_teardown(a_new_table_clears_every_bin_list, np_test_teardown_pools),
+		cmocka_unit_test_teardown(chunks_are_committed_as_the_pool_reaches_them, np_test_teardown_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

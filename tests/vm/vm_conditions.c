@@ -20,7 +20,10 @@
  *   counters    malloc_requested and malloc_in_use grow on the node that served the bytes (as
  *               move_pages finds them), never on a memoryless home node;
  *   hotplug     a CPU offline when the library starts, brought online and run on afterwards:
- *               its thread's home is that CPU's node and its memory is there.
+ *               its thread's home is that CPU's node and its memory is there;
+ *   overcommit  under vm.overcommit_memory 2 (strict accounting, which ignores MAP_NORESERVE),
+ *               a process with 3 MB of small and 100 KiB blocks is charged for the parts of its
+ *               chunks in use (at most 8 MiB), not 16 MiB a chunk (/proc/self/smaps, "ac").
  *
  * A group the topology cannot show prints "# skipped: ..." and nothing else. Options and the
  * task policy are read at start-up, so those groups run in children exec'd with their own
@@ -1961,6 +1964,99 @@ static void group_hotplug(void)
 	cpu_online_set(cpu, 1);
 }
 
+/* ---- overcommit ------------------------------------------------------------------------- */
+
+#define OC_PATH "/proc/sys/vm/overcommit_memory"
+#define OC_CHUNK ((uintptr_t)16 << 20) /* NP_CHUNK_SIZE */
+#define OC_MAX_CHUNKS 64
+
+/* Bytes of [lo, hi) inside one of the chunks at base[0..n). */
+static size_t oc_overlap(uintptr_t lo, uintptr_t hi, const uintptr_t *base, int n)
+{
+	size_t in = 0;
+	for (int i = 0; i < n; i++) {
+		uintptr_t a = lo > base[i] ? lo : base[i], b = hi < base[i] + OC_CHUNK ? hi : base[i] + OC_CHUNK;
+		if (a < b)
+			in += b - a;
+	}
+	return in;
+}
+
+/* The child, started under mode 2: small and 100 KiB blocks, then what its chunks are charged
+ * (VMAs with "ac" in their VmFlags: the kernel's VM_ACCOUNT). */
+static int overcommit_child(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	static void *blk[1220];
+	uintptr_t base[OC_MAX_CHUNKS];
+	int nb = 0;
+	size_t bytes = 0;
+	for (int i = 0; i < 1220; i++) {
+		size_t sz = i < 1000 ? 100 : i < 1200 ? 3000 : 100 * 1024;
+		blk[i] = malloc(sz);
+		if (!blk[i]) {
+			vm_fail("overcommit: malloc(%zu) failed under strict accounting: %s", sz, strerror(errno));
+			return vm_exit_status();
+		}
+		memset(blk[i], 1, sz);
+		bytes += sz;
+		uintptr_t c = (uintptr_t)blk[i] & ~(OC_CHUNK - 1);
+		int k = 0;
+		while (k < nb && base[k] != c)
+			k++;
+		if (k == nb && nb < OC_MAX_CHUNKS)
+			base[nb++] = c;
+	}
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f) {
+		vm_fail("overcommit: /proc/self/smaps: %s", strerror(errno));
+		return vm_exit_status();
+	}
+	char line[512];
+	uintptr_t lo = 0, hi = 0;
+	size_t charged = 0, mapped = 0, total = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long a, b;
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) { /* a mapping's first line (fields: "Name:") */
+			lo = a, hi = b;
+			mapped += oc_overlap(lo, hi, base, nb);
+		} else if (!strncmp(line, "VmFlags:", 8) && strstr(line, " ac")) {
+			charged += oc_overlap(lo, hi, base, nb);
+			total += hi - lo;
+		}
+	}
+	fclose(f);
+	for (int i = 0; i < 1220; i++)
+		free(blk[i]);
+	if (charged <= 8 * MiB && mapped >= (size_t)nb * OC_CHUNK)
+		vm_ok("overcommit: %zu KiB in 1,220 blocks under strict accounting; %d chunk(s), %zu MiB mapped, "
+		      "%zu KiB of it charged (<= 8 MiB); the process is charged %zu KiB in all", bytes >> 10, nb,
+		      mapped / MiB, charged >> 10, total >> 10);
+	else
+		vm_fail("overcommit: %zu KiB in 1,220 blocks under strict accounting; %d chunk(s), %zu MiB mapped, "
+			"%zu KiB of it charged (want <= 8 MiB: a chunk charged whole?)", bytes >> 10, nb, mapped / MiB,
+			charged >> 10);
+	return vm_exit_status();
+}
+
+static void group_overcommit(void)
+{
+	char was[8] = "";
+	int fd = open(OC_PATH, O_RDWR);
+	ssize_t k = fd >= 0 ? read(fd, was, sizeof was - 1) : -1;
+	if (fd < 0 || k <= 0 || pwrite(fd, "2\n", 2, 0) != 2) {
+		vm_note("skipped: overcommit: %s cannot be set (%s)", OC_PATH, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	run_self("overcommit: the child", NULL, -1, NULL, "overcommit-child", NULL);
+	if (pwrite(fd, was, (size_t)k, 0) != k)
+		vm_fail("overcommit: %s not set back to %.*s", OC_PATH, (int)k, was);
+	close(fd);
+}
+
 /* ---- The driver ---------------------------------------------------------------------------- */
 
 static const struct {
@@ -1969,7 +2065,7 @@ static const struct {
 } groups[] = {
 	{"migrate", group_migrate},   {"counters", group_counters}, {"policy", group_policy},
 	{"memoryless", group_memoryless}, {"race", group_race},   {"full", group_full},
-	{"hotplug", group_hotplug},
+	{"hotplug", group_hotplug}, {"overcommit", group_overcommit},
 };
 #define NGROUPS (sizeof groups / sizeof groups[0])
 
@@ -1984,6 +2080,7 @@ static const struct {
 	{"race-child", race_child},
 	{"hotplug-child", hotplug_child},
 	{"hog-child", hog_child},
+	{"overcommit-child", overcommit_child},
 };
 
 int main(int argc, char **argv)
