@@ -439,9 +439,8 @@ bool np_chunk_purge(void *p, size_t size, bool holds_data)
 		 * committed, and cannot be written before. */
 		const struct np_chunk *c = np_chunk_lookup(p);
 		if (c && c->kind == NP_CHUNK_NORMAL) {
-			size_t lim = ((size_t)c->committed << NP_PAGE_SHIFT) - NP_MIN((size_t)((char *)p - (char *)c),
-										      (size_t)c->committed << NP_PAGE_SHIFT);
-			size = NP_MIN(size, lim);
+			size_t off = (size_t)((char *)p - (char *)c), rw = (size_t)c->committed << NP_PAGE_SHIFT;
+			size = off >= rw ? 0 : NP_MIN(size, rw - off);
 		}
 		memset(p, 0, size);
 	}
