@@ -117,7 +117,7 @@ bool np_chunk_commit_slow(struct np_chunk *c, size_t end)
 			   (size_t)NP_CHUNK_PAGES);
 	if (np_os_commit((char *)c + ((size_t)c->committed << NP_PAGE_SHIFT), (to - c->committed) << NP_PAGE_SHIFT) != 0)
 		return false;
-	c->committed = (uint32_t)to;
+	__atomic_store_n(&c->committed, (uint32_t)to, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -439,7 +439,8 @@ bool np_chunk_purge(void *p, size_t size, bool holds_data)
 		 * committed, and cannot be written before. */
 		const struct np_chunk *c = np_chunk_lookup(p);
 		if (c && c->kind == NP_CHUNK_NORMAL) {
-			size_t off = (size_t)((char *)p - (char *)c), rw = (size_t)c->committed << NP_PAGE_SHIFT;
+			size_t off = (size_t)((char *)p - (char *)c);
+			size_t rw = (size_t)__atomic_load_n(&c->committed, __ATOMIC_RELAXED) << NP_PAGE_SHIFT;
 			size = off >= rw ? 0 : NP_MIN(size, rw - off);
 		}
 		memset(p, 0, size);

@@ -105,7 +105,7 @@ struct np_chunk {
 			uint32_t touched;
 			/* Normal: pages from the start that are read-write (np_chunk_commit); the rest of
 			 * the chunk is reserved address space only. Rises under the owning shard's lock,
-			 * never falls. */
+			 * never falls; read without it by a refused purge (relaxed atomics). */
 			uint32_t committed;
 			/* Always NULL: where a slab header in this slot would hold its owner, so that
 			 * free(), which reads the metadata slot of any pointer's step as a slab
@@ -176,7 +176,7 @@ NP_INLINE void np_chunk_raise_touched(const struct np_page *pg, size_t n)
 NP_NOINLINE bool np_chunk_commit_slow(struct np_chunk *c, size_t end);
 NP_INLINE bool np_chunk_commit(struct np_chunk *c, size_t end)
 {
-	return end <= c->committed || np_chunk_commit_slow(c, end);
+	return end <= __atomic_load_n(&c->committed, __ATOMIC_RELAXED) || np_chunk_commit_slow(c, end);
 }
 NP_INLINE void np_chunk_lower_touched(const struct np_page *pg, size_t n)
 {
