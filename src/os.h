@@ -35,6 +35,10 @@ void *np_os_map_accounted(size_t size, size_t align);
  * mapped read-write cost 16 MiB of the commit limit for the few pages in use. NULL when the
  * kernel refuses. np_os_commit makes parts of it usable. */
 void *np_os_reserve(size_t size, size_t align);
+/* Replaces [p, p + size), page-aligned memory of ours that nothing has written (a table in
+ * BSS), by read-only zeros charged to nothing: np_os_commit makes parts of it writable. 0 or
+ * -errno (nothing changed). */
+int np_os_reserve_readonly_at(void *p, size_t size);
 /* Makes [p, p + size), page-aligned inside a reservation, read-write (zeroed where never
  * written). Charged to the commit limit where the kernel charges (mode 2: -ENOMEM past it;
  * under modes 0 and 1 the reservation's MAP_NORESERVE keeps it uncharged, as np_os_map's).

@@ -130,6 +130,13 @@ void *np_os_reserve(size_t size, size_t align)
 	return map_aligned(size, align, PROT_NONE, MAP_NORESERVE);
 }
 
+int np_os_reserve_readonly_at(void *p, size_t size)
+{
+	SAVE_ERRNO;
+	void *q = mmap(p, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	RETURN_ERRNO(q == MAP_FAILED ? -1 : 0);
+}
+
 int np_os_commit(void *p, size_t size)
 {
 	SAVE_ERRNO;

@@ -184,6 +184,16 @@ void *np_os_reserve(size_t size, size_t align)
 	return p;
 }
 
+/* As the real one: the table's pages replaced by read-only zeros. */
+int np_os_reserve_readonly_at(void *p, size_t size)
+{
+	int saved = errno;
+	void *q = mmap(p, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	int rc = q == MAP_FAILED ? -errno : 0;
+	errno = saved;
+	return rc;
+}
+
 int np_os_commit(void *p, size_t size)
 {
 	long left = __atomic_load_n(&commits_left, __ATOMIC_SEQ_CST);

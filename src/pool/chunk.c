@@ -14,8 +14,46 @@
 #include "topology/topology.h"
 #include "vmstat/vmstat.h"
 
-uint8_t np_granule_map[(size_t)1 << (NP_ADDR_BITS - NP_CHUNK_SHIFT)] NP_LARGE_BSS;
+uint8_t np_granule_map[(size_t)1 << (NP_ADDR_BITS - NP_CHUNK_SHIFT)] NP_LARGE_BSS NP_ALIGNED(NP_PAGE_SIZE);
 
+/* The map is read-only until its pages are written (np_chunk_init_map): as BSS it was 8 MiB of
+ * every process's charge under vm.overcommit_memory 2, which ignores that it is never
+ * touched. One bit per page of the map (64 GiB of address space) that was made writable. */
+#define MAP_PAGES (sizeof np_granule_map / NP_PAGE_SIZE)
+static uint64_t map_rw[MAP_PAGES / 64];
+static bool map_readonly;
+
+void np_chunk_init_map(void)
+{
+	static bool done;
+	if (done)
+		return;
+	done = true;
+	/* Nothing has been written to it yet: the pages are replaced by zeros. */
+	map_readonly = np_os_reserve_readonly_at(np_granule_map, sizeof np_granule_map) == 0;
+}
+
+/* The map's bytes for [start, start + size) made writable before a chunk there is marked:
+ * false when the kernel refuses (no commit left under mode 2), and the caller gives the
+ * mapping up. */
+static bool granules_writable(const void *start, size_t size)
+{
+	if (!map_readonly)
+		return true;
+	uintptr_t g0 = (uintptr_t)start >> NP_CHUNK_SHIFT, g1 = ((uintptr_t)start + size - 1) >> NP_CHUNK_SHIFT;
+	for (uintptr_t pg = g0 / NP_PAGE_SIZE; pg <= g1 / NP_PAGE_SIZE && pg < MAP_PAGES; pg++) {
+		uint64_t bit = (uint64_t)1 << (pg % 64);
+		if (__atomic_load_n(&map_rw[pg / 64], __ATOMIC_ACQUIRE) & bit)
+			continue;
+		if (np_os_commit(&np_granule_map[pg * NP_PAGE_SIZE], NP_PAGE_SIZE) != 0)
+			return false;
+		__atomic_fetch_or(&map_rw[pg / 64], bit, __ATOMIC_RELEASE);
+	}
+	return true;
+}
+
+/* Marks [start, start + size) as one chunk's granules (first: NP_GRANULE_START), or as none
+ * of ours (NP_GRANULE_NONE). A range marked START is granules_writable first. */
 static void mark(const void *start, size_t size, uint8_t first)
 {
 	uintptr_t g = (uintptr_t)start >> NP_CHUNK_SHIFT;
@@ -147,6 +185,10 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 	if (spilled_elsewhere(&c->magic, data, data_bytes, node, verify)) {
 		np_os_unmap(c, NP_CHUNK_SIZE);
 		*why = NP_CHUNK_SPILLED;
+		return NULL;
+	}
+	if (!granules_writable(c, NP_CHUNK_SIZE)) {
+		np_os_unmap(c, NP_CHUNK_SIZE);
 		return NULL;
 	}
 	name_range(c, NP_CHUNK_SIZE, node);
@@ -282,7 +324,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	struct np_chunk *c = off <= NP_CHUNK_SIZE ? np_os_map_accounted(size, chunk_align) : np_os_map(size, chunk_align);
 	if (!c)
 		return NULL;
-	if (off > NP_CHUNK_SIZE && np_os_account((char *)c + off, size - off) < 0) {
+	if ((off > NP_CHUNK_SIZE && np_os_account((char *)c + off, size - off) < 0) || !granules_writable(c, size)) {
 		np_os_unmap(c, size);
 		return NULL;
 	}
@@ -376,6 +418,8 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	size_t size = np_chunk_huge_size(c->data_offset + bytes);
 	if (size <= old)
 		return c;
+	if (!granules_writable(c, size))
+		return NULL;
 	int rc = np_os_remap(c, old, size, c);
 	if (rc == -EFAULT) {
 		/* The range is more than one mapping: the program advised part of it (NumPy's
@@ -394,6 +438,10 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	struct np_chunk *d = np_os_map_accounted(size, NP_CHUNK_SIZE);
 	if (!d)
 		return NULL;
+	if (!granules_writable(d, size)) {
+		np_os_unmap(d, size);
+		return NULL;
+	}
 	/* Off the granule map before the move: once the old range is gone, another thread may
 	 * map a chunk there and mark it. */
 	mark(c, old, NP_GRANULE_NONE);

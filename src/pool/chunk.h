@@ -147,8 +147,13 @@ _Static_assert(offsetof(struct np_chunk, mapping) + sizeof(uint64_t) <= offsetof
 /* Granule map values. */
 enum { NP_GRANULE_NONE = 0, NP_GRANULE_START = 1, NP_GRANULE_CONT = 2 };
 /* One byte per granule of the user address space: 8 MiB of zero-filled BSS, of which only the
- * pages covering our chunks are ever written (the rest stays the shared zero page). */
+ * pages covering our chunks are ever written (the rest stays the shared zero page). Read-only
+ * from np_chunk_init_map on, but for the pages written. */
 extern uint8_t np_granule_map[(size_t)1 << (NP_ADDR_BITS - NP_CHUNK_SHIFT)];
+/* Once, before the first chunk is mapped (np_pool_init): the map's pages become read-only
+ * zeros (np_os_reserve_readonly_at), and each is made writable when a chunk it covers is
+ * marked. Under vm.overcommit_memory 2 they are then charged for the pages written, not 8 MiB. */
+void np_chunk_init_map(void);
 
 NP_INLINE struct np_chunk *np_chunk_of(const void *p)
 {

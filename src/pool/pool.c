@@ -159,6 +159,7 @@ void np_pool_init(const struct np_topo *t)
 			cpu_shard[c] = (uint8_t)(k++ % (int)nshards);
 	np_pool_purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
 	np_chunk_tight = np_os_address_limited();
+	np_chunk_init_map();
 	/* Only the pools of the table's nodes (and any a previous table used: tests load several)
 	 * are written, and of each only the shards in use: the 64 pools of 64 shards are 776 KiB
 	 * of BSS and their bins 8 MiB (written once a shard holds a run), and a page of BSS nobody
