@@ -97,15 +97,30 @@ static int bind_range(void *p, size_t size, int node)
  * when any of them is on another node. */
 #define VERIFY_SAMPLES 64
 #define NP_CHUNK_VERIFY_MAX ((size_t)64 << 20)
+
+/* Whether spilled_elsewhere asks at all (several nodes of this machine, the default binding). */
+static bool verifies(void)
+{
+	const struct np_topo *t = &np_topo_table;
+	return t->is_system && t->nnodes >= 2 && np_opt_load(bind) == NP_BIND_PREFERRED;
+}
+
+/* Whether spilled_elsewhere faults a range of size bytes in and samples it: the pages must be
+ * read-write first (np_chunk_map commits the whole chunk then, and only then). */
+static bool verifies_all(size_t size, bool low)
+{
+	return low && size <= NP_CHUNK_VERIFY_MAX && verifies();
+}
+
 static bool spilled_elsewhere(void *touched, char *start, size_t size, int node, bool low)
 {
 	const struct np_topo *t = &np_topo_table;
-	if (!t->is_system || t->nnodes < 2 || np_opt_load(bind) != NP_BIND_PREFERRED)
+	if (!verifies())
 		return false;
 	void *addr[VERIFY_SAMPLES + 1];
 	int status[VERIFY_SAMPLES + 1], n = 0;
 	addr[n++] = (void *)((uintptr_t)touched & ~(uintptr_t)(NP_PAGE_SIZE - 1));
-	if (low && size <= NP_CHUNK_VERIFY_MAX && np_os_populate(start, size) == 0) {
+	if (verifies_all(size, low) && np_os_populate(start, size) == 0) {
 		size_t pages = size >> NP_PAGE_SHIFT, step = pages / VERIFY_SAMPLES ? pages / VERIFY_SAMPLES : 1;
 		for (size_t k = 0; k < pages && n <= VERIFY_SAMPLES; k += step)
 			addr[n++] = start + (k << NP_PAGE_SHIFT);
@@ -173,7 +188,7 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 	bool thp = advise_page_size(c, NP_CHUNK_SIZE);
 	/* The header, and where a low node's pages are verified, the data too (populated). */
 	size_t data_bytes = NP_CHUNK_SIZE - NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
-	bool verify = low && data_bytes <= NP_CHUNK_VERIFY_MAX;
+	bool verify = verifies_all(data_bytes, low);
 	size_t commit = verify ? NP_CHUNK_SIZE : NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE;
 	if (np_os_commit(c, commit) != 0) {
 		np_os_unmap(c, NP_CHUNK_SIZE);
@@ -298,18 +313,24 @@ size_t np_chunk_huge_size(size_t bytes)
 	return (bytes + step - 1) & ~(step - 1);
 }
 
+bool np_chunk_huge_possible(size_t bytes, size_t align)
+{
+	if (align > ((size_t)1 << 40))
+		return false;
+	size_t off = (NP_CHUNK_HUGE_HEADER + align - 1) & ~(align - 1);
+	return bytes <= SIZE_MAX / 2 - off - NP_CHUNK_SIZE;
+}
+
 struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_t align, bool low, bool *spilled)
 {
 	if (spilled)
 		*spilled = false;
 	const struct np_topo *t = &np_topo_table;
+	if (!np_chunk_huge_possible(bytes, align))
+		return NULL;
 	/* The data starts behind the metadata slots (no descriptors: chunk.h), at the first
 	 * multiple of align. */
-	if (align > ((size_t)1 << 40))
-		return NULL;
 	size_t off = (NP_CHUNK_HUGE_HEADER + align - 1) & ~(align - 1);
-	if (bytes > SIZE_MAX / 2 - off - NP_CHUNK_SIZE)
-		return NULL;
 	/* Interleaved chunks are never kept for reuse: exact size (whole chunks past
 	 * np_chunk_merge_above). */
 	size_t exact = merge_sizes() ? NP_CHUNK_SIZE : NP_PAGE_SIZE;

@@ -301,6 +301,9 @@ extern NP_HIDDEN long np_chunk_merge_above;
  * a chunk get a chunk of their own (malloc/large.h), so that a block takes little more address
  * space than it holds. Set by np_pool_init. */
 extern NP_HIDDEN bool np_chunk_tight;
+/* False for a request np_chunk_map_huge refuses whatever the address space holds: alignment
+ * above 2^40, or bytes whose mapping size would wrap. */
+bool np_chunk_huge_possible(size_t bytes, size_t align);
 /* Maps a huge chunk of at least `bytes` user bytes aligned to `align` (a power of two <= the
  * chunk size), bound to `node` (its placement checked as np_chunk_map does, up to 64 MiB when
  * low; *spilled may be NULL), or interleaved page by page when node < 0: over the dense nodes

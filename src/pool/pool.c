@@ -397,7 +397,8 @@ static struct np_page *take_bins(struct np_pool_shard *p, int first, int end, si
 			struct np_chunk *c = np_chunk_of(pg);
 			size_t idx = (size_t)(pg - c->pages), len = pg->npages;
 			size_t aidx = (idx + align - 1) & ~(align - 1);
-			if (aidx + n > idx + len) {
+			if (aidx + n > idx + len ||
+			    (p->committed_only && aidx + n > __atomic_load_n(&c->committed, __ATOMIC_RELAXED))) {
 				looks--;
 				continue;
 			}
@@ -602,6 +603,12 @@ static int take_runs(struct np_pool_shard *p, size_t npages, size_t align_pages,
 	p->no_commit = false;
 	while (got < n) {
 		struct np_page *run = take_locked(p, npages, align_pages, fresh);
+		if (!run && p->no_commit) {
+			/* The commit limit: what fits in pages already committed, if anything. */
+			p->committed_only = true;
+			run = take_locked(p, npages, align_pages, fresh);
+			p->committed_only = false;
+		}
 		if (!run) {
 			if (got || !grow || p->no_commit || !grow_locked(p, st))
 				break;

@@ -80,8 +80,9 @@ struct np_pool_shard {
 	size_t used_folded;
 	struct np_chunk *chunks;     /* this shard's normal chunks */
 	/* Under the lock: the last take found a run but the kernel refused to commit its pages
-	 * (np_chunk_commit): no memory, so the shard does not grow for it. */
-	bool no_commit;
+	 * (np_chunk_commit): no memory, so the shard does not grow for it, and takes again only
+	 * among pages already committed (committed_only). */
+	bool no_commit, committed_only;
 	uint64_t bin_mask[(NP_POOL_BINS + 63) / 64];
 	/* NP_POOL_BINS lists, kept apart from the shards (pool.c): a pool's shards are a few pages,
 	 * and a shard's bins are written only once it holds a run (with the bins in the shards,

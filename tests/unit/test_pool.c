@@ -1095,6 +1095,54 @@ static void chunks_are_committed_as_the_pool_reaches_them(void **state)
 	check_node(0);
 }
 
+/* At the commit limit, a take that fits in pages already committed gets them: the best fit
+ * was the chunk's uncommitted tail (shorter than the purged, committed run of 2000 pages, both
+ * clean), its commit was refused, and the take failed with ENOMEM (a helper's review). */
+static void a_refused_commit_takes_a_committed_run(void **state)
+{
+	(void)state;
+	np_test_start("2node", NULL);
+	struct np_page *a = np_pool_get_run(0, 2000, 1, NULL, true);
+	assert_non_null(a);
+	struct np_chunk *c = np_chunk_of(a);
+	struct np_page *b = np_pool_get_run(0, 1500, 1, NULL, true);
+	assert_non_null(b);
+	assert_ptr_equal(np_chunk_of(b), c);
+	memset(np_page_addr(a), 1, 2000 * NP_PAGE_SIZE);
+	np_pool_put_run(a, NULL);
+	np_pool_trim(0, NULL); /* a's pages purged: a clean free run of 2000 committed pages */
+	uint32_t committed = c->committed;
+	np_fake_os_fail_commit_after(0);
+	struct np_page *d = np_pool_get_run(0, 400, 1, NULL, true);
+	np_fake_os_fail_commit_after(-1);
+	assert_non_null(d);
+	assert_ptr_equal(np_chunk_of(d), c);
+	assert_true((size_t)(d - c->pages) + 400 <= committed);
+	assert_int_equal(c->committed, committed);
+	memset(np_page_addr(d), 2, 400 * NP_PAGE_SIZE);
+	np_pool_put_run(d, NULL);
+	np_pool_put_run(b, NULL);
+	check_node(0);
+}
+
+/* A node short of memory (low) commits the whole chunk only where its pages are verified
+ * (populated and asked where they are: several nodes of this machine, the default binding);
+ * on a rehearsal, one node or another binding nothing is verified, and 16 MiB were charged. */
+static void a_low_node_commits_only_what_it_verifies(void **state)
+{
+	(void)state;
+	np_test_start("2node", NULL); /* a rehearsal: nothing is verified */
+	enum np_chunk_refusal why;
+	long before = np_fake_os_committed_bytes();
+	struct np_chunk *c = np_chunk_map(0, true, &why);
+	assert_non_null(c);
+	uint32_t committed = c->committed;
+	long charged = np_fake_os_committed_bytes() - before;
+	np_chunk_unmap(c);
+	assert_int_equal(committed, NP_CHUNK_HEADER_PAGES);
+	assert_true(charged <= (long)(NP_CHUNK_HEADER_PAGES * NP_PAGE_SIZE + NP_PAGE_SIZE)); /* and a page of the map */
+}
+
 /* The kernel refuses to purge locked memory (madvise fails with EINVAL under mlock or
  * mlockall): what the pool then counts clean must still read as zeros, and a purge that can
  * give nothing back must end. Every way a run is purged: past the watermark, by the decay,
@@ -2514,6 +2562,8 @@ int main(void)
 		cmocka_unit_test_teardown(a_run_back_after_a_new_table_is_counted, np_test_teardown_pools),
 		cmocka_unit_test_teardown(a_new_table_clears_every_bin_list, np_test_teardown_pools),
 		cmocka_unit_test_teardown(chunks_are_committed_as_the_pool_reaches_them, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_refused_commit_takes_a_committed_run, np_test_teardown_pools),
+		cmocka_unit_test_teardown(a_low_node_commits_only_what_it_verifies, np_test_teardown_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
