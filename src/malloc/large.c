@@ -47,6 +47,25 @@ struct huge_try {
 	size_t dirty;
 };
 
+/* A huge mapping of size bytes at align was refused: whether what the thread holds, given
+ * back, could make room for it. Not for a request no address space holds, nor, but under a
+ * finite RLIMIT_AS (which counts what is mapped), for one larger than the machine's memory:
+ * the kernel's overcommit heuristic refuses that whatever the process maps, and a program that
+ * probes for the largest block it can get (malloc(2^44), then halves) had its cached huge
+ * chunks unmapped and its caches emptied at every refusal (a review: 16,385 faults to use a
+ * 64 MiB block again). */
+static bool worth_giving_back(size_t size, size_t align)
+{
+	if (!np_chunk_huge_possible(size, align))
+		return false;
+	if (np_chunk_tight)
+		return true;
+	uint64_t mem = 0;
+	for (int i = 0; i < np_topo_table.nnodes; i++)
+		mem += np_topo_table.node[i].mem_bytes;
+	return size <= mem;
+}
+
 static bool try_huge(int node, bool shared, bool grow, void *arg)
 {
 	struct huge_try *h = arg;
@@ -58,7 +77,7 @@ static bool try_huge(int node, bool shared, bool grow, void *arg)
 		 * more. 5,000-byte blocks freed before 2 MiB ones under RLIMIT_AS kept two chunks
 		 * mapped through their empty slabs and the runs in the page cache: 102 of 118
 		 * blocks fitted again, with only the unused mappings given back. */
-		if (!h->c && !spilled && np_ring_give_back(h->th))
+		if (!h->c && !spilled && worth_giving_back(h->size, h->align) && np_ring_give_back(h->th))
 			h->c = np_chunk_map_huge(node, 0, h->size, h->align, np_pool_is_low(node), &spilled);
 		if (spilled)
 			np_pool_note_spill(node);

@@ -365,8 +365,9 @@ bool np_ring_give_back(struct np_thread *th)
 	for (unsigned c = 0; c < NP_NCLASSES; c++)
 		if (th->ring[c])
 			released += release_current_if_empty(th, c);
+	released += th->pcp.count || th->pcp.nruns;
 	np_pcp_drain(&th->pcp);
-	np_slab_sweep_orphans(NP_SWEEP_COLLECT, &th->st);
+	released += np_slab_sweep_orphans(NP_SWEEP_COLLECT, &th->st) > 0;
 	return np_pool_give_back_space(&th->st) || released;
 }
 

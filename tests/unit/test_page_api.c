@@ -495,6 +495,42 @@ static void node_of_foreign_pointers(void **state)
 	numa_page_free(h);
 }
 
+/* A huge request larger than the machine's memory that the kernel refuses (its overcommit
+ * heuristic would, whatever the process maps) leaves the thread's caches as they were: the
+ * cached huge chunk serves the next block of its size, the current slab the next small one.
+ * Giving everything back there made a program probing for its largest block fault its cached
+ * memory in again at every refusal (a review). */
+static void a_refused_impossible_request_keeps_the_caches(void **state)
+{
+	(void)state;
+	numa_page_trim();
+	char *p = numa_page_malloc(8 * MB);
+	assert_non_null(p);
+	memset(p, 1, 8 * MB);
+	numa_page_free(p);
+	char *s = numa_page_malloc(100);
+	assert_non_null(s);
+	numa_page_free(s);
+	uint64_t mem = 0;
+	for (int i = 0; i < np_topo_table.nnodes; i++)
+		mem += np_topo_table.node[i].mem_bytes;
+	long maps = np_fake_os_maps(), unmaps = np_fake_os_unmaps();
+	np_fake_os_fail_map_after(0);
+	errno = 0;
+	assert_null(numa_page_malloc((size_t)mem * 2));
+	np_fake_os_fail_map_after(-1);
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(np_fake_os_unmaps(), unmaps);
+	char *q = numa_page_malloc(8 * MB);
+	assert_ptr_equal(q, p);
+	assert_int_equal(np_fake_os_maps(), maps);
+	char *t = numa_page_malloc(100);
+	assert_ptr_equal(t, s);
+	numa_page_free(t);
+	numa_page_free(q);
+	numa_page_trim();
+}
+
 static void huge_blocks(void **state)
 {
 	(void)state;
@@ -1661,6 +1697,7 @@ int main(void)
 	RUN("2node", NULL, cmocka_unit_test(sizes_and_alignment), cmocka_unit_test(size_zero_is_one_page),
 	    cmocka_unit_test(overflowing_sizes_are_enomem), cmocka_unit_test(free_null_and_errno),
 	    cmocka_unit_test(node_of_foreign_pointers), cmocka_unit_test(huge_blocks),
+	    cmocka_unit_test(a_refused_impossible_request_keeps_the_caches),
 	    cmocka_unit_test(home_node_set_and_follow), cmocka_unit_test(thread_follows_migration),
 	    cmocka_unit_test(realloc_placement),
 	    cmocka_unit_test(policy_set_while_running_is_followed), cmocka_unit_test(blocks_bound_elsewhere_are_bound_back),
