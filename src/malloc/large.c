@@ -58,12 +58,7 @@ static bool worth_giving_back(size_t size, size_t align)
 {
 	if (!np_chunk_huge_possible(size, align))
 		return false;
-	if (np_chunk_tight)
-		return true;
-	uint64_t mem = 0;
-	for (int i = 0; i < np_topo_table.nnodes; i++)
-		mem += np_topo_table.node[i].mem_bytes;
-	return size <= mem;
+	return np_chunk_tight || size <= np_topo_table.total_mem;
 }
 
 static bool try_huge(int node, bool shared, bool grow, void *arg)

@@ -511,9 +511,7 @@ static void a_refused_impossible_request_keeps_the_caches(void **state)
 	char *s = numa_page_malloc(100);
 	assert_non_null(s);
 	numa_page_free(s);
-	uint64_t mem = 0;
-	for (int i = 0; i < np_topo_table.nnodes; i++)
-		mem += np_topo_table.node[i].mem_bytes;
+	uint64_t mem = np_topo_table.total_mem;
 	long maps = np_fake_os_maps(), unmaps = np_fake_os_unmaps();
 	np_fake_os_fail_map_after(0);
 	errno = 0;
