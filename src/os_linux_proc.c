@@ -39,15 +39,42 @@ FILE *np_os_create_report(const char *path)
 	return f;
 }
 
+/* The file's space, taken before anything is written through a mapping of it: a file only
+ * truncated to its size has none, and the first write to a page that a full file system (a full
+ * /dev/shm) cannot back raises SIGBUS. Zeros written where fallocate is not supported. */
+static int reserve_space(int fd, size_t size)
+{
+	if (fallocate(fd, 0, 0, (off_t)size) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	static const char zeros[512];
+	for (size_t off = 0; off < size;) {
+		size_t n = size - off < sizeof zeros ? size - off : sizeof zeros;
+		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+		if (w <= 0)
+			return w < 0 ? -errno : -ENOSPC;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
 int np_os_shm_create(const char *path, size_t size, void **out)
 {
 	SAVE_ERRNO;
+	/* A file grown past RLIMIT_FSIZE raises SIGXFSZ, which kills the process by default (`ulimit
+	 * -f`, as sandboxes set it): no file then, before one is made. */
+	struct rlimit lim;
+	if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < size) {
+		errno = saved_errno_;
+		return -EFBIG;
+	}
 	int fd = np_nc_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		RETURN_ERRNO(-1);
 	/* The umask may have removed bits: the file is 0600 whatever it says. */
 	void *p = MAP_FAILED;
-	int rc = fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+	int rc = fchmod(fd, 0600) < 0 ? -errno : reserve_space(fd, size);
 	if (rc == 0) {
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED)
