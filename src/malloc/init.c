@@ -69,15 +69,17 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
-	if (!fork_locked)
-		return;
-	np_bootstrap_atfork_parent();
-	np_huge_atfork_parent();
-	np_pool_atfork_parent();
-	np_slab_atfork_parent();
-	np_thread_atfork_parent();
-	np_vmstat_atfork_parent();
-	np_place_atfork_parent();
+	if (fork_locked) {
+		np_bootstrap_atfork_parent();
+		np_huge_atfork_parent();
+		np_pool_atfork_parent();
+		np_slab_atfork_parent();
+		np_thread_atfork_parent();
+		np_vmstat_atfork_parent();
+		np_place_atfork_parent();
+	}
+	/* No lock held: the live files of children gone with _exit, every so many forks. */
+	np_vmstat_output_atfork_parent();
 }
 
 static void fork_child(void)

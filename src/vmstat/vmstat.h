@@ -131,6 +131,10 @@ void np_vmstat_exit_report(void);
  * parent's live file; the child reports at its own exit and, when its parent published,
  * publishes its own live file. */
 void np_vmstat_output_atfork_child(void);
+/* In the parent after a fork (any thread, no lock held, no allocation): every
+ * NP_VMSTAT_SHM_SWEEP_FORKS forks of a process that publishes, np_vmstat_shm_sweep, so that the
+ * files of children that left with _exit do not pile up while it goes on forking. */
+void np_vmstat_output_atfork_parent(void);
 /* With NUMAPAGE_VERBOSE=1: one line per node of t (memory, CPUs, fallback order, fold
  * threshold). After np_vmstat_init. */
 void np_vmstat_verbose_nodes(const struct np_topo *t);
@@ -190,6 +194,8 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
  */
 #define NP_VMSTAT_SHM_DIR "/dev/shm"
 #define NP_VMSTAT_SHM_PREFIX "numapage."
+/* Forks between two sweeps of a forking parent (np_vmstat_output_atfork_parent). */
+#define NP_VMSTAT_SHM_SWEEP_FORKS 64
 #define NP_VMSTAT_SHM_MAGIC 0x31544154534e504eULL /* "NPNSTAT1" little-endian */
 #define NP_VMSTAT_SHM_VERSION 3
 #define NP_VMSTAT_SHM_NAME_LEN 32
@@ -239,7 +245,8 @@ void np_vmstat_shm_remove(void);
 void np_vmstat_shm_forget(void);
 /* Removes, without a word (NUMAPAGE_VERBOSE=1 names them), the files of this user's processes
  * that are gone: a process killed before its exit handler ran, or a forked child that left
- * with _exit. At start-up (not in forked children: see np_vmstat_output_atfork_child).
+ * with _exit. At start-up (not in forked children: see np_vmstat_output_atfork_child), and in
+ * a parent every NP_VMSTAT_SHM_SWEEP_FORKS forks.
  * Returns how many were removed. Does not allocate. */
 int np_vmstat_shm_sweep(void);
 /* Whether this process publishes, and the path (NULL when not). */

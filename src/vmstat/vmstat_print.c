@@ -274,6 +274,21 @@ void np_vmstat_start_output(void)
 	}
 }
 
+/* Forks this process made since it last swept (np_vmstat_output_atfork_parent). */
+static unsigned forks_unswept;
+
+void np_vmstat_output_atfork_parent(void)
+{
+	/* Each child publishes when its parent does, and one that leaves with _exit (Python's
+	 * multiprocessing, pre-forking servers) leaves its file: 2,000 children, 2,000 files, a
+	 * full /dev/shm in the end (a hostile review). A sweep lists the directory: once every
+	 * so many forks, not at each (a child's own sweep made a fork much dearer). */
+	if (!np_vmstat_shm_published())
+		return;
+	if (__atomic_add_fetch(&forks_unswept, 1, __ATOMIC_RELAXED) % NP_VMSTAT_SHM_SWEEP_FORKS == 0)
+		np_vmstat_shm_sweep();
+}
+
 void np_vmstat_output_atfork_child(void)
 {
 	np_vmstat_shm_forget(); /* the parent's file: its totals were copied by np_vmstat_atfork_child */
@@ -283,8 +298,9 @@ void np_vmstat_output_atfork_child(void)
 	report_pid = np_os_pid();
 	/* The parent published (the file was forgotten by np_vmstat_atfork_child): so does the
 	 * child, under its own pid, so `numapage stat` sees forked servers and daemons. No sweep
-	 * here: it made a fork much dearer (docs/design.md); the next process that starts, or
-	 * `numapage stat`, removes what children that left with _exit leave behind. */
+	 * here: it made every fork much dearer (docs/design.md); the parent sweeps what children
+	 * that left with _exit leave behind, every NP_VMSTAT_SHM_SWEEP_FORKS forks. */
+	__atomic_store_n(&forks_unswept, 0, __ATOMIC_RELAXED);
 	if (np_opt.shm)
 		publish();
 	np_verbose("forked from process %d: counting as process %d", parent_pid, report_pid);
