@@ -177,6 +177,6 @@ int numa_page_trim(void)
 	}
 	released += np_slab_sweep_orphans(NP_SWEEP_TRIM, th ? &th->st : NULL); /* and the free pages inside them */
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		released += np_pool_trim(n, th ? &th->st : NULL) + np_huge_trim(n, th ? &th->st : NULL);
+		released += np_pool_trim(n, th ? &th->st : NULL) + np_huge_trim(n, th ? &th->st : NULL, NULL);
 	return released > 0;
 }

@@ -429,6 +429,18 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		c->dirty = NP_MIN(c->dirty, had); /* what grew is fresh */
 	}
 	size_t used = need << NP_PAGE_SHIFT;
+	if (np_chunk_tight) {
+		/* Under a finite RLIMIT_AS a block holds only the address space it needs, as a fresh
+		 * mapping sized to the page would (np_chunk_huge_size): what lies past that goes
+		 * back whole, not only its pages. A freed 180 MB block cut for 3 MiB ones held a
+		 * granule, 16 MiB, for each: 23 of them fitted under `ulimit -v 262144`, 69 after
+		 * malloc_trim (a hostile review). */
+		size_t want = np_chunk_huge_size(c->data_offset + bytes);
+		if (want < c->size) {
+			np_chunk_trim_huge(c, want);
+			c->dirty = NP_MIN(c->dirty, want - c->data_offset);
+		}
+	}
 	if (cut && c->dirty >= used + SLACK_PURGED) {
 		/* The resident pages of the block's last granule past what it asked for go back:
 		 * the cut left them to it, and it will not use them while it lives (sort -S's
@@ -498,9 +510,11 @@ void np_huge_decay(int node, uint64_t now, struct np_vmstat_diffs *st)
 	decay_and_unlock(h, node, now, st);
 }
 
-size_t np_huge_trim(int node, struct np_vmstat_diffs *st)
+size_t np_huge_trim(int node, struct np_vmstat_diffs *st, size_t *unmapped)
 {
 	struct cache *h = &caches[node];
+	if (unmapped)
+		*unmapped = 0;
 	if (!h->exists)
 		return 0;
 	size_t resident = 0;
@@ -520,6 +534,8 @@ size_t np_huge_trim(int node, struct np_vmstat_diffs *st)
 			pages += (long)dirty_pages_of(out[i]);
 			np_chunk_unmap_huge(out[i]);
 		}
+		if (unmapped)
+			*unmapped += (size_t)n;
 		resident += (size_t)pages;
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, pages);
 	}

@@ -69,8 +69,9 @@ struct np_chunk *np_huge_take_granule(int node, size_t *dirty);
 /* The decay of node's cache as its use makes it (NUMAPAGE_DECAY_MS, the peak's halving), when a
  * look is due: np_pool_decay calls it for every node. now: np_os_clock_ns. */
 void np_huge_decay(int node, uint64_t now, struct np_vmstat_diffs *st);
-/* malloc_trim: every cached chunk of the node unmapped. Returns the pages that were resident. */
-size_t np_huge_trim(int node, struct np_vmstat_diffs *st);
+/* malloc_trim: every cached chunk of the node unmapped. Returns the pages that were resident;
+ * *unmapped (may be NULL): the chunks unmapped, clean ones too (their address space). */
+size_t np_huge_trim(int node, struct np_vmstat_diffs *st, size_t *unmapped);
 /* Pages cached for node: resident and clean (for tests and statistics). */
 void np_huge_cached(int node, size_t *dirty_pages, size_t *clean_pages);
 

@@ -719,7 +719,11 @@ bool np_pool_give_back_space(struct np_vmstat_diffs *st)
 	for (int n = 0; n < pool_nodes; n++) {
 		if (!np_pools[n].exists)
 			continue;
-		any |= np_huge_trim(n, st) > 0;
+		/* Address space is what is wanted: a clean cached chunk, with no page resident,
+		 * counts as much as a dirty one. */
+		size_t chunks;
+		np_huge_trim(n, st, &chunks);
+		any |= chunks > 0;
 		any |= np_pool_unmap_free_chunks(n, st) > 0;
 	}
 	return any;

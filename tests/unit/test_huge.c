@@ -43,8 +43,8 @@ static void start(const char *fixture, ...)
 static int teardown(void **state)
 {
 	(void)state;
-	np_huge_trim(0, NULL);
-	np_huge_trim(1, NULL);
+	np_huge_trim(0, NULL, NULL);
+	np_huge_trim(1, NULL, NULL);
 	np_test_unmap_pools();
 	np_fake_os_reset();
 	np_fake_os_stop_clock(false);
@@ -220,7 +220,7 @@ static void a_larger_chunk_is_cut_and_its_pieces_join_again(void **state)
 	/* A piece unmapped (malloc_trim) leaves a hole: the other, freed, joins nothing. */
 	a = np_huge_get(0, 40 * MB, NP_PAGE_SIZE, &dirty, NULL, true);
 	assert_int_equal(a->size, 48 * MB);
-	assert_int_equal(np_huge_trim(0, NULL), 0); /* the piece was clean */
+	assert_int_equal(np_huge_trim(0, NULL, NULL), 0); /* the piece was clean */
 	assert_true(np_huge_put(a, NULL));
 	check();
 	assert_int_equal(cached_dirty() + cached_clean(), PAGES(np_chunk_data_bytes(a)));
@@ -518,7 +518,7 @@ static void decay_gives_pages_back_then_unmaps_the_clean(void **state)
 	assert_true(np_fake_os_unmaps() - unmaps >= 4);
 	check();
 	/* Trim unmaps what is left. */
-	np_huge_trim(0, NULL);
+	np_huge_trim(0, NULL, NULL);
 	assert_int_equal(cached_clean(), 0);
 	check();
 }
@@ -610,7 +610,7 @@ static void a_chunk_cached_after_the_clock_reading_is_not_old(void **state)
 	assert_true(np_huge_put(k, NULL)); /* a decay check at the clock's reading */
 	assert_int_equal(np_fake_os_purged_bytes(), purged);
 	check();
-	np_huge_trim(0, NULL);
+	np_huge_trim(0, NULL, NULL);
 }
 
 /* The kernel refuses to purge locked memory (mlock, mlockall): a chunk the decay could not
