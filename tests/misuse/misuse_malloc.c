@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -420,7 +421,8 @@ int main(int argc, char **argv)
 		char *p = live_block(48);
 		M_FREE(p);
 		printf("%zu\n", M_USABLE(launder(p)));
-	} else if (!strcmp(c, "double_free_after_trim") || !strcmp(c, "realloc_freed_after_trim")) {
+	} else if (!strcmp(c, "double_free_after_trim") || !strcmp(c, "realloc_freed_after_trim") ||
+		   !strcmp(c, "realloc_freed_on_trimmed_page") || !strcmp(c, "usable_size_freed_on_trimmed_page")) {
 		/* A slab of 112-byte blocks, all freed but one on its first page, then trimmed: the
 		 * page after it holds only free blocks and goes back to the kernel, and the block
 		 * that reaches into it from the first page, whose first bytes stay resident, is
@@ -431,13 +433,19 @@ int main(int argc, char **argv)
 			b[i] = live_block(112);
 		uintptr_t slab = (uintptr_t)b[0] & ~(uintptr_t)(128 * 1024 - 1);
 		char *kept = NULL, *victim = NULL;
+		/* The *_on_trimmed_page cases: a block wholly on the page given back, whose first
+		 * word reads as zeros, as no free block's link does (a hostile review: realloc to a
+		 * size its class holds handed it back as live, malloc_usable_size gave its size). */
+		bool inside = strstr(c, "on_trimmed_page") != NULL;
 		for (int i = 0; i < N; i++) {
 			uintptr_t a = (uintptr_t)b[i];
 			if (!kept && a >= slab && a + 112 <= slab + 4096) {
 				kept = b[i];
 				continue;
 			}
-			if (a > slab && a < slab + 4096 && a + 112 > slab + 4096)
+			if (!inside && a > slab && a < slab + 4096 && a + 112 > slab + 4096)
+				victim = b[i];
+			if (inside && !victim && a >= slab + 4096 && a + 112 <= slab + 8192)
 				victim = b[i];
 			M_FREE(b[i]);
 		}
@@ -449,8 +457,10 @@ int main(int argc, char **argv)
 		}
 		if (c[0] == 'd')
 			M_FREE(launder(victim));
+		else if (c[0] == 'u')
+			printf("%zu\n", M_USABLE(launder(victim)));
 		else
-			printf("%p\n", M_REALLOC(launder(victim), 200));
+			printf("%p\n", M_REALLOC(launder(victim), inside ? 100 : 200));
 	} else if (!strcmp(c, "free_sized_larger")) {
 		char *p = live_block(100);
 		M_FREE_SIZED(launder(p), 200);
