@@ -183,13 +183,17 @@ int np_os_shm_create(const char *path, size_t size, void **out);
  * (ELOOP: a link), on failure. */
 FILE *np_os_create_report(const char *path);
 /* Reads up to size bytes from the start of path, when path is itself (a symlink is not
- * followed) a regular file owned by uid: the bytes read, -EPERM when it is not, or -errno. */
-long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size);
+ * followed) a regular file owned by uid: the bytes read, -EPERM when it is not, or -errno.
+ * *ino (may be NULL): the file's inode number, when it was read. */
+long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint64_t *ino);
+/* True when the calling thread runs on its alternate signal stack (sigaltstack: a signal
+ * handler's, often a few KiB). */
+bool np_os_on_signal_stack(void);
 /* Removes a file name. 0 or -errno. */
 int np_os_unlink(const char *path);
 /* Unlinks path only when it is, itself (a symlink is not followed), a regular file owned by
- * uid: 0, -EPERM when it is not, or -errno. */
-int np_os_unlink_own(const char *path, unsigned uid);
+ * uid, and (ino not 0) still the file of inode ino: 0, -EPERM when it is not, or -errno. */
+int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino);
 /* ---- Process-level facts and isolation ---- */
 /* True when the process runs with elevated privileges it did not get from its caller
  * (setuid/setgid or file capabilities: getauxval(AT_SECURE)); then nothing in the

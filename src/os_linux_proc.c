@@ -44,14 +44,20 @@ FILE *np_os_create_report(const char *path)
  * /dev/shm) cannot back raises SIGBUS. Zeros written where fallocate is not supported. */
 static int reserve_space(int fd, size_t size)
 {
-	if (fallocate(fd, 0, 0, (off_t)size) == 0)
+	int rc;
+	while ((rc = fallocate(fd, 0, 0, (off_t)size)) != 0 && errno == EINTR)
+		; /* tmpfs gives up with EINTR when a signal is pending */
+	if (rc == 0)
 		return 0;
-	if (errno != EOPNOTSUPP && errno != ENOSYS)
+	/* No room is an answer; any other refusal (no support, a seccomp filter) gets zeros. */
+	if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)
 		return -errno;
 	static const char zeros[512];
 	for (size_t off = 0; off < size;) {
 		size_t n = size - off < sizeof zeros ? size - off : sizeof zeros;
 		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
 		if (w <= 0)
 			return w < 0 ? -errno : -ENOSPC;
 		off += (size_t)w;
@@ -91,25 +97,34 @@ int np_os_shm_create(const char *path, size_t size, void **out)
 	return 0;
 }
 
+bool np_os_on_signal_stack(void)
+{
+	SAVE_ERRNO;
+	stack_t ss;
+	bool on = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+	errno = saved_errno_;
+	return on;
+}
+
 int np_os_unlink(const char *path)
 {
 	SAVE_ERRNO;
 	RETURN_ERRNO(unlink(path));
 }
 
-int np_os_unlink_own(const char *path, unsigned uid)
+int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
 {
 	SAVE_ERRNO;
 	struct stat st;
 	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		RETURN_ERRNO(-1);
 	errno = saved_errno_;
-	if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid)
+	if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || (ino && (uint64_t)st.st_ino != ino))
 		return -EPERM;
 	return np_os_unlink(path);
 }
 
-long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size)
+long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint64_t *ino)
 {
 	SAVE_ERRNO;
 	int fd = np_nc_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
@@ -124,6 +139,8 @@ long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size)
 	else {
 		ssize_t n = np_nc_read(fd, buf, size); /* a regular file: all of it that is there */
 		rc = n < 0 ? -errno : (long)n;
+		if (ino)
+			*ino = (uint64_t)st.st_ino;
 	}
 	np_nc_close(fd);
 	errno = saved_errno_;

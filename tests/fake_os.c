@@ -566,7 +566,7 @@ int np_os_unlink(const char *path)
 	return rc;
 }
 
-int np_os_unlink_own(const char *path, unsigned uid)
+int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
 {
 	struct stat st;
 	int saved = errno;
@@ -574,17 +574,23 @@ int np_os_unlink_own(const char *path, unsigned uid)
 	errno = saved;
 	if (rc)
 		return rc;
-	if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid)
+	if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || (ino && (uint64_t)st.st_ino != ino))
 		return -EPERM;
 	return np_os_unlink(path);
 }
 
 int np_os_pid(void) { return (int)getpid(); }
 
+bool np_os_on_signal_stack(void)
+{
+	stack_t ss;
+	return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}
+
 void np_fake_os_set_pid_ns(uint64_t ino) { __atomic_store_n(&fake_pid_ns, ino, __ATOMIC_SEQ_CST); }
 uint64_t np_os_pid_ns(void) { return __atomic_load_n(&fake_pid_ns, __ATOMIC_SEQ_CST); }
 
-long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size)
+long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint64_t *ino)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
@@ -594,6 +600,8 @@ long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size)
 	if (rc == 0) {
 		ssize_t n = read(fd, buf, size);
 		rc = n < 0 ? -errno : (long)n;
+		if (ino)
+			*ino = (uint64_t)st.st_ino;
 	}
 	close(fd);
 	return rc;

@@ -22,6 +22,7 @@
 #include "pcp/pcp.h"
 #include "pool/huge.h"
 #include "pool/pool.h"
+#include "vmstat/vmstat.h"
 #include "topology/topology.h"
 
 struct np_thread *np_thread_or_init(void)
@@ -104,6 +105,9 @@ static void *malloc_for(struct np_thread *th, size_t size)
 
 void *np_malloc_slow(size_t size)
 {
+	/* A forking parent's sweep of its children's live files, every so many forks (vmstat.h). */
+	if (NP_UNLIKELY(__atomic_load_n(&np_vmstat_sweep_due, __ATOMIC_RELAXED)))
+		np_vmstat_output_sweep_due();
 	void *p;
 	bool leave;
 	struct np_thread *th = np_thread_or_boot(size, 16, &p, &leave);

@@ -131,10 +131,15 @@ void np_vmstat_exit_report(void);
  * parent's live file; the child reports at its own exit and, when its parent published,
  * publishes its own live file. */
 void np_vmstat_output_atfork_child(void);
-/* In the parent after a fork (any thread, no lock held, no allocation): every
- * NP_VMSTAT_SHM_SWEEP_FORKS forks of a process that publishes, np_vmstat_shm_sweep, so that the
- * files of children that left with _exit do not pile up while it goes on forking. */
+/* In the parent after a fork (any thread, no lock held, maybe a signal handler's): every
+ * NP_VMSTAT_SHM_SWEEP_FORKS forks of a process whose children publish, np_vmstat_shm_sweep, so
+ * that the files of children that left with _exit do not pile up while it goes on forking. On
+ * an alternate signal stack the sweep is only made due (np_vmstat_sweep_due), and
+ * np_vmstat_output_sweep_due runs it: the malloc layer's slow path calls it when the flag is set
+ * (no lock held, no allocation). */
 void np_vmstat_output_atfork_parent(void);
+extern NP_HIDDEN int np_vmstat_sweep_due;
+void np_vmstat_output_sweep_due(void);
 /* With NUMAPAGE_VERBOSE=1: one line per node of t (memory, CPUs, fallback order, fold
  * threshold). After np_vmstat_init. */
 void np_vmstat_verbose_nodes(const struct np_topo *t);

@@ -274,18 +274,33 @@ void np_vmstat_start_output(void)
 	}
 }
 
-/* Forks this process made since it last swept (np_vmstat_output_atfork_parent). */
+/* Forks this process made since it last swept, and whether a sweep is due
+ * (np_vmstat_output_atfork_parent, np_vmstat_output_sweep_due). */
 static unsigned forks_unswept;
+NP_HIDDEN int np_vmstat_sweep_due;
 
 void np_vmstat_output_atfork_parent(void)
 {
-	/* Each child publishes when its parent does, and one that leaves with _exit (Python's
+	/* Each child publishes (np_opt.shm), and one that leaves with _exit (Python's
 	 * multiprocessing, pre-forking servers) leaves its file: 2,000 children, 2,000 files, a
 	 * full /dev/shm in the end (a hostile review). A sweep lists the directory: once every
-	 * so many forks, not at each (a child's own sweep made a fork much dearer). */
-	if (!np_vmstat_shm_published())
+	 * so many forks, not at each (a child's own sweep made a fork much dearer). It makes
+	 * only system calls, so a signal handler's fork may run it; but not on a handler's
+	 * alternate stack, often a few KiB, which its buffers overflowed (6 KiB: a review): then
+	 * at the next allocation slow path. */
+	if (!started || !np_opt.shm)
 		return;
-	if (__atomic_add_fetch(&forks_unswept, 1, __ATOMIC_RELAXED) % NP_VMSTAT_SHM_SWEEP_FORKS == 0)
+	if (__atomic_add_fetch(&forks_unswept, 1, __ATOMIC_RELAXED) % NP_VMSTAT_SHM_SWEEP_FORKS)
+		return;
+	if (np_os_on_signal_stack())
+		__atomic_store_n(&np_vmstat_sweep_due, 1, __ATOMIC_RELAXED);
+	else
+		np_vmstat_shm_sweep();
+}
+
+void np_vmstat_output_sweep_due(void)
+{
+	if (__atomic_exchange_n(&np_vmstat_sweep_due, 0, __ATOMIC_RELAXED))
 		np_vmstat_shm_sweep();
 }
 
@@ -301,6 +316,7 @@ void np_vmstat_output_atfork_child(void)
 	 * here: it made every fork much dearer (docs/design.md); the parent sweeps what children
 	 * that left with _exit leave behind, every NP_VMSTAT_SHM_SWEEP_FORKS forks. */
 	__atomic_store_n(&forks_unswept, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&np_vmstat_sweep_due, 0, __ATOMIC_RELAXED);
 	if (np_opt.shm)
 		publish();
 	np_verbose("forked from process %d: counting as process %d", parent_pid, report_pid);

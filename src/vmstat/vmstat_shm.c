@@ -51,7 +51,7 @@ bool np_vmstat_shm_other_ns(const struct np_vmstat_shm_header *h, uint64_t ns)
 static bool other_namespace(const char *file, unsigned uid, uint64_t ns)
 {
 	struct np_vmstat_shm_header h;
-	return ns && np_os_read_own(file, uid, &h, sizeof h) == (long)sizeof h && np_vmstat_shm_other_ns(&h, ns);
+	return ns && np_os_read_own(file, uid, &h, sizeof h, NULL) == (long)sizeof h && np_vmstat_shm_other_ns(&h, ns);
 }
 
 struct np_vmstat_totals *np_vmstat_shm_create(int parent)
@@ -207,9 +207,17 @@ static void sweep_one(const char *name, void *ctx)
 	 * process in a new namespace remove the host's live files). */
 	char path_buf[128];
 	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, pid);
-	if (other_namespace(path_buf, sw->uid, sw->ns))
+	struct np_vmstat_shm_header h;
+	uint64_t ino = 0;
+	long n = np_os_read_own(path_buf, sw->uid, &h, sizeof h, &ino);
+	if (n < 0 || (n == (long)sizeof h && np_vmstat_shm_other_ns(&h, sw->ns)))
 		return;
-	if (np_os_unlink_own(path_buf, sw->uid) == 0) {
+	/* A process may have taken the pid since the liveness check, and replaced the file with
+	 * its own (a review, with the sweep of a forking parent): asked again after the read,
+	 * and only the file read is removed. */
+	if (np_os_pid_alive(pid) != 0)
+		return;
+	if (np_os_unlink_own(path_buf, sw->uid, ino) == 0) {
 		sw->removed++;
 		np_verbose("removed %s, left by process %d that is gone", path_buf, pid);
 	}

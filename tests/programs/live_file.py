@@ -8,11 +8,14 @@ small file of /dev/shm, and so does every child it forks. Scenarios (a hostile r
           judges set it) the file's growth raised SIGXFSZ: every preloaded program was killed.
   full    With /dev/shm full (Docker's default 64 MB fills up), the file was only truncated to
           its size, and the first write to its mapping raised SIGBUS: the program died, and so
-          did every child it forked. Needs root and `unshare -m` (a private tmpfs of 4 KiB on
-          /dev/shm); exit 77 (skipped) without them.
+          did every child it forked. Needs root and `unshare -m` (a private, full tmpfs of 2 MiB
+          on /dev/shm); exit 77 (skipped) without them.
   fork    A parent that forks children which leave with _exit (Python's multiprocessing,
           pre-forking servers) left one file per child until the next process start swept them:
           2,000 children, 2,000 files. The parent now sweeps them as it goes on forking.
+  full_fork  The same, for a parent that could not publish (/dev/shm was full when it started)
+          and whose children can (room came back): only a publishing parent swept, and every
+          child's file stayed (a review). Root and `unshare -m`, as `full`.
 
 Each scenario runs python3 under LD_PRELOAD=LIB and checks that it ran to its end, printed
 what it should, said nothing on stderr, and that the library was there (/proc/self/maps).
@@ -60,6 +63,15 @@ maps = open('/proc/self/maps').read()
 print('loaded', 'libnumapage' in maps, 'left', left)
 '''
 
+# Frees /dev/shm's filler files, then runs FORKS.
+FULL_FORKS = r'''
+import os, sys
+for f in ('/dev/shm/filler', '/dev/shm/filler2'):
+    if os.path.exists(f):
+        os.unlink(f)
+sys.argv = ['forks', sys.argv[1]]
+''' + FORKS
+
 # A child forks, a parent's sweep runs every this many forks (src/vmstat/vmstat_shm.c); the
 # test's bound is twice that, so that it holds whatever the sweep's phase.
 SWEEP_EVERY = 64
@@ -90,26 +102,51 @@ def fsize(lib, py):
     return check(p, EXPECTED, 'under RLIMIT_FSIZE 0')
 
 
-def full(lib, py):
+def private_shm(lib, py, args):
+    """Runs py ARGS under LD_PRELOAD=lib with a private, full 2 MiB tmpfs on /dev/shm; None
+    when this machine cannot make one (not root, no unshare, no mount namespace)."""
     if os.geteuid() != 0:
         print('skipped: a private /dev/shm needs root')
-        return SKIP
+        return None
     unshare = shutil.which('unshare')
     if not unshare:
         print('skipped: no unshare')
-        return SKIP
-    # A private mount namespace: a 4 KiB tmpfs on /dev/shm, filled, then the program.
-    script = ('mount -t tmpfs -o size=4k tmpfs /dev/shm || exit 77\n'
-              'head -c 4096 /dev/zero > /dev/shm/filler 2>/dev/null\n'
+        return None
+    script = ('mount -t tmpfs -o size=2m tmpfs /dev/shm || exit 77\n'
+              'head -c 2097152 /dev/zero > /dev/shm/filler 2>/dev/null\n'
               'head -c 4096 /dev/zero > /dev/shm/filler2 2>/dev/null\n'
               'exec env LD_PRELOAD="$NP_LIB" "$@"\n')
     env = env_with(lib)
     del env['LD_PRELOAD']  # the program's alone, not mount's or the filler's
     env['NP_LIB'] = lib
-    p = subprocess.run([unshare, '-m', 'sh', '-c', script, 'sh', py, '-c', CHILD_AND_PARENT],
+    p = subprocess.run([unshare, '-m', 'sh', '-c', script, 'sh', py] + args,
                        env=env, capture_output=True, text=True, timeout=120)
     if p.returncode == SKIP or (p.returncode != 0 and 'unshare' in p.stderr and p.stdout == ''):
         print('skipped: no private mount namespace here (%s)' % p.stderr.strip()[-200:])
+        return None
+    return p
+
+
+def full_fork(lib, py):
+    n = 200
+    p = private_shm(lib, py, ['-c', FULL_FORKS, str(n)])
+    if p is None:
+        return SKIP
+    words = p.stdout.split()
+    if p.returncode != 0 or len(words) != 4 or words[:3] != ['loaded', 'True', 'left'] or p.stderr:
+        print('forks: exit %d, stdout %r, stderr %r' % (p.returncode, p.stdout, p.stderr[-2000:]))
+        return False
+    left = int(words[3])
+    print('%d children of a parent that could not publish left with _exit, files left: %d' % (n, left))
+    if left > 2 * SWEEP_EVERY:
+        print('their files were not swept (at most %d expected)' % (2 * SWEEP_EVERY))
+        return False
+    return True
+
+
+def full(lib, py):
+    p = private_shm(lib, py, ['-c', CHILD_AND_PARENT])
+    if p is None:
         return SKIP
     return check(p, EXPECTED, 'with /dev/shm full')
 
@@ -133,10 +170,10 @@ def fork(lib, py):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--lib', required=True)
-    ap.add_argument('scenario', choices=['fsize', 'full', 'fork'])
+    ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork'])
     a = ap.parse_args()
     py = shutil.which('python3') or sys.executable
-    r = {'fsize': fsize, 'full': full, 'fork': fork}[a.scenario](os.path.abspath(a.lib), py)
+    r = {'fsize': fsize, 'full': full, 'fork': fork, 'full_fork': full_fork}[a.scenario](os.path.abspath(a.lib), py)
     if r is SKIP:
         return SKIP
     print('ok' if r else 'FAILED')
