@@ -128,8 +128,8 @@ void np_vmstat_start_output(void);
  * child it forks (a child whose path has no %p writes <path>.<pid>). */
 void np_vmstat_exit_report(void);
 /* In a forked child, after np_vmstat_atfork_child (single-threaded, no allocation): forgets the
- * parent's live file; the child reports at its own exit and, when its parent published,
- * publishes its own live file. */
+ * parent's live file; the child reports at its own exit and publishes its own live file
+ * (np_opt.shm: also when its parent could not, /dev/shm full then). */
 void np_vmstat_output_atfork_child(void);
 /* In the parent after a fork (any thread, no lock held, maybe a signal handler's): every
  * NP_VMSTAT_SHM_SWEEP_FORKS forks of a process whose children publish, np_vmstat_shm_sweep, so
