@@ -75,6 +75,12 @@ static int bind_range(void *p, size_t size, int node)
 	}
 	if (t->nnodes < 2)
 		return 0; /* one node: the pages have nowhere else to go (no libnuma loaded: os.h) */
+	/* One node's memory allowed (`numactl --membind`, a cpuset): no bind either. The task's
+	 * policy puts the pages there; a preferred bind overrides it, and on a node running low
+	 * the kernel put them on a node the program had excluded (the chunk was then refused, and
+	 * every malloc failed: a hostile review in the 2-node guest). */
+	if (t->nmem_nodes < 2)
+		return 0;
 	int rc = np_os_bind(p, size, t->node[node].os_id, np_opt_load(bind));
 	if (rc == 0)
 		return 0;
