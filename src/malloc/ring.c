@@ -8,6 +8,7 @@
 #include "log.h"
 #include "malloc/cache.h"
 #include "malloc/sizeclass.h"
+#include "node/node.h"
 #include "options.h"
 #include "os.h"
 #include "pcp/pcp.h"
@@ -152,6 +153,19 @@ NP_INLINE bool has_free(struct np_slab *s)
 	return s->free || np_slab_refill(s);
 }
 
+/* s is of a node the thread's memory is not meant for (the node walk fell back to it while the
+ * node it is meant for was full), and that node can serve a slab again: s's blocks are no longer
+ * handed out, and s goes back once empty, even as the current slab. A hostile review in the
+ * 2-node guest: once node 0 had filled and emptied, a thread of node 0 got a slab's worth of
+ * blocks per class from node 1, and as many as it liked of a class whose slab it kept a block
+ * in. Not under an interleave, whose nodes are all meant. */
+static bool spilled(const struct np_thread *th, const struct np_slab *s)
+{
+	if (((th->pcp.near >> s->node) & 1) || th->pcp.policy.mode == NP_POLICY_INTERLEAVE)
+		return false;
+	return np_node_can_serve(th->pcp.target, np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT);
+}
+
 /* A block from s, or NULL when it has none: a pop refused for a bad link (np_slab_pop) is asked
  * again. */
 NP_INLINE void *take_from(struct np_slab *s)
@@ -243,7 +257,12 @@ static void *ring_take(struct np_thread *th, unsigned c)
 		/* The fast path's run on it ends here: its mallocs and frees are counted now, so that
 		 * an exact read by another thread lacks at most one slab per class of ours. */
 		count(th, s);
-		if ((b = take_from(s)) != NULL) {
+		/* Slabs of a node the walk fell back to are passed over once the thread's node has
+		 * room again (spilled): asked once a miss, at a slab of another node. */
+		int over = -1; /* unknown; else whether such slabs are passed over */
+		if (!((th->pcp.near >> s->node) & 1))
+			over = spilled(th, s);
+		if (over != 1 && (b = take_from(s)) != NULL) {
 			if (beat)
 				np_thread_decay_now(th);
 			return b;
@@ -253,6 +272,10 @@ static void *ring_take(struct np_thread *th, unsigned c)
 		unsigned kept = 0, keep = th->keep_more ? KEEP_FULL_CLAIMED : KEEP_FULL;
 		for (struct np_slab *t = s->next; t != s;) {
 			struct np_slab *next = t->next;
+			if (!((th->pcp.near >> t->node) & 1) && (over < 0 ? (over = spilled(th, t)) : over)) {
+				t = next;
+				continue;
+			}
 			if ((b = take_from(t)) != NULL) {
 				make_current(th, t, false);
 				return b;
@@ -303,9 +326,10 @@ void *np_ring_alloc(struct np_thread *th, unsigned c)
 
 void np_ring_emptied(struct np_slab *s)
 {
-	/* Keep the current slab (the next malloc wants it); give the others' pages back. */
+	/* Keep the current slab (the next malloc wants it), unless it is one of a node the
+	 * thread's node no longer needs to fall back to (spilled); give the others' pages back. */
 	struct np_thread *th = np_tls.self;
-	if (th->ring[s->cls] == s || !np_slab_confirm_empty(s))
+	if ((th->ring[s->cls] == s && !spilled(th, s)) || !np_slab_confirm_empty(s))
 		return;
 	count(th, s);
 	ring_unlink(th, s);
@@ -327,6 +351,8 @@ static bool release_if_empty(struct np_thread *th, struct np_slab *s)
 	return true;
 }
 
+static bool release_current_if_empty(struct np_thread *th, unsigned c);
+
 unsigned np_ring_sweep(struct np_thread *th)
 {
 	unsigned released = 0;
@@ -339,6 +365,8 @@ unsigned np_ring_sweep(struct np_thread *th)
 			released += release_if_empty(th, s);
 			s = next;
 		}
+		if (spilled(th, cur))
+			released += release_current_if_empty(th, (unsigned)c);
 	}
 	return released;
 }

@@ -918,9 +918,68 @@ static void remote_free_reads_the_slab_before_its_push(void **state)
 	assert_int_equal(stat(0, NUMA_PAGE_STAT_remote_free), remote0 + 1);
 }
 
+/* A thread whose node was full while it allocated got slabs of the node the walk fell back to;
+ * once its node has room again, its blocks come from there: an emptied slab of the other node
+ * is given back even when it is the current one, and a slab miss (at least every
+ * NP_SLAB_BEAT mallocs of a class) passes over such slabs (a hostile review in the 2-node
+ * guest: after node 0 filled and emptied, a thread of node 0 got a slab's worth of blocks per
+ * class from node 1, and as many as it liked of a class whose slab it kept a block in). */
+enum { SP_SIZE = 4000, SP_N = 20 };
+struct sp_run {
+	int first_node[SP_N], after_free_on_home, churn_last_node, churn_remote;
+};
+
+static void *sp_thread(void *arg)
+{
+	struct sp_run *r = arg;
+	np_fake_os_set_cpu(0); /* node 0 */
+	long limit = (long)np_pools[0].limit_pages;
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, limit); /* node 0 full */
+	void *p[SP_N];
+	for (int i = 0; i < SP_N; i++) {
+		p[i] = numa_page_malloc(SP_SIZE);
+		r->first_node[i] = numa_page_node_of(p[i]);
+	}
+	void *kept = numa_page_malloc(SP_SIZE); /* keeps one node-1 slab from emptying */
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -limit); /* room again */
+	for (int i = 0; i < SP_N; i++)
+		numa_page_free(p[i]);
+	/* Its current slab of the class is the one kept holds a block of: churn on it. */
+	for (int i = 0; i < 3000; i++) {
+		void *q = numa_page_malloc(SP_SIZE);
+		r->churn_last_node = numa_page_node_of(q);
+		r->churn_remote += r->churn_last_node != 0;
+		numa_page_free(q);
+	}
+	numa_page_free(kept);
+	/* Every node-1 slab of the class empty now: the next blocks from node 0. */
+	for (int i = 0; i < SP_N; i++) {
+		p[i] = numa_page_malloc(SP_SIZE);
+		r->after_free_on_home += numa_page_node_of(p[i]) == 0;
+	}
+	for (int i = 0; i < SP_N; i++)
+		numa_page_free(p[i]);
+	return NULL;
+}
+
+static void spilled_slabs_give_way_once_the_node_has_room(void **state)
+{
+	(void)state;
+	struct sp_run r = {0};
+	run_thread(sp_thread, &r);
+	for (int i = 0; i < SP_N; i++)
+		assert_int_equal(r.first_node[i], 1); /* spilled: node 0 was full */
+	print_message("spill: churn after node 0 had room, %d of 3000 blocks from node 1\n", r.churn_remote);
+	if (r.churn_last_node != 0 || r.churn_remote > NP_SLAB_BEAT + 64)
+		fail_msg("churn after node 0 had room: %d of 3000 blocks from node 1, the last on node %d",
+			 r.churn_remote, r.churn_last_node);
+	assert_int_equal(r.after_free_on_home, SP_N);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(spilled_slabs_give_way_once_the_node_has_room), /* first: node 0's pool is empty */
 		cmocka_unit_test(lifecycle),
 		cmocka_unit_test(orphan_sweeps_wait_for_their_cost),
 		cmocka_unit_test(orphan_sweeps_count_short_threads),
