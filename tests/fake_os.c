@@ -77,6 +77,8 @@ void np_fake_os_fail_commit_after(long n)
 long np_fake_os_committed_bytes(void) { return __atomic_load_n(&n_committed, __ATOMIC_SEQ_CST); }
 
 long np_fake_os_binds(void) { return __atomic_load_n(&n_binds, __ATOMIC_SEQ_CST); }
+static int last_bind_policy = -1;
+int np_fake_os_last_bind_policy(void) { return __atomic_load_n(&last_bind_policy, __ATOMIC_SEQ_CST); }
 long np_fake_os_maps(void) { return __atomic_load_n(&n_maps, __ATOMIC_SEQ_CST); }
 long np_fake_os_unmaps(void) { return __atomic_load_n(&n_unmaps, __ATOMIC_SEQ_CST); }
 long np_fake_os_purged_bytes(void) { return __atomic_load_n(&n_purged, __ATOMIC_SEQ_CST); }
@@ -263,6 +265,7 @@ int np_os_bind(void *p, size_t size, int node, int policy)
 {
 	if (policy == NP_BIND_NONE)
 		return 0;
+	__atomic_store_n(&last_bind_policy, policy, __ATOMIC_SEQ_CST);
 	return record(p, size, node, NULL, 0);
 }
 

@@ -24,6 +24,7 @@ void np_fake_os_fail_bind(int node, int neg_errno);
 void np_fake_os_fail_map_after(long n);
 /* Counters since the last reset. */
 long np_fake_os_binds(void);      /* successful binds */
+int np_fake_os_last_bind_policy(void); /* enum np_bind_policy of the last np_os_bind asked, or -1 */
 long np_fake_os_maps(void);       /* successful maps */
 /* np_os_commit fails with ENOMEM (as past vm.overcommit_memory 2's limit) after n more
  * successful calls (-1: never); and the bytes committed since the last reset. */

@@ -174,6 +174,7 @@ int numa_page_trim(void)
 		np_cache_flush(); /* the cached blocks home first: their slabs may empty */
 		np_ring_count(th, true);
 		np_thread_fold_bytes(th);
+		th->spill_hold = 0; /* slabs of a node it fell back to go, if its own can serve (ring.c) */
 		released += np_ring_sweep(th);
 		released += np_ring_purge(th); /* free pages inside the slabs still in use */
 		released += (size_t)th->pcp.count; /* drained now (and purged if past the watermark) */

@@ -71,6 +71,9 @@ struct np_thread {
 	struct np_tls *tls;                   /* its thread's np_tls (read by a fork's child) */
 	unsigned slow_calls;                  /* slow paths since the last np_ring_periodic */
 	unsigned decay_calls;                 /* slow paths since the pools' decay was checked */
+	/* Slab misses left before slabs of a node it fell back to are passed over again: a new
+	 * slab came from such a node although its own node could serve one (ring.c: spilled). */
+	unsigned spill_hold;
 	/* The decay of its slabs (np_ring_decay): when its pass began (np_os_clock_ns; 0: none
 	 * yet), how many began (mod 256: slabs carry the count), and where the pass is: the class,
 	 * and the slab of its ring the next step looks at first (NULL: the one after the current

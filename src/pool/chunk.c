@@ -63,6 +63,18 @@ static void mark(const void *start, size_t size, uint8_t first)
 		__atomic_store_n(&np_granule_map[g], first ? NP_GRANULE_CONT : NP_GRANULE_NONE, __ATOMIC_RELEASE);
 }
 
+/* The binding chunks get: NUMAPAGE_BIND's, but strict where the process may take memory from
+ * one node only (`numactl --membind`, a cpuset). A preferred bind, a VMA policy, overrides the
+ * task's MPOL_BIND: on a node running low the kernel put a chunk's pages on a node the program
+ * had excluded, the chunk was refused, and every malloc failed with ENOMEM (a hostile review in
+ * the 2-node guest). Left unbound, a chunk went where the touching thread's own policy sent it
+ * (one that set MPOL_DEFAULT since: its CPU's node; a review of that first fix). */
+static int bind_policy(void)
+{
+	int policy = np_opt_load(bind);
+	return policy == NP_BIND_PREFERRED && np_topo_table.nmem_nodes < 2 ? NP_BIND_STRICT : policy;
+}
+
 /* Binds [p, p+size) to dense node `node`. 0 when the memory may be used as that node's. */
 static int bind_range(void *p, size_t size, int node)
 {
@@ -75,13 +87,7 @@ static int bind_range(void *p, size_t size, int node)
 	}
 	if (t->nnodes < 2)
 		return 0; /* one node: the pages have nowhere else to go (no libnuma loaded: os.h) */
-	/* One node's memory allowed (`numactl --membind`, a cpuset): no bind either. The task's
-	 * policy puts the pages there; a preferred bind overrides it, and on a node running low
-	 * the kernel put them on a node the program had excluded (the chunk was then refused, and
-	 * every malloc failed: a hostile review in the 2-node guest). */
-	if (t->nmem_nodes < 2)
-		return 0;
-	int rc = np_os_bind(p, size, t->node[node].os_id, np_opt_load(bind));
+	int rc = np_os_bind(p, size, t->node[node].os_id, bind_policy());
 	if (rc == 0)
 		return 0;
 	np_vmstat_add(NULL, node, NUMA_PAGE_STAT_bind_fail, 1);
@@ -104,11 +110,11 @@ static int bind_range(void *p, size_t size, int node)
 #define VERIFY_SAMPLES 64
 #define NP_CHUNK_VERIFY_MAX ((size_t)64 << 20)
 
-/* Whether spilled_elsewhere asks at all (several nodes of this machine, the default binding). */
+/* Whether spilled_elsewhere asks at all (several nodes of this machine, a preferred binding). */
 static bool verifies(void)
 {
 	const struct np_topo *t = &np_topo_table;
-	return t->is_system && t->nnodes >= 2 && np_opt_load(bind) == NP_BIND_PREFERRED;
+	return t->is_system && t->nnodes >= 2 && bind_policy() == NP_BIND_PREFERRED;
 }
 
 /* Whether spilled_elsewhere faults a range of size bytes in and samples it: the pages must be

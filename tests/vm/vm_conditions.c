@@ -13,6 +13,8 @@
  *   full        (a guest with a small node) a thread on the small node allocates past its free
  *               memory: numa_page_node_of agrees with move_pages on every page, the spill is
  *               counted (numa_miss / numa_foreign), and NUMAPAGE_BIND=strict is not OOM-killed;
+ *               once it has freed everything and trimmed, its next 64 KiB and 4000-byte blocks
+ *               are on its own node again (they came from the slabs made on the other node);
  *   memoryless  threads of memoryless nodes that share equidistant memory nodes get their pages
  *               from them in a balanced split (each within 1/k +- 10%), in 3 fresh processes;
  *   race        NUMAPAGE_PLACE=spread with threads started together: live threads per node
@@ -1157,6 +1159,9 @@ static int full_child(int argc, char **argv)
 	snapshot(&before);
 	struct addrs a;
 	addrs_init(&a, (long)(target / vm_page) + (1 << 16));
+	/* The blocks themselves, freed at the end (scratch: outside the allocator). */
+	long nblocks = 0, max_blocks = (long)(target / 200) + 1024;
+	void **blocks = scratch((size_t)max_blocks * sizeof *blocks);
 	size_t total = 0, low_at = 0;
 	long min_free = free_s;
 	bool failed = false;
@@ -1177,6 +1182,8 @@ static int full_child(int argc, char **argv)
 					break;
 				}
 				vm_touch(p, mix[k].size);
+				if (nblocks < max_blocks)
+					blocks[nblocks++] = p;
 				if (mix[k].size > vm_page)
 					addrs_add_block(&a, p, mix[k].size);
 				else
@@ -1232,6 +1239,39 @@ static int full_child(int argc, char **argv)
 		vm_fail("%s: %ld pages ended on node %d, but numa_miss +%lld on node %d, numa_foreign "
 			"+%lld on node %d (numa_hit +%lld on %d)", what, t.on[o], o, miss, o, foreign,
 			s, hit_s, s);
+	/* Everything freed and trimmed: node s has room again, and the thread's next blocks are
+	 * there. They came from the slabs made on node o during the spill (a hostile review: 128
+	 * blocks of 64 KiB, 128 pages on the other node), one slab per size at least. */
+	for (long i = 0; i < nblocks; i++)
+		free(blocks[i]);
+	scratch_free(blocks, (size_t)max_blocks * sizeof *blocks);
+	malloc_trim(0);
+	if (!strcmp(mode, "default")) {
+		static const size_t again[] = {64 * KiB, 4000};
+		for (size_t k = 0; k < 2; k++) {
+			long on_s = 0, off = 0;
+			for (int i = 0; i < 128; i++) {
+				char *p = malloc(again[k]);
+				if (!p) {
+					off++;
+					continue;
+				}
+				vm_touch(p, again[k]);
+				for (size_t x = 0; x < again[k]; x += vm_page) {
+					int nd = vm_where1(p + x);
+					on_s += nd == s;
+					off += nd >= 0 && nd != s;
+				}
+			}
+			if (!off)
+				vm_ok("%s: after the frees and malloc_trim, 128 blocks of %zu bytes: all %ld "
+				      "pages on node %d", what, again[k], on_s, s);
+			else
+				vm_fail("%s: after the frees and malloc_trim, 128 blocks of %zu bytes: %ld "
+					"pages on node %d, %ld elsewhere (node %d has %ld MiB free)", what,
+					again[k], on_s, s, off, s, node_meminfo_kb(s, "MemFree") / 1024);
+		}
+	}
 	return vm_exit_status();
 }
 
