@@ -311,8 +311,8 @@ void np_vmstat_output_atfork_child(void)
 		return;
 	parent_pid = report_pid;
 	report_pid = np_os_pid();
-	/* The parent published (the file was forgotten by np_vmstat_atfork_child): so does the
-	 * child, under its own pid, so `numapage stat` sees forked servers and daemons. No sweep
+	/* The child publishes under its own pid (the parent's file was forgotten above), also when
+	 * the parent could not, so `numapage stat` sees forked servers and daemons. No sweep
 	 * here: it made every fork much dearer (docs/design.md); the parent sweeps what children
 	 * that left with _exit leave behind, every NP_VMSTAT_SHM_SWEEP_FORKS forks. */
 	__atomic_store_n(&forks_unswept, 0, __ATOMIC_RELAXED);
