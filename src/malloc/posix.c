@@ -144,7 +144,7 @@ static inline bool stays_in_place(const void *p, size_t size)
 		return false;
 	const struct np_slab *s = np_slab_at_step(p);
 	return __atomic_load_n(&s->owner, __ATOMIC_RELAXED) != NULL && np_slab_index(s, a) < s->end &&
-	       size <= s->block && size >= s->block / 2 && np_ptr_looks_live(s, a) && !np_slab_is_hidden(s, a);
+	       size <= s->block && size >= s->block / 2 && np_ptr_looks_live(s, a);
 }
 
 /* Whether a block of dense node `node` may grow in place for the calling thread: what realloc

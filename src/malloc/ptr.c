@@ -155,13 +155,10 @@ void np_ptr_check_live(const char *call, bool freeing, struct np_ptr *d, const v
 	struct np_slab *s = d->slab;
 	uintptr_t a = (uintptr_t)p;
 	/* A block on the lists has a link for its first word, or another thread's mark in its
-	 * second: only then is the walk made. A block on a page trim gave back is on no list and
-	 * reads as zeros (a hostile review: realloc handed one back as live): only free blocks
-	 * lie on such a page. */
-	bool hidden = np_slab_is_hidden(s, a);
-	if (NP_LIKELY(np_ptr_looks_live(s, a)) && NP_LIKELY(!hidden))
+	 * second: only then is the walk made. One on a page trim gave back is free without one. */
+	if (NP_LIKELY(np_ptr_looks_live(s, a)))
 		return;
-	if (hidden || np_cache_looks_cached(a) || np_slab_confirm_free(s, a, np_tls.self)) {
+	if (np_slab_is_hidden(s, a) || np_cache_looks_cached(a) || np_slab_confirm_free(s, a, np_tls.self)) {
 		bad(d, "invalid pointer (freed)", true);
 		np_ptr_invalid(call, freeing, d, p);
 	}

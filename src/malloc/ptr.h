@@ -50,11 +50,13 @@ int np_ptr_node(const struct np_ptr *d, const void *p);
  * for any other thread). Other kinds are checked by the decoder itself. */
 void np_ptr_check_live(const char *call, bool freeing, struct np_ptr *d, const void *p);
 /* Block a of slab s is on none of the slab's lists by its looks: no link for its first word, no
- * remote free's mark in its second, not in the thread cache. Only when it is not does a check of
- * liveness walk the lists. */
+ * remote free's mark in its second, not in the thread cache, not on a page trim gave back (such
+ * a block is on no list and reads as zeros; only free blocks lie there: a hostile review saw
+ * realloc hand one back as live). Only when it is not does a check of liveness look further. */
 NP_INLINE bool np_ptr_looks_live(const struct np_slab *s, uintptr_t a)
 {
-	return !np_slab_looks_free(s, a) && !np_slab_has_mark(s, a) && !np_cache_looks_cached(a);
+	return !np_slab_looks_free(s, a) && !np_slab_has_mark(s, a) && !np_cache_looks_cached(a) &&
+	       !np_slab_is_hidden(s, a);
 }
 /* Reports a BAD pointer given to `call` ("free", "realloc", ...) and aborts with
  * "numapage: <call>: <why> <p>", or "numapage: free: double free of <p>" when freeing memory
