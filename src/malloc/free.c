@@ -61,7 +61,7 @@ NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct n
 	if (th) {
 		if (*in_use_counter(th, node) < -(int64_t)REMOTE_FOLD_BYTES)
 			np_thread_fold_bytes(th);
-		if (!((th->pcp.near >> node) & 1))
+		if (!np_pcp_near(&th->pcp, node))
 			np_vmstat_add(&th->st, (int)node, NUMA_PAGE_STAT_remote_free, 1);
 	}
 	if (first && owner == NP_NO_OWNER)
@@ -76,7 +76,7 @@ NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct n
 	 * itself is release only). */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	struct np_thread *floater = __atomic_load_n(&s->floater, __ATOMIC_RELAXED);
-	if (th && floater == th && ((th->pcp.near >> s->node) & 1) && th->ring[s->cls]) {
+	if (th && floater == th && np_pcp_near(&th->pcp, s->node) && th->ring[s->cls]) {
 		np_ring_take_back(th, s);
 		return;
 	}
@@ -135,7 +135,7 @@ NP_INLINE void push_home(struct np_thread *th, struct np_slab *s, struct np_thre
 {
 	/* Both tests, no branch between them (a branch put the second one out of line). */
 	unsigned node = s->node; /* read before the push: see after_remote_free */
-	bool seldom = ((np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES) | !((th->pcp.near >> node) & 1);
+	bool seldom = ((np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES) | !np_pcp_near(&th->pcp, node);
 	bool first;
 	bool claimed = np_slab_push_remote(s, a, i, &first);
 	if (NP_UNLIKELY(seldom || claimed ||

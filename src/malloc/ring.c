@@ -161,7 +161,7 @@ NP_INLINE bool has_free(struct np_slab *s)
  * in. Not under an interleave, whose nodes are all meant. */
 static bool spilled(const struct np_thread *th, const struct np_slab *s)
 {
-	if (((th->pcp.near >> s->node) & 1) || th->pcp.policy.mode == NP_POLICY_INTERLEAVE || th->spill_hold)
+	if (np_pcp_near(&th->pcp, s->node) || th->pcp.policy.mode == NP_POLICY_INTERLEAVE || th->spill_hold)
 		return false;
 	return np_node_can_serve(th->pcp.target, np_class_slab_bytes(s->cls) >> NP_PAGE_SHIFT);
 }
@@ -271,7 +271,7 @@ static void *ring_take(struct np_thread *th, unsigned c)
 		count(th, s);
 		/* Slabs of a node the walk fell back to are passed over once the thread's node has
 		 * room again (spilled): asked once a miss, at a slab of another node. */
-		if (!((th->pcp.near >> s->node) & 1))
+		if (!np_pcp_near(&th->pcp, s->node))
 			over = spilled(th, s);
 		if (over != 1 && (b = take_from(s)) != NULL) {
 			if (beat)
@@ -283,7 +283,7 @@ static void *ring_take(struct np_thread *th, unsigned c)
 		unsigned kept = 0, keep = th->keep_more ? KEEP_FULL_CLAIMED : KEEP_FULL;
 		for (struct np_slab *t = s->next; t != s;) {
 			struct np_slab *next = t->next;
-			if (!((th->pcp.near >> t->node) & 1) && (over < 0 ? (over = spilled(th, t)) : over)) {
+			if (!np_pcp_near(&th->pcp, t->node) && (over < 0 ? (over = spilled(th, t)) : over)) {
 				t = next;
 				continue;
 			}
@@ -320,7 +320,7 @@ static void *ring_take(struct np_thread *th, unsigned c)
 	if (!s)
 		return NULL;
 	/* Another node's slab although the thread's node could serve one by its count: hold. */
-	if (!((th->pcp.near >> s->node) & 1) && (over == 1 || spilled(th, s)))
+	if (!np_pcp_near(&th->pcp, s->node) && (over == 1 || spilled(th, s)))
 		th->spill_hold = SPILL_HOLD_MISSES;
 	make_current(th, s, true);
 	return take_from(s);

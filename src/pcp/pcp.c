@@ -21,11 +21,6 @@ static void count_thread(struct np_pcp *pcp, int node, int delta)
 	np_vmstat_add(pcp->st, node, NUMA_PAGE_STAT_threads, delta);
 }
 
-static bool is_near(const struct np_pcp *pcp, int node)
-{
-	return (pcp->near >> node) & 1;
-}
-
 static void flush_runs(struct np_pcp *pcp, int keep);
 
 static void push_head(struct np_page_list *l, struct np_page *pg)
@@ -107,7 +102,7 @@ static void resort(struct np_pcp *pcp)
 		struct np_page *pg = pcp->list[o].head;
 		while (pg) {
 			struct np_page *next = pg->next;
-			push_tail(is_near(pcp, np_page_node(pg)) ? &near : &far, pg);
+			push_tail(np_pcp_near(pcp, np_page_node(pg)) ? &near : &far, pg);
 			pg = next;
 		}
 		if (near.tail) {
@@ -177,7 +172,7 @@ void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npage
 bool np_pcp_is_remote(const struct np_pcp *pcp, int node)
 {
 	if (pcp)
-		return !is_near(pcp, node);
+		return !np_pcp_near(pcp, node);
 	/* A thread without state (it never allocated): judge by the CPU it runs on. */
 	int here = np_topo_current_node(&np_topo_table);
 	return here >= 0 && !((np_node_near(here) >> node) & 1);
@@ -250,7 +245,7 @@ static bool refill(struct np_pcp *pcp, unsigned order, bool near_only)
 	int got = t.got;
 	np_vmstat_add(pcp->st, from, NUMA_PAGE_STAT_pcp_refill, 1);
 	struct np_page_list *l = &pcp->list[order];
-	bool near = is_near(pcp, from);
+	bool near = np_pcp_near(pcp, from);
 	for (int i = got - 1; i >= 0; i--) {
 		np_page_set_state(runs[i], NP_PAGE_PCP);
 		if (near)
@@ -295,7 +290,7 @@ struct np_page *np_pcp_get(struct np_pcp *pcp, unsigned order, int node)
 	struct np_page_list *l = &pcp->list[order];
 	struct np_page *pg = l->head;
 	/* Only remote pages left (or none): prefer a fresh batch of near ones. */
-	if (!pg || !is_near(pcp, np_page_node(pg))) {
+	if (!pg || !np_pcp_near(pcp, np_page_node(pg))) {
 		refill(pcp, order, pg != NULL);
 		pg = l->head;
 		if (!pg && drain_before_failing(pcp)) {
@@ -326,7 +321,7 @@ static void flush(struct np_pcp *pcp, int pages)
 				progress = false;
 				for (int o = 0; o < NP_PCP_ORDERS && n < MAX_BATCH_RUNS && pages > 0; o++) {
 					struct np_page *pg = pcp->list[o].tail;
-					if (!pg || (pass == 0 && is_near(pcp, np_page_node(pg))))
+					if (!pg || (pass == 0 && np_pcp_near(pcp, np_page_node(pg))))
 						continue;
 					unlink_run(&pcp->list[o], pg);
 					pcp->count -= 1 << o;
@@ -354,7 +349,7 @@ static void cache(struct np_pcp *pcp, struct np_page *run)
 	np_assert(order < NP_PCP_ORDERS && run->npages == 1u << order);
 	np_page_set_state(run, NP_PAGE_PCP);
 	np_page_set_owner(run, NULL);
-	if (is_near(pcp, node))
+	if (np_pcp_near(pcp, node))
 		push_head(&pcp->list[order], run);
 	else
 		push_tail(&pcp->list[order], run);
@@ -463,7 +458,7 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 	np_pcp_count_alloc(pcp, intended, from, (long)npages, node >= 0);
 	int kept = 1;
 	if (t.got > 1) {
-		if (is_near(pcp, from)) {
+		if (np_pcp_near(pcp, from)) {
 			kept = t.got;
 			/* The next takes (newest first) get them in address order. */
 			for (int i = t.got - 1; i >= 1; i--)
@@ -481,7 +476,7 @@ struct np_page *np_pcp_get_run(struct np_pcp *pcp, size_t npages, size_t align_p
 static void cache_run(struct np_pcp *pcp, struct np_page *run)
 {
 	np_page_set_owner(run, NULL);
-	if (pcp && keepable(run->npages) && is_near(pcp, np_page_node(run))) {
+	if (pcp && keepable(run->npages) && np_pcp_near(pcp, np_page_node(run))) {
 		run->clean = 0;
 		if (pcp->nruns == NP_PCP_RUNS || pcp->run_pages + (int)run->npages > NP_PCP_RUN_PAGES) {
 			flush_runs(pcp, pcp->nruns / 2); /* the older half, in one lock hold */
@@ -534,7 +529,7 @@ const char *np_pcp_check(const struct np_pcp *pcp)
 				return "a cached run is not in state PCP";
 			if (pg->order != o || pg->npages != 1u << o)
 				return "a cached run sits in the list of another order";
-			bool near = is_near(pcp, np_page_node(pg));
+			bool near = np_pcp_near(pcp, np_page_node(pg));
 			if (near && seen_far)
 				return "a near run stands behind a remote one";
 			seen_far |= !near;
@@ -548,7 +543,7 @@ const char *np_pcp_check(const struct np_pcp *pcp)
 		const struct np_page *r = pcp->runs[i];
 		if (r->state != NP_PAGE_PCP)
 			return "a cached long run is not in state PCP";
-		if (!is_near(pcp, np_page_node(r)))
+		if (!np_pcp_near(pcp, np_page_node(r)))
 			return "a cached long run is not near";
 		run_pages += (int)r->npages;
 	}

@@ -112,6 +112,11 @@ void np_pcp_drain(struct np_pcp *pcp);
  * thread's interleave is where it was intended: numa_hit and interleave_hit there, unless
  * named: the program named `intended` itself, numa_page_alloc_onnode). */
 void np_pcp_count_alloc(struct np_pcp *pcp, int intended, int served, long npages, bool named);
+/* True when pages of dense node `node` count as local to the pcp's thread (its near mask). */
+NP_INLINE bool np_pcp_near(const struct np_pcp *pcp, int node)
+{
+	return (pcp->near >> node) & 1;
+}
 /* True when pages of dense node `node` are remote to the pcp's thread (pcp NULL: to the
  * calling thread's CPU). */
 bool np_pcp_is_remote(const struct np_pcp *pcp, int node);
