@@ -102,6 +102,21 @@ def fsize(lib, py):
     return check(p, EXPECTED, 'under RLIMIT_FSIZE 0')
 
 
+def few_left(p, what):
+    """True when FORKS ran to its end under the library, said nothing on stderr, and left at
+    most twice SWEEP_EVERY of its children's files (the sweep's phase aside)."""
+    words = p.stdout.split()
+    if p.returncode != 0 or len(words) != 4 or words[:3] != ['loaded', 'True', 'left'] or p.stderr:
+        print('forks: exit %d, stdout %r, stderr %r' % (p.returncode, p.stdout, p.stderr[-2000:]))
+        return False
+    left = int(words[3])
+    print('%s: their live files still there: %d' % (what, left))
+    if left > 2 * SWEEP_EVERY:
+        print('the files of children gone long ago were not swept (at most %d expected)' % (2 * SWEEP_EVERY))
+        return False
+    return True
+
+
 def private_shm(lib, py, args):
     """Runs py ARGS under LD_PRELOAD=lib with a private, full 2 MiB tmpfs on /dev/shm; None
     when this machine cannot make one (not root, no unshare, no mount namespace)."""
@@ -132,16 +147,7 @@ def full_fork(lib, py):
     p = private_shm(lib, py, ['-c', FULL_FORKS, str(n)])
     if p is None:
         return SKIP
-    words = p.stdout.split()
-    if p.returncode != 0 or len(words) != 4 or words[:3] != ['loaded', 'True', 'left'] or p.stderr:
-        print('forks: exit %d, stdout %r, stderr %r' % (p.returncode, p.stdout, p.stderr[-2000:]))
-        return False
-    left = int(words[3])
-    print('%d children of a parent that could not publish left with _exit, files left: %d' % (n, left))
-    if left > 2 * SWEEP_EVERY:
-        print('their files were not swept (at most %d expected)' % (2 * SWEEP_EVERY))
-        return False
-    return True
+    return few_left(p, '%d children of a parent that could not publish left with _exit' % n)
 
 
 def full(lib, py):
@@ -155,16 +161,7 @@ def fork(lib, py):
     n = 300
     p = subprocess.run([py, '-c', FORKS, str(n)], env=env_with(lib), capture_output=True,
                        text=True, timeout=120)
-    words = p.stdout.split()
-    if p.returncode != 0 or len(words) != 4 or words[:3] != ['loaded', 'True', 'left'] or p.stderr:
-        print('forks: exit %d, stdout %r, stderr %r' % (p.returncode, p.stdout, p.stderr[-2000:]))
-        return False
-    left = int(words[3])
-    print('%d children left with _exit, their live files still there: %d' % (n, left))
-    if left > 2 * SWEEP_EVERY:
-        print('the files of children gone long ago were not swept (at most %d expected)' % (2 * SWEEP_EVERY))
-        return False
-    return True
+    return few_left(p, '%d children left with _exit' % n)
 
 
 def main():
