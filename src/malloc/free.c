@@ -135,7 +135,7 @@ NP_INLINE void push_home(struct np_thread *th, struct np_slab *s, struct np_thre
 {
 	/* Both tests, no branch between them (a branch put the second one out of line). */
 	unsigned node = s->node; /* read before the push: see after_remote_free */
-	bool seldom = ((np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES) | !np_pcp_near(&th->pcp, node);
+	bool seldom = ((np_tls.in_use -= s->block) < -(int64_t)REMOTE_FOLD_BYTES) | !((th->pcp.near >> node) & 1);
 	bool first;
 	bool claimed = np_slab_push_remote(s, a, i, &first);
 	if (NP_UNLIKELY(seldom || claimed ||
