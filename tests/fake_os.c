@@ -142,6 +142,13 @@ size_t np_os_page_size(void)
 	return ps;
 }
 
+static void *next_at;
+
+void np_fake_os_map_next_at(void *addr)
+{
+	__atomic_store_n(&next_at, addr, __ATOMIC_SEQ_CST);
+}
+
 void *np_os_map(size_t size, size_t align)
 {
 	int saved = errno;
@@ -150,6 +157,19 @@ void *np_os_map(size_t size, size_t align)
 		return NULL;
 	if (left > 0)
 		__atomic_fetch_sub(&maps_left, 1, __ATOMIC_SEQ_CST);
+	void *at = __atomic_exchange_n(&next_at, NULL, __ATOMIC_SEQ_CST);
+	if (at) {
+		void *q = mmap(at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+			       -1, 0);
+		errno = saved;
+		if (q == MAP_FAILED || q != at) {
+			if (q != MAP_FAILED)
+				munmap(q, size);
+			return NULL;
+		}
+		__atomic_fetch_add(&n_maps, 1, __ATOMIC_SEQ_CST);
+		return q;
+	}
 	size_t ps = np_os_page_size();
 	if (align < ps)
 		align = ps;

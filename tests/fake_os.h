@@ -22,6 +22,10 @@ void np_fake_os_affinity_moves(bool on, unsigned delay_us);
 void np_fake_os_fail_bind(int node, int neg_errno);
 /* Maps fail after this many more successful maps (-1 = never, the default). */
 void np_fake_os_fail_map_after(long n);
+/* The next np_os_map (one call) places its mapping at addr exactly (MAP_FIXED_NOREPLACE), and
+ * fails where something is mapped there already: a test puts other memory in the unused part of
+ * a chunk's granule, as the kernel does when address space runs short. */
+void np_fake_os_map_next_at(void *addr);
 /* Counters since the last reset. */
 long np_fake_os_binds(void);      /* successful binds */
 int np_fake_os_last_bind_policy(void); /* enum np_bind_policy of the last np_os_bind asked, or -1 */

@@ -47,6 +47,10 @@ static uintptr_t bump, limit;      /* the carving region's free part */
  * header, which keeps saying the block is not live). */
 static void *free_list[NCLASSES];
 static size_t used_bytes;
+/* The lowest start and highest end of every region there ever was: np_bootstrap_state answers
+ * for any address outside without the lock. Every free of a huge block smaller than its
+ * granule asks (ptr.c), from any thread. Widened under the lock, never narrowed. */
+static uintptr_t span_lo = UINTPTR_MAX, span_hi;
 static int spin;
 
 static void lock(void)
@@ -82,7 +86,11 @@ static struct region *add_region_locked(uintptr_t start, size_t bytes)
 	r->start = start;
 	r->end = start + bytes;
 	r->next = regions;
-	regions = r;
+	if (start < __atomic_load_n(&span_lo, __ATOMIC_RELAXED))
+		__atomic_store_n(&span_lo, start, __ATOMIC_RELAXED);
+	if (start + bytes > __atomic_load_n(&span_hi, __ATOMIC_RELAXED))
+		__atomic_store_n(&span_hi, start + bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&regions, r, __ATOMIC_RELEASE);
 	return r;
 }
 
@@ -217,7 +225,9 @@ static enum np_boot_state state_locked(const void *p)
 
 enum np_boot_state np_bootstrap_state(const void *p)
 {
-	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE))
+	uintptr_t a = (uintptr_t)p;
+	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE) || a < __atomic_load_n(&span_lo, __ATOMIC_RELAXED) ||
+	    a >= __atomic_load_n(&span_hi, __ATOMIC_RELAXED))
 		return NP_BOOT_NONE;
 	lock();
 	enum np_boot_state st = state_locked(p);

@@ -18,8 +18,12 @@ static void bad(struct np_ptr *d, const char *why, bool freed)
 	d->freed = freed;
 }
 
-/* p is in no chunk's start granule: start-up memory, the data of a huge chunk aligned to a
- * chunk or more (its data starts a granule or more past its header), or nothing of ours. */
+/* p is in no granule a chunk covers whole: start-up memory, a block of a huge chunk smaller
+ * than its granule (NP_GRANULE_PART: the kernel may have put anything, start-up memory
+ * included, in the rest of that granule), the data of a huge chunk aligned to a chunk or more
+ * (its data starts a granule or more past its header), or nothing of ours. The start-up
+ * allocator is asked first: a chunk is read only where it holds p, so a free of start-up memory
+ * never reads a chunk that another thread may be unmapping. */
 static void decode_elsewhere(const void *p, bool interior, struct np_ptr *d)
 {
 	switch (np_bootstrap_state(p)) {

@@ -52,8 +52,9 @@ static bool granules_writable(const void *start, size_t size)
 	return true;
 }
 
-/* Marks [start, start + size) as one chunk's granules (first: NP_GRANULE_START), or as none
- * of ours (NP_GRANULE_NONE). A range marked START is granules_writable first. */
+/* Marks [start, start + size) as one chunk's granules (first: NP_GRANULE_START, or the
+ * huge() mark), or as none of ours (NP_GRANULE_NONE). A range marked as a chunk's is
+ * granules_writable first. */
 static void mark(const void *start, size_t size, uint8_t first)
 {
 	uintptr_t g = (uintptr_t)start >> NP_CHUNK_SHIFT;
@@ -61,6 +62,14 @@ static void mark(const void *start, size_t size, uint8_t first)
 	__atomic_store_n(&np_granule_map[g], first, __ATOMIC_RELEASE);
 	for (g++; g <= end; g++)
 		__atomic_store_n(&np_granule_map[g], first ? NP_GRANULE_CONT : NP_GRANULE_NONE, __ATOMIC_RELEASE);
+}
+
+/* The mark of the first granule of a huge chunk of `size` bytes: START when it covers the
+ * granule, else PART (chunk.h). A chunk's first granule is marked again whenever its size
+ * changes. */
+static uint8_t huge(size_t size)
+{
+	return size >= NP_CHUNK_SIZE ? NP_GRANULE_START : NP_GRANULE_PART;
 }
 
 /* The binding chunks get: NUMAPAGE_BIND's, but strict where the process may take memory from
@@ -274,7 +283,7 @@ struct np_chunk *np_chunk_split_huge(struct np_chunk *c, size_t at, bool written
 	t->mapping = c->mapping;
 	t->magic = NP_CHUNK_MAGIC;
 	c->size = at;
-	__atomic_store_n(&np_granule_map[(uintptr_t)t >> NP_CHUNK_SHIFT], NP_GRANULE_START, __ATOMIC_RELEASE);
+	__atomic_store_n(&np_granule_map[(uintptr_t)t >> NP_CHUNK_SHIFT], huge(t->size), __ATOMIC_RELEASE);
 	__atomic_add_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 	return t;
 }
@@ -310,7 +319,7 @@ void np_chunk_join_huge(struct np_chunk *c, struct np_chunk *n)
 	size_t size = n->size;
 	__atomic_store_n(&np_granule_map[(uintptr_t)n >> NP_CHUNK_SHIFT], NP_GRANULE_CONT, __ATOMIC_RELEASE);
 	memset(n, 0, NP_META_SIZE); /* its fields: the rest of its header is zeros already */
-	c->size += size;
+	c->size += size; /* a granule or more before, as n starts one: c's mark stays START */
 	__atomic_sub_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 }
 
@@ -407,7 +416,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	c->magic = NP_CHUNK_MAGIC;
 	c->size = size;
 	c->data_offset = off;
-	mark(c, size, NP_GRANULE_START);
+	mark(c, size, huge(size));
 	np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_chunks_mapped, 1);
 	__atomic_add_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&huge_bytes, size, __ATOMIC_RELAXED);
@@ -465,7 +474,7 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	if (rc == 0) { /* the address space behind it was free */
 		__atomic_add_fetch(&huge_bytes, size - old, __ATOMIC_RELAXED);
 		c->size = size;
-		mark(c, size, NP_GRANULE_START);
+		mark(c, size, huge(size));
 		return c;
 	}
 	struct np_chunk *d = np_os_map_accounted(size, NP_CHUNK_SIZE);
@@ -479,14 +488,14 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	 * map a chunk there and mark it. */
 	mark(c, old, NP_GRANULE_NONE);
 	if (np_os_remap(c, old, size, d) != 0) {
-		mark(c, old, NP_GRANULE_START);
+		mark(c, old, huge(old));
 		np_os_unmap(d, size);
 		return NULL;
 	}
 	d->size = size;
 	d->mapping = new_mapping(); /* a range of its own now: no piece left behind joins it */
 	__atomic_add_fetch(&huge_bytes, size - old, __ATOMIC_RELAXED);
-	mark(d, size, NP_GRANULE_START);
+	mark(d, size, huge(size));
 	/* The block's old address is a freed one now (a free of it is a double free). */
 	remember_gone((uintptr_t)c + d->data_offset);
 	return d;
@@ -501,6 +510,7 @@ void np_chunk_trim_huge(struct np_chunk *c, size_t size)
 	uintptr_t old_last = ((uintptr_t)c + old - 1) >> NP_CHUNK_SHIFT;
 	c->size = size;
 	__atomic_sub_fetch(&huge_bytes, old - size, __ATOMIC_RELAXED);
+	__atomic_store_n(&np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT], huge(size), __ATOMIC_RELEASE);
 	for (uintptr_t g = last + 1; g <= old_last; g++)
 		__atomic_store_n(&np_granule_map[g], NP_GRANULE_NONE, __ATOMIC_RELEASE);
 	np_os_unmap((char *)c + size, old - size);
@@ -687,7 +697,7 @@ struct np_chunk *np_chunk_find(const void *p)
 	uintptr_t g = a >> NP_CHUNK_SHIFT;
 	for (;;) {
 		uint8_t v = __atomic_load_n(&np_granule_map[g], __ATOMIC_ACQUIRE);
-		if (v == NP_GRANULE_START)
+		if (v == NP_GRANULE_START || v == NP_GRANULE_PART)
 			break;
 		if (v != NP_GRANULE_CONT || g == 0)
 			return NULL;

@@ -144,8 +144,13 @@ _Static_assert(sizeof(struct np_chunk) % NP_PAGE_SIZE == 0, "the chunk header is
 _Static_assert(offsetof(struct np_chunk, mapping) + sizeof(uint64_t) <= offsetof(struct np_chunk, meta) + NP_META_SIZE,
 	       "the chunk's fields fit in metadata slot 0");
 
-/* Granule map values. */
-enum { NP_GRANULE_NONE = 0, NP_GRANULE_START = 1, NP_GRANULE_CONT = 2 };
+/* Granule map values. START: a chunk starts here and covers the whole granule (a normal
+ * chunk, or a huge one of a granule or more): any address in it is the chunk's. PART: a huge
+ * chunk smaller than a granule starts here; the kernel may map anything in the rest (a
+ * library, a thread's stack, the start-up allocator's region), so only np_chunk_find, which
+ * checks the chunk's size, says whose an address is. CONT: a huge chunk goes on through it
+ * (its last one, too, may be partly someone else's). */
+enum { NP_GRANULE_NONE = 0, NP_GRANULE_START = 1, NP_GRANULE_CONT = 2, NP_GRANULE_PART = 3 };
 /* One byte per granule of the user address space: 8 MiB of zero-filled BSS, of which only the
  * pages covering our chunks are ever written (the rest stays the shared zero page). Read-only
  * from np_chunk_init_map on, but for the pages written. */
@@ -244,8 +249,9 @@ NP_INLINE void np_page_set_owner(struct np_page *pg, void *owner)
 	__atomic_store_n(&pg->owner, owner, __ATOMIC_RELAXED);
 }
 
-/* True when address a lies in the start granule of one of our chunks. One shift serves both
- * the range test and the index (no separate test of the high bits: free's fast path). */
+/* True when address a lies in the start granule of one of our chunks that covers it whole
+ * (NP_GRANULE_START): the address is in the chunk. One shift serves both the range test and
+ * the index (no separate test of the high bits: free's fast path). */
 NP_INLINE bool np_granule_is_start(uintptr_t a)
 {
 	uintptr_t g = a >> NP_CHUNK_SHIFT;
@@ -253,8 +259,9 @@ NP_INLINE bool np_granule_is_start(uintptr_t a)
 	       __atomic_load_n(&np_granule_map[g], __ATOMIC_RELAXED) == NP_GRANULE_START;
 }
 
-/* The chunk whose granule holds p, or NULL when p is not our memory: the start granule of a
- * normal or huge chunk (the common case: a pointer we handed out). */
+/* The chunk whose granule holds p, or NULL: the start granule of a normal chunk or of a huge
+ * chunk of a granule or more (the common case: a pointer we handed out). NULL for the rest,
+ * which np_chunk_find answers (a huge chunk smaller than its granule, or p not ours). */
 NP_INLINE struct np_chunk *np_chunk_lookup(const void *p)
 {
 	if (NP_LIKELY(np_granule_is_start((uintptr_t)p)))
@@ -262,7 +269,9 @@ NP_INLINE struct np_chunk *np_chunk_lookup(const void *p)
 	return NULL;
 }
 
-/* As np_chunk_lookup, but also finds the huge chunk holding an interior pointer. */
+/* The chunk whose mapping holds p, or NULL: as np_chunk_lookup, and also a huge chunk whose
+ * later granule holds p, or one smaller than the granule it starts (NP_GRANULE_PART) when p
+ * lies within it. */
 struct np_chunk *np_chunk_find(const void *p);
 
 /* Maps a normal chunk for dense node `node`, binds it (unless the topology is a rehearsal),

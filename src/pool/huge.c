@@ -606,7 +606,7 @@ const char *np_huge_check(int node)
 			err = "a node caches a huge chunk of another node";
 		else if (c->dirty > np_chunk_data_bytes(c))
 			err = "a cached chunk is dirtier than it is large";
-		else if (np_chunk_lookup((char *)c + c->data_offset) != c && c->data_offset < NP_CHUNK_SIZE)
+		else if (np_chunk_find((char *)c + c->data_offset) != c)
 			err = "a cached chunk does not start a granule of the map";
 		for (struct np_chunk *d = h->list; d && !err; d = d->next)
 			if (np_chunk_huge_adjoins(c, d))

@@ -394,6 +394,29 @@ int main(int argc, char **argv)
 			return 3;
 		p[0] = 1;
 		M_FREE(launder(p));
+	} else if (!strcmp(c, "free_mmap_in_huge_granule")) {
+		/* A page mapped in the 16 MiB granule of a block with a chunk of its own (8 MiB: a
+		 * mapping of 10 MiB), past that chunk: the kernel puts libraries, stacks and the
+		 * start-up allocator's regions there. It was taken for a piece of the block ("inside
+		 * a large block"), and a start-up block there could not be freed. */
+		for (int tries = 0; tries < 8; tries++) {
+			char *b = M_MALLOC(8u << 20);
+			if (!b)
+				return 3;
+			char *granule = (char *)((uintptr_t)b & ~(uintptr_t)((16u << 20) - 1));
+			for (size_t mib = 15; mib >= 11; mib--) {
+				char *p = mmap(granule + (mib << 20), 1 << 16, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+				if (p == granule + (mib << 20)) {
+					p[0] = 1;
+					M_FREE(launder(p));
+					return 0;
+				}
+				if (p != MAP_FAILED)
+					munmap(p, 1 << 16);
+			}
+		}
+		return 3;
 	} else if (!strcmp(c, "usable_size_foreign")) {
 		char buf[64];
 		memset(buf, 1, sizeof buf);
