@@ -684,6 +684,28 @@ static void fork_during_a_purge_keeps_the_chunks(void **state)
 	check();
 }
 
+/* The start of n granules that nothing maps now (found by a reservation given back): a chunk
+ * mapped there (np_fake_os_map_next_at) has the rest of its granule free, whatever the test
+ * process mapped before. */
+static void *free_granules(size_t n)
+{
+	size_t len = (n + 1) * NP_CHUNK_SIZE;
+	char *r = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(r != MAP_FAILED);
+	munmap(r, len);
+	return (void *)(((uintptr_t)r + NP_CHUNK_SIZE - 1) & ~(uintptr_t)(NP_CHUNK_SIZE - 1));
+}
+
+/* make(bytes), its chunk mapped where the rest of its last granule is free. */
+static struct np_chunk *make_alone(size_t bytes)
+{
+	void *at = free_granules(bytes / NP_CHUNK_SIZE + 2);
+	np_fake_os_map_next_at(at);
+	struct np_chunk *c = make(bytes);
+	assert_ptr_equal(c, at);
+	return c;
+}
+
 /* Other memory in the granule of huge chunk c, past its mapping: mapped at c + off, one page
  * (the kernel puts a library, a thread's stack or the start-up allocator's region there when
  * the chunk leaves the rest of its granule free). */
@@ -723,7 +745,7 @@ static void a_chunk_smaller_than_its_granule_claims_only_its_mapping(void **stat
 {
 	(void)state;
 	start("2node", NULL);
-	struct np_chunk *c = make(2 * MB);
+	struct np_chunk *c = make_alone(2 * MB);
 	assert_true(c->size < NP_CHUNK_SIZE);
 	/* A start-up block of the allocator's own, mapped in c's granule: it decodes as one, and
 	 * a free gives it back. */
@@ -749,13 +771,13 @@ static void a_chunk_smaller_than_its_granule_claims_only_its_mapping(void **stat
 
 	/* A chunk of a granule and more, trimmed below one (np_huge_get under a limit on the
 	 * address space), and the piece cut from the end of a larger one. */
-	c = make(20 * MB);
+	c = make_alone(20 * MB);
 	np_chunk_trim_huge(c, 2 * MB);
 	q = other_memory_at(c, 8 * MB);
 	assert_not_claimed(c, q);
 	munmap(q, NP_PAGE_SIZE);
 	unmake(c);
-	c = make(40 * MB);
+	c = make_alone(40 * MB);
 	struct np_chunk *t = np_chunk_split_huge(c, 2 * NP_CHUNK_SIZE, true);
 	t->kind = NP_CHUNK_HUGE;
 	assert_true(t->size < NP_CHUNK_SIZE);
