@@ -178,12 +178,15 @@ NP_INLINE void *np_malloc_fast(size_t size)
 }
 
 /* Block a, index i, of s, whose owner is read as `owner`, is a live block of the calling thread
- * (self): free's fast path frees it. */
+ * (self): free's fast path frees it. Against fast_end, which is end but while s hides pages
+ * (then 0, and nothing passes): a link above it is a link above end, so the block does not look
+ * free (np_slab_looks_free), and one load serves both tests. A plain read: only once owner is
+ * self, and the owner is the only writer of its slab's fast_end. */
 NP_INLINE bool np_free_is_own(const struct np_slab *s, uintptr_t a, uint64_t i, const struct np_thread *self,
 			      const struct np_thread *owner)
 {
-	return NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->end) &&
-	       NP_LIKELY(!np_slab_looks_free(s, a));
+	return NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->fast_end) &&
+	       NP_LIKELY(np_slab_link(s, a) > s->fast_end);
 }
 
 /* The free of a, read against s as a slab header: done, or false when s has no owner (not a

@@ -91,14 +91,20 @@ NP_NOINLINE NP_COLD static void after_remote_free(struct np_thread *th, struct n
  * saves no register for it: a block of our own the fast path refused (it looks free: a double
  * free is confirmed before it is reported), a pointer that is not a block start, a block
  * that looks free or carries a remote free's mark (another thread's double free, confirmed by
- * the careful racy walk), and a thread with no state yet or any more; and a block of a slab
- * whose node is not the thread's first choice (counted in the thread struct, not in np_tls). */
+ * the careful racy walk), a block of a slab that hides pages (np_slab_fast_end), and a thread
+ * with no state yet or any more; and a block of a slab whose node is not the thread's first
+ * choice (counted in the thread struct, not in np_tls). */
 NP_NOINLINE NP_COLD static void free_slab_rare(struct np_slab *s, uintptr_t a)
 {
 	struct np_thread *th = np_thread_for_free();
 	uint64_t i = np_slab_index(s, a);
 	if (i >= s->end)
 		invalid("invalid pointer (not the start of a block)", a);
+	/* A free block on a page trim gave back (slab_trim.c): its first word reads as zeros
+	 * there, so it does not look free, and taken, it was handed out twice (a hostile test).
+	 * Every free of a slab that hides pages comes here (fast_end). */
+	if (NP_UNLIKELY(np_slab_is_hidden(s, a)))
+		invalid("double free of", a);
 	struct np_thread *owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	if (owner == th && th) {
 		/* Looks free: confirm before reporting. */
@@ -168,8 +174,9 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)
 	 * or another freer's: its fetch overlaps the checks before the CAS (issue 15: the CAS
 	 * was 80% of this function's samples in larson/2). */
 	NP_PREFETCH_WRITE(&s->thread_free);
-	if (NP_UNLIKELY(!th || owner == th || i >= s->end || s->node != np_tls.count_node ||
-			np_slab_looks_free(s, a) || np_slab_has_mark(s, a) || np_cache_looks_cached(a))) {
+	uint64_t end; /* fast_end: a link at or below it looks free, as np_slab_looks_free (np_free_is_own) */
+	if (NP_UNLIKELY(!th || owner == th || i >= (end = np_slab_fast_end(s)) || s->node != np_tls.count_node ||
+			np_slab_link(s, a) <= end || np_slab_has_mark(s, a) || np_cache_looks_cached(a))) {
 		free_slab_rare(s, a);
 		return;
 	}

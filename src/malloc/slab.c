@@ -605,6 +605,8 @@ const char *np_slab_check(const struct np_slab *s)
 		return "the free list's head is no block of the slab";
 	if (s->free_i != np_slab_index_or_end(s, s->free))
 		return "free_i is not the index of free's head";
+	if (s->fast_end != (s->hidden ? 0 : s->end))
+		return "fast_end is not end, or 0 while pages are hidden";
 	uint32_t count = 0;
 	list_holds(s, s->free, 0, &count); /* 0 is no block: walks the whole list */
 	if (count > s->capacity)

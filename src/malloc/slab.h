@@ -123,6 +123,12 @@ struct np_slab {
 	uint8_t div_shift;           /* block = odd factor << div_shift */
 	uint8_t cls;
 	uint8_t node;                /* dense node of the memory */
+	/* The bound free's fast paths check a block index against: end, or 0 while the slab
+	 * hides pages (`hidden`), so that every free of its blocks then takes the slow path,
+	 * which finds a second free of a block on a hidden page (its first word reads as zeros
+	 * there, not as a link). Relaxed atomic: written by whoever writes `hidden`, read by any
+	 * thread's free (np_slab_fast_end). */
+	uint16_t fast_end;
 	/* Set only in the slot of a step after the first of a slab larger than a step (classes
 	 * above 16 KiB): that slab, so that a free of a block there finds its header from the
 	 * line it read the slot's owner on (np_slab_lead), without the page descriptors. NULL in
@@ -199,6 +205,20 @@ NP_INLINE void np_slab_set_block(struct np_slab *s, uint32_t block, uint32_t cap
 		x *= 2 - q * x;
 	s->div_inv = x;
 	s->end = (uint16_t)capacity;
+	s->fast_end = s->hidden ? 0 : (uint16_t)capacity;
+}
+
+/* fast_end as free's fast paths read it (see the field). */
+NP_INLINE uint64_t np_slab_fast_end(const struct np_slab *s)
+{
+	return __atomic_load_n(&s->fast_end, __ATOMIC_RELAXED);
+}
+
+/* s's hidden pages become h (slab_trim.c), and fast_end follows. */
+NP_INLINE void np_slab_set_hidden(struct np_slab *s, uint32_t h)
+{
+	__atomic_store_n(&s->hidden, h, __ATOMIC_RELAXED); /* other threads' double-free checks read it */
+	__atomic_store_n(&s->fast_end, h ? 0 : s->end, __ATOMIC_RELAXED);
 }
 
 /* The index of the block at address b when b is one: with block = q 2^k (q odd),

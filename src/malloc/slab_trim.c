@@ -13,15 +13,17 @@
  * or freeing one again (a free writes its link). So it reads as zeros until then, whether or not
  * it is resident (a read maps the zero page; mlock, a debugger or a core dump fill it; a page
  * written and swapped out is not resident): what it reads is what is checked. A block whose
- * first bytes lie on a hidden page reads as zeros there, so it does not look free and a second
- * free of it is taken; its link is then on the page, and whoever comes to the page next finds
- * it: refill does not hand its blocks out again (one may be in use by then), and a slab whose
- * count says it emptied is not given back. (A block handed out again after such a free, whose
- * program then wrote only zeros there, is not found.) A hidden block whose first bytes lie on a
- * page that is not hidden has them set to a link to the list's end, so that it looks free: a
- * second free of it goes the slow way, finds it hidden and is reported as a double free at
- * once; anything else written there is found as on a hidden page. Either way the slab is pinned
- * (never given back) and the write reported once.
+ * first bytes lie on a hidden page reads as zeros there, so it does not look free; but while a
+ * slab hides pages its fast_end is 0 (np_slab_set_hidden), so every free of its blocks, the
+ * owner's too, takes the slow path, which finds a hidden block and reports the double free at
+ * once (before, the free was taken, and the next malloc of the class handed the block out while
+ * refill, finding the page all zeros again, handed it out a second time: a hostile test). A
+ * write after free on a hidden page is found by whoever comes to the page next: refill does not
+ * hand its blocks out again (one may be in use by then), and a slab whose count says it emptied
+ * is not given back. A hidden block whose first bytes lie on a page that is not hidden has them
+ * set to a link to the list's end, so that it looks free; anything else written there is found
+ * as on a hidden page. Either way the slab is pinned (never given back) and the write reported
+ * once.
  *
  * Not in chunks advised MADV_HUGEPAGE (NUMAPAGE_THP): khugepaged fills the pages given back
  * again when it collapses their range into a huge page, so giving them back buys little there;
@@ -203,7 +205,7 @@ static size_t hide_free_pages(struct np_slab *s)
 	if (!want)
 		return 0;
 	uint32_t was = s->hidden;
-	__atomic_store_n(&s->hidden, was | want, __ATOMIC_RELAXED); /* other threads' double-free checks read it */
+	np_slab_set_hidden(s, was | want);
 	/* free again from the bits, in address order, without what is hidden now: the links on
 	 * the pages given back read as zeros. */
 	uint32_t head = s->end;
@@ -282,7 +284,7 @@ size_t np_slab_decay(struct np_slab *s, struct np_vmstat_diffs *st)
 static void revive_page(struct np_slab *s)
 {
 	unsigned p = (unsigned)__builtin_ctz(s->hidden);
-	__atomic_store_n(&s->hidden, s->hidden & (s->hidden - 1), __ATOMIC_RELAXED);
+	np_slab_set_hidden(s, s->hidden & (s->hidden - 1));
 	uint32_t first, last;
 	if (!blocks_of_page(s, p, &first, &last))
 		return;

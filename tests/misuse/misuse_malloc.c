@@ -445,7 +445,8 @@ int main(int argc, char **argv)
 		M_FREE(p);
 		printf("%zu\n", M_USABLE(launder(p)));
 	} else if (!strcmp(c, "double_free_after_trim") || !strcmp(c, "realloc_freed_after_trim") ||
-		   !strcmp(c, "realloc_freed_on_trimmed_page") || !strcmp(c, "usable_size_freed_on_trimmed_page")) {
+		   !strcmp(c, "realloc_freed_on_trimmed_page") || !strcmp(c, "usable_size_freed_on_trimmed_page") ||
+		   !strcmp(c, "double_free_on_trimmed_page") || !strcmp(c, "double_free_on_trimmed_page_remote")) {
 		/* A slab of 112-byte blocks, all freed but one on its first page, then trimmed: the
 		 * page after it holds only free blocks and goes back to the kernel, and the block
 		 * that reaches into it from the first page, whose first bytes stay resident, is
@@ -478,7 +479,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "setup: no block reaching into a page trim gave back\n");
 			exit(3);
 		}
-		if (c[0] == 'd')
+		/* double_free_on_trimmed_page*: the free was taken, by the owner or another thread,
+		 * and the block handed out again to the next malloc of its class while still on the
+		 * page, which then handed it out a second time (a hostile test, stop 65). */
+		if (!strcmp(c, "double_free_on_trimmed_page_remote"))
+			free_in_thread(launder(victim));
+		else if (c[0] == 'd')
 			M_FREE(launder(victim));
 		else if (c[0] == 'u')
 			printf("%zu\n", M_USABLE(launder(victim)));
