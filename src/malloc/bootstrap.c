@@ -298,7 +298,11 @@ size_t np_bootstrap_release(void)
 				np_os_unmap((void *)r->start, r->end - r->start);
 			}
 		}
-		regions = NULL;
+		__atomic_store_n(&regions, NULL, __ATOMIC_RELEASE);
+		/* No block is live: the span starts afresh (else the regions unmapped here would
+		 * keep a free of anything mapped there later on the lock's path). */
+		__atomic_store_n(&span_lo, UINTPTR_MAX, __ATOMIC_RELAXED);
+		__atomic_store_n(&span_hi, 0, __ATOMIC_RELAXED);
 		bump = limit = 0;
 		for (unsigned k = 0; k < NCLASSES; k++)
 			free_list[k] = NULL;
