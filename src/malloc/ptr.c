@@ -59,6 +59,19 @@ static void decode_elsewhere(const void *p, bool interior, struct np_ptr *d)
 		bad(d, "invalid pointer (not allocated by libnumapage)", false);
 }
 
+/* p, in page pg of normal chunk c and in no live slab, starts no block: freed when the run
+ * holding pg is free (in a pool, or in a thread's page cache), as a block of a slab given back
+ * since is (a second free of a 3,000-byte block was "not the start of a block": a hostile
+ * test), else not the start of a block. */
+static void not_a_start(const struct np_chunk *c, const struct np_page *pg, struct np_ptr *d)
+{
+	uint8_t st = np_page_state(&c->pages[np_chunk_run_head(c, (size_t)(pg - c->pages))]);
+	if (st == NP_PAGE_FREE || st == NP_PAGE_FREE_END || st == NP_PAGE_PCP)
+		bad(d, "invalid pointer (freed)", true);
+	else
+		bad(d, "invalid pointer (not the start of a block)", false);
+}
+
 void np_ptr_decode(const void *p, bool interior, struct np_ptr *d)
 {
 	*d = (struct np_ptr){.kind = NP_PTR_BAD};
@@ -107,7 +120,7 @@ void np_ptr_decode(const void *p, bool interior, struct np_ptr *d)
 		return;
 	}
 	if (((uintptr_t)p & (NP_PAGE_SIZE - 1)) != 0) {
-		bad(d, "invalid pointer (not the start of a block)", false);
+		not_a_start(c, pg, d);
 		return;
 	}
 	switch (np_page_state(pg)) {
@@ -126,7 +139,7 @@ void np_ptr_decode(const void *p, bool interior, struct np_ptr *d)
 		if ((uintptr_t)p - (uintptr_t)c == NP_CHUNK_HUGE_HEADER)
 			bad(d, "invalid pointer (freed)", true);
 		else
-			bad(d, "invalid pointer (not the start of a block)", false);
+			not_a_start(c, pg, d);
 	}
 }
 

@@ -569,9 +569,7 @@ bool np_chunk_bound_elsewhere(const struct np_chunk *c, const void *p, size_t si
  * it reads (at least a page), and a mark it may get costs one bind and purge at its return. */
 static void mark_runs(struct np_chunk *c, size_t first, size_t end)
 {
-	size_t i = first;
-	while (i > NP_CHUNK_HEADER_PAGES && np_page_state(&c->pages[i]) == NP_PAGE_TAIL)
-		i--;
+	size_t i = np_chunk_run_head(c, first);
 	while (i < end) {
 		struct np_page *pg = &c->pages[i];
 		uint8_t st = np_page_state(pg);

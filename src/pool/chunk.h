@@ -234,6 +234,18 @@ NP_INLINE void np_page_set_state(struct np_page *pg, enum np_page_state state)
 	__atomic_store_n(&pg->state, (uint8_t)state, __ATOMIC_RELAXED);
 }
 
+/* The index of the page that heads the run holding page index i of normal chunk c: i, or the
+ * nearest page before it that is not a TAIL. A handed-out run's pages after its first are
+ * TAIL (np_pool_mark_used); between a free run's two ends the pages keep whatever they held,
+ * so from one of those this finds a page of that same free run, whose state may be stale but
+ * is never a live run's. Read without locks: for reports and marks only. */
+NP_INLINE size_t np_chunk_run_head(const struct np_chunk *c, size_t i)
+{
+	while (i > NP_CHUNK_HEADER_PAGES && np_page_state(&c->pages[i]) == NP_PAGE_TAIL)
+		i--;
+	return i;
+}
+
 /* A page's owner (the slab header of a slab run's every page, else NULL) is read by free's
  * pointer decoder on any pointer (ptr.c), from the first page of the pointer's 128 KiB step,
  * while that page may belong to another thread's run that is changing hands (pool, page

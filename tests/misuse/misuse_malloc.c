@@ -394,6 +394,17 @@ int main(int argc, char **argv)
 			return 3;
 		p[0] = 1;
 		M_FREE(launder(p));
+	} else if (!strcmp(c, "double_free_released_slab")) {
+		/* 3,000-byte blocks, several slabs of them, all freed by their owner: the first slab
+		 * went back to the thread's page cache, and a second free of a block past its first
+		 * page was "not the start of a block" (a hostile test). */
+		enum { N = 200 };
+		static char *b[N];
+		for (int i = 0; i < N; i++)
+			b[i] = live_block(3000);
+		for (int i = 0; i < N; i++)
+			M_FREE(b[i]);
+		M_FREE(launder(b[5]));
 	} else if (!strcmp(c, "free_mmap_in_huge_granule")) {
 		/* A page mapped in the 16 MiB granule of a block with a chunk of its own (8 MiB: a
 		 * mapping of 10 MiB), past that chunk: the kernel puts libraries, stacks and the
