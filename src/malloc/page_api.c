@@ -64,9 +64,13 @@ void *numa_page_alloc_interleaved(size_t size)
 int numa_page_node_of(const void *p)
 {
 	struct np_ptr d;
+	/* Any address: the program's own page beside a chunk too (np_chunk_guard_enter). */
+	np_chunk_guard_enter();
 	np_ptr_decode(p, true, &d);
+	int node = d.kind == NP_PTR_BAD || d.kind == NP_PTR_BOOT ? -1 : np_ptr_node(&d, p);
+	np_chunk_guard_leave();
 	/* The start-up allocator's blocks are on no node of ours (numapage.h). */
-	if (d.kind == NP_PTR_BAD || d.kind == NP_PTR_BOOT) {
+	if (node < 0) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -79,7 +83,7 @@ int numa_page_node_of(const void *p)
 		if (np_os_nodes_of(&page, 1, &status) == 0 && status >= 0 && np_topo_node_index(&np_topo_table, status) >= 0)
 			return status;
 	}
-	return np_topo_table.node[np_ptr_node(&d, p)].os_id;
+	return np_topo_table.node[node].os_id;
 }
 
 int numa_page_set_home_node(int node)

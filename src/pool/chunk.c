@@ -238,11 +238,75 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
 	return c;
 }
 
+/* The readers inside np_chunk_guard_enter/leave (chunk.h), counted in one of two slots: a
+ * reader counts in the slot of the epoch it entered in. An unmapper that finds readers moves the
+ * epoch on and waits only for the slot of the epoch before, so readers that keep coming (a
+ * thread calling numa_page_node_of in a loop) never keep it waiting: they count in the other
+ * slot, and see the granules cleared. Unmappers that wait take turns (wait_lock). The calling
+ * thread's depth and slot: a free in a signal handler that interrupted a reader does not wait
+ * for its own thread. */
+static unsigned guard_count[2];
+static unsigned guard_epoch;
+static int wait_lock;
+static NP_TLS unsigned guard_depth;
+static NP_TLS unsigned guard_slot;
+
+void np_chunk_guard_enter(void)
+{
+	if (guard_depth++)
+		return;
+	guard_slot = __atomic_load_n(&guard_epoch, __ATOMIC_RELAXED) & 1;
+	__atomic_add_fetch(&guard_count[guard_slot], 1, __ATOMIC_RELAXED);
+	/* Against wait_for_readers' fences: either the unmapper sees this reader, or this
+	 * reader's reads of the map after it see the granules cleared (also when it read the
+	 * epoch the unmapper moved on to). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void np_chunk_guard_leave(void)
+{
+	if (--guard_depth)
+		return;
+	__atomic_sub_fetch(&guard_count[guard_slot], 1, __ATOMIC_RELEASE);
+}
+
+void np_chunk_guard_atfork_child(void)
+{
+	/* The forking thread was not inside (fork is not called from there), nor waiting; the
+	 * other threads are gone. */
+	guard_count[0] = guard_count[1] = 0;
+	wait_lock = 0;
+}
+
+/* After a range's granules were cleared and before it is unmapped or moved: the readers that
+ * may have found a chunk header there through the map have left. Nearly always none is in:
+ * a fence and two loads. */
+static void wait_for_readers(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&guard_count[0], __ATOMIC_ACQUIRE) && !__atomic_load_n(&guard_count[1], __ATOMIC_ACQUIRE))
+		return;
+	while (__atomic_exchange_n(&wait_lock, 1, __ATOMIC_ACQUIRE))
+		np_os_yield();
+	unsigned old = __atomic_load_n(&guard_epoch, __ATOMIC_RELAXED) & 1;
+	__atomic_store_n(&guard_epoch, old + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	unsigned self = guard_depth && guard_slot == old ? 1 : 0;
+	for (unsigned n = 0; __atomic_load_n(&guard_count[old], __ATOMIC_ACQUIRE) > self; n++) {
+		if (n < 64)
+			__builtin_ia32_pause();
+		else
+			np_os_yield();
+	}
+	__atomic_store_n(&wait_lock, 0, __ATOMIC_RELEASE);
+}
+
 void np_chunk_unmap(struct np_chunk *c)
 {
 	size_t size = c->size;
 	c->magic = 0;
 	mark(c, size, NP_GRANULE_NONE);
+	wait_for_readers();
 	np_os_unmap(c, size);
 }
 
@@ -487,6 +551,7 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	/* Off the granule map before the move: once the old range is gone, another thread may
 	 * map a chunk there and mark it. */
 	mark(c, old, NP_GRANULE_NONE);
+	wait_for_readers();
 	if (np_os_remap(c, old, size, d) != 0) {
 		mark(c, old, huge(old));
 		np_os_unmap(d, size);
@@ -597,6 +662,9 @@ void np_chunk_note_program_move(const void *p, size_t len)
 		end = limit;
 	while (a < end) {
 		uintptr_t granule_end = (a | (NP_CHUNK_SIZE - 1)) + 1;
+		/* The program's range: anything beside our chunks. A granule at a time, so that
+		 * a long range keeps no unmap waiting. */
+		np_chunk_guard_enter();
 		struct np_chunk *c = np_chunk_find((const void *)a);
 		if (c && c->kind == NP_CHUNK_NORMAL) {
 			uintptr_t stop = end < granule_end ? end : granule_end;
@@ -608,6 +676,7 @@ void np_chunk_note_program_move(const void *p, size_t len)
 			if (past > granule_end)
 				granule_end = past;
 		}
+		np_chunk_guard_leave();
 		a = granule_end;
 	}
 }

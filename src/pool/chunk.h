@@ -301,8 +301,20 @@ enum np_chunk_refusal {
 };
 struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why);
 /* Unmaps a chunk whose memory nobody holds (a normal chunk whose pool has taken its free run
- * out, or a huge one through np_chunk_unmap_huge) and clears its granules. */
+ * out, or a huge one through np_chunk_unmap_huge) and clears its granules; waits for the
+ * readers inside np_chunk_guard_enter first. */
 void np_chunk_unmap(struct np_chunk *c);
+/* A reader of the granule map that may be given any address, the program's own memory
+ * included (numa_page_node_of; the program's mbind and move_pages, np_chunk_note_program_move),
+ * brackets its reads of the map and of the chunk headers the map leads it to with these:
+ * meanwhile no chunk is unmapped or moved (np_chunk_unmap and a huge chunk's move wait), so a
+ * header found through a mark stays readable when the address is another mapping's beside a
+ * chunk smaller than its granule and another thread frees that chunk (numa_page_node_of on the
+ * program's page crashed there: a hostile test). Not free's: a pointer it is given is a live
+ * block, whose chunk nobody unmaps meanwhile. np_chunk_guard_atfork_child: in a fork's child. */
+void np_chunk_guard_enter(void);
+void np_chunk_guard_leave(void);
+void np_chunk_guard_atfork_child(void);
 /* The mapping size of a huge chunk of `bytes` (header included): rounded up to one of four
  * sizes per doubling (steps of at most NP_CHUNK_HUGE_STEP), so that requests of nearly the same size share
  * a size and a freed chunk kept by its pool fits the next one. The tail is address space the

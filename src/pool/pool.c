@@ -952,6 +952,7 @@ void np_pool_atfork_parent(void)
  * counted dirty: their madvise may not have run. */
 void np_pool_atfork_child(void)
 {
+	np_chunk_guard_atfork_child();
 	for (int i = 0; i < pool_nodes; i++)
 		if (np_pools[i].exists)
 			for (unsigned k = 0; k < np_pools[i].nshards; k++) {

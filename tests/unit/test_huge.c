@@ -15,10 +15,13 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "fake_os.h"
+#include "numapage.h"
 #include "malloc/alloc.h"
 #include "malloc/bootstrap.h"
 #include "malloc/ptr.h"
@@ -790,11 +793,59 @@ static void a_chunk_smaller_than_its_granule_claims_only_its_mapping(void **stat
 	unmake(c);
 }
 
+/* A reader of the granule map that may be given any address (numa_page_node_of, the program's
+ * mbind) holds np_chunk_guard_enter while it reads a chunk's header that the map led it to: an
+ * unmap of that chunk meanwhile waits until it leaves, so the header stays readable. Without
+ * the guard, numa_page_node_of on a page of the program's own beside a chunk smaller than its
+ * granule read the header as another thread unmapped it: SIGSEGV within a second (a hostile
+ * test). The reader here holds the guard for 100 ms around its reads; the unmap, started
+ * meanwhile in another thread, must not be done before it leaves. */
+static struct np_chunk *volatile unmapping;
+static volatile int unmapped_done;
+
+static void *unmap_it(void *arg)
+{
+	(void)arg;
+	np_chunk_unmap_huge(unmapping);
+	unmapped_done = 1;
+	return NULL;
+}
+
+static void an_unmap_waits_for_the_map_readers(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	struct np_chunk *c = make_alone(2 * MB);
+	char *page = other_memory_at(c, 8 * MB);
+	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(c)));
+	np_chunk_guard_enter();
+	/* What numa_page_node_of finds for the page beside it: not the chunk's, but found
+	 * through its header. */
+	assert_null(np_chunk_find(page));
+	unmapping = c;
+	unmapped_done = 0;
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, unmap_it, NULL), 0);
+	struct timespec nap = {0, 100 * 1000 * 1000};
+	nanosleep(&nap, NULL);
+	assert_false(unmapped_done);
+	assert_int_equal(c->magic, 0);  /* the unmap began: it waits after clearing the granules */
+	assert_true(c->size >= 2 * MB); /* still mapped: readable */
+	np_chunk_guard_leave();
+	pthread_join(t, NULL);
+	assert_true(unmapped_done);
+	unsigned char vec;
+	assert_int_equal(mincore(c, NP_PAGE_SIZE, &vec), -1); /* gone now */
+	assert_int_equal(errno, ENOMEM);
+	munmap(page, NP_PAGE_SIZE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(reuse_whole_and_grow, teardown),
 		cmocka_unit_test_teardown(a_chunk_smaller_than_its_granule_claims_only_its_mapping, teardown),
+		cmocka_unit_test_teardown(an_unmap_waits_for_the_map_readers, teardown),
 		cmocka_unit_test_teardown(a_larger_chunk_is_cut_and_its_pieces_join_again, teardown),
 		cmocka_unit_test_teardown(a_grown_piece_joins_the_cached_one_behind_it, teardown),
 		cmocka_unit_test_teardown(a_growing_pool_takes_a_cached_granule, teardown),
