@@ -199,9 +199,9 @@ int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino);
  * (setuid/setgid or file capabilities: getauxval(AT_SECURE)); then nothing in the
  * environment may steer the library or hwloc. */
 bool np_os_is_secure(void);
-/* True when the process's address space is limited (a finite RLIMIT_AS soft limit, as
- * `ulimit -v` sets): then mappings are sized to what they hold, not rounded for reuse. */
-bool np_os_address_limited(void);
+/* The process's address space limit in bytes (RLIMIT_AS's soft limit, as `ulimit -v` sets), or
+ * 0 when there is none: then mappings are sized to what they hold, not rounded for reuse. */
+size_t np_os_address_limit(void);
 /* Fills buf with n random bytes (getrandom; without it, the kernel's AT_RANDOM bytes mixed
  * with the clock and addresses). Never blocks, never fails. */
 void np_os_random(void *buf, size_t n);

@@ -183,10 +183,12 @@ bool np_os_is_secure(void)
 	return getauxval(AT_SECURE) != 0;
 }
 
-bool np_os_address_limited(void)
+size_t np_os_address_limit(void)
 {
 	struct rlimit r;
-	return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+	if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+		return 0;
+	return r.rlim_cur ? (size_t)r.rlim_cur : 1;
 }
 
 void np_os_random(void *buf, size_t n)

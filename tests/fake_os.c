@@ -110,7 +110,7 @@ void np_fake_os_reset(void)
 	policy_mode = 0;
 	memset(policy_mask, 0, sizeof policy_mask);
 	pthread_mutex_unlock(&lock);
-	np_fake_os_set_address_limited(false);
+	np_fake_os_set_address_limit(0);
 }
 
 static int lookup_locked(uintptr_t a)
@@ -648,11 +648,11 @@ void np_fake_os_set_secure(bool on) { __atomic_store_n(&secure, on, __ATOMIC_SEQ
 
 bool np_os_is_secure(void) { return __atomic_load_n(&secure, __ATOMIC_SEQ_CST); }
 
-static bool address_limited;
+static size_t address_limit;
 
-void np_fake_os_set_address_limited(bool on) { __atomic_store_n(&address_limited, on, __ATOMIC_SEQ_CST); }
+void np_fake_os_set_address_limit(size_t bytes) { __atomic_store_n(&address_limit, bytes, __ATOMIC_SEQ_CST); }
 
-bool np_os_address_limited(void) { return __atomic_load_n(&address_limited, __ATOMIC_SEQ_CST); }
+size_t np_os_address_limit(void) { return __atomic_load_n(&address_limit, __ATOMIC_SEQ_CST); }
 
 void np_os_random(void *buf, size_t n)
 {

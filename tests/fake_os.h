@@ -81,8 +81,8 @@ void np_fake_os_fail_shm(int neg_errno);
 
 /* np_os_is_secure() answers on (a setuid process) until set off again. */
 void np_fake_os_set_secure(bool on);
-/* np_os_address_limited's answer (default false: no RLIMIT_AS). */
-void np_fake_os_set_address_limited(bool on);
+/* np_os_address_limit's answer (default 0: no RLIMIT_AS). */
+void np_fake_os_set_address_limit(size_t bytes);
 /* np_os_isolate fails with this negative errno, as when no child can be made (0: run the
  * function in the calling process, the default: the fake does not fork). */
 void np_fake_os_fail_isolate(int neg_errno);

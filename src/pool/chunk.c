@@ -311,6 +311,7 @@ void np_chunk_unmap(struct np_chunk *c)
 }
 
 bool np_chunk_tight;
+size_t np_chunk_address_limit;
 
 long np_chunk_merge_above = 8192;
 static long huge_mapped; /* huge and interleaved chunks mapped now */

@@ -329,11 +329,14 @@ size_t np_chunk_huge_size(size_t bytes);
  * it, the finer sizes keep the tail short (with transparent huge pages "always", the partial
  * last 2 MiB of a whole-chunk mapping may be backed by a huge page). */
 extern NP_HIDDEN long np_chunk_merge_above;
-/* The process's address space is limited (RLIMIT_AS at start-up, np_os_address_limited): a
- * huge chunk is then sized to the page (np_chunk_huge_size), and runs longer than an eighth of
- * a chunk get a chunk of their own (malloc/large.h), so that a block takes little more address
- * space than it holds. Set by np_pool_init. */
+/* The process's address space is limited (RLIMIT_AS at start-up, np_os_address_limit: its
+ * bytes in np_chunk_address_limit, else 0): a huge chunk is then sized to the page
+ * (np_chunk_huge_size), runs longer than an eighth of a chunk get a chunk of their own
+ * (malloc/large.h), and the huge cache holds little address space (pool/huge.c), so that a block
+ * takes little more address space than it holds and a freed one leaves room for the program's
+ * own mappings. Set by np_pool_init. */
 extern NP_HIDDEN bool np_chunk_tight;
+extern NP_HIDDEN size_t np_chunk_address_limit;
 /* False for a request np_chunk_map_huge refuses whatever the address space holds: alignment
  * above 2^40, or bytes whose mapping size would wrap. */
 bool np_chunk_huge_possible(size_t bytes, size_t align);

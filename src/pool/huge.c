@@ -199,7 +199,11 @@ static bool cut_locked(struct cache *h, struct np_chunk *c, size_t bytes)
 
 /* Chunks to give back: the oldest dirty ones while the resident part is over the budget, or
  * older than the decay, into purge[]; the oldest clean ones past CLEAN_MAX (or past four
- * budgets of address space) into unmap[]. Called with the lock held. */
+ * budgets of address space) into unmap[]; and under RLIMIT_AS the oldest of any kind while the
+ * cache holds more than a 32nd of the limit, into unmap[]: the program's own mappings (mmap,
+ * thread stacks, dlopen) cannot take back what the cache holds (a hostile test: under
+ * `ulimit -v` 300 MiB, 33 freed blocks of 8.4 MB stayed cached and the program's mmap of 8 MiB
+ * failed until every one was freed; glibc's succeeded after one). Called with the lock held. */
 static void choose_locked(struct cache *h, uint64_t now, struct np_chunk **purge, int *np, struct np_chunk **unmap,
 			  int *nu)
 {
@@ -225,8 +229,16 @@ static void choose_locked(struct cache *h, uint64_t now, struct np_chunk **purge
 		links[n++] = l;
 	size_t dirty = h->dirty_pages, clean_pages = h->clean_pages;
 	unsigned nclean = h->nclean;
+	size_t room = np_chunk_tight ? (np_chunk_address_limit / 32) >> NP_PAGE_SHIFT : SIZE_MAX;
 	for (int i = n - 1; i >= 0 && (*np < BATCH || *nu < BATCH); i--) {
 		struct np_chunk *c = *links[i];
+		if (dirty + clean_pages > room && *nu < BATCH) {
+			dirty -= dirty_pages_of(c);
+			clean_pages -= pages_of(c) - dirty_pages_of(c);
+			nclean -= c->dirty == 0;
+			unmap[(*nu)++] = c;
+			continue;
+		}
 		/* Signed: a chunk cached after `now` was read (another thread, before this one got
 		 * the lock) is younger than now, not 2^64 ns old. */
 		bool old = decay && (int64_t)(now - c->cached_at) >= (int64_t)decay;
@@ -268,8 +280,10 @@ static void give_back(struct cache *h, int node, struct np_chunk **purge, int np
 			pages += (long)dirty_pages_of(c);
 		c->dirty = 0; /* given back, or zeroed in place (refused: locked memory) */
 	}
-	for (int i = 0; i < nu; i++)
+	for (int i = 0; i < nu; i++) {
+		pages += (long)dirty_pages_of(unmap[i]); /* dirty only under RLIMIT_AS (choose_locked) */
 		np_chunk_unmap_huge(unmap[i]);
+	}
 	if (np) {
 		np_lock(&h->lock);
 		for (int i = 0; i < np; i++) {

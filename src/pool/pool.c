@@ -158,7 +158,8 @@ void np_pool_init(const struct np_topo *t)
 		if (t->cpu_allowed[c])
 			cpu_shard[c] = (uint8_t)(k++ % (int)nshards);
 	np_pool_purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
-	np_chunk_tight = np_os_address_limited();
+	np_chunk_address_limit = np_os_address_limit();
+	np_chunk_tight = np_chunk_address_limit != 0;
 	np_chunk_init_map();
 	/* Only the pools of the table's nodes (and any a previous table used: tests load several)
 	 * are written, and of each only the shards in use: the 64 pools of 64 shards are 776 KiB

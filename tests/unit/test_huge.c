@@ -840,12 +840,57 @@ static void an_unmap_waits_for_the_map_readers(void **state)
 	munmap(page, NP_PAGE_SIZE);
 }
 
+/* Under RLIMIT_AS the cache holds at most a 32nd of the limit (choose_locked): the oldest chunks
+ * past it are unmapped, resident or not, so that the program's own mappings (mmap, thread
+ * stacks, dlopen) find the room the freed blocks leave. A hostile test: under `ulimit -v` 300
+ * MiB, 33 freed blocks of 8.4 MB stayed cached and the program's mmap of 8 MiB failed until every
+ * one was freed (glibc: after one). Without a limit, the same three stay cached. */
+static void under_an_address_limit_the_cache_holds_a_32nd_of_it(void **state)
+{
+	(void)state;
+	start("2node", NULL);
+	np_fake_os_set_address_limit((size_t)320 << 20); /* room: 10 MiB */
+	np_pool_init(&np_topo_table);
+	assert_true(np_chunk_tight);
+	struct np_chunk *c[3];
+	for (int i = 0; i < 3; i++)
+		c[i] = make(4 * MB);
+	size_t one = PAGES(np_chunk_data_bytes(c[0]));
+	long unmaps = np_fake_os_unmaps();
+	for (int i = 0; i < 3; i++) {
+		np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(c[i])));
+		assert_true(np_huge_put(c[i], NULL));
+		check();
+	}
+	/* Two of 4 MiB fit in 10 MiB, a third does not: the oldest went. */
+	assert_int_equal(cached_dirty() + cached_clean(), 2 * one);
+	assert_int_equal(np_fake_os_unmaps() - unmaps, 1);
+	size_t dirty;
+	struct np_chunk *g = np_huge_get(0, 4 * MB, NP_PAGE_SIZE, &dirty, NULL, false);
+	assert_true(g == c[1] || g == c[2]);
+	np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(g)));
+	assert_true(np_huge_put(g, NULL));
+	np_huge_trim(0, NULL, NULL);
+	np_fake_os_set_address_limit(0);
+	np_pool_init(&np_topo_table);
+	assert_false(np_chunk_tight);
+	for (int i = 0; i < 3; i++)
+		c[i] = make(4 * MB);
+	for (int i = 0; i < 3; i++) {
+		np_huge_count_live(0, -(long)PAGES(np_chunk_data_bytes(c[i])));
+		assert_true(np_huge_put(c[i], NULL));
+	}
+	assert_int_equal(cached_dirty() + cached_clean(), 3 * PAGES(np_chunk_data_bytes(c[0])));
+	check();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(reuse_whole_and_grow, teardown),
 		cmocka_unit_test_teardown(a_chunk_smaller_than_its_granule_claims_only_its_mapping, teardown),
 		cmocka_unit_test_teardown(an_unmap_waits_for_the_map_readers, teardown),
+		cmocka_unit_test_teardown(under_an_address_limit_the_cache_holds_a_32nd_of_it, teardown),
 		cmocka_unit_test_teardown(a_larger_chunk_is_cut_and_its_pieces_join_again, teardown),
 		cmocka_unit_test_teardown(a_grown_piece_joins_the_cached_one_behind_it, teardown),
 		cmocka_unit_test_teardown(a_growing_pool_takes_a_cached_granule, teardown),

@@ -2507,7 +2507,7 @@ static void contended_lock_is_counted(void **state)
 	assert_int_equal(STAT(0, pool_contended), 1); /* uncontended: not counted */
 }
 
-/* Under RLIMIT_AS (np_os_address_limited) huge chunks are sized to the page, not to one of four
+/* Under RLIMIT_AS (np_os_address_limit) huge chunks are sized to the page, not to one of four
  * sizes per doubling: a block takes little more address space than it holds (issue 13). */
 static void tight_address_space_sizes_to_the_page(void **state)
 {
@@ -2516,12 +2516,12 @@ static void tight_address_space_sizes_to_the_page(void **state)
 	assert_false(np_chunk_tight);
 	size_t five = (size_t)5 << 20;
 	assert_int_equal(np_chunk_huge_size(five + 4097), five + ((size_t)1 << 20)); /* step 1 MiB */
-	np_fake_os_set_address_limited(true);
+	np_fake_os_set_address_limit((size_t)1 << 30);
 	np_pool_init(&np_topo_table);
 	assert_true(np_chunk_tight);
 	assert_int_equal(np_chunk_huge_size(five + 4097), five + 2 * NP_PAGE_SIZE);
 	assert_int_equal(np_chunk_huge_size(((size_t)1 << 20) + 40960), ((size_t)1 << 20) + 40960);
-	np_fake_os_set_address_limited(false);
+	np_fake_os_set_address_limit(0);
 	np_pool_init(&np_topo_table);
 	assert_false(np_chunk_tight);
 }
