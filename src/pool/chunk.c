@@ -244,7 +244,8 @@ struct np_chunk *np_chunk_map(int node, bool low, enum np_chunk_refusal *why)
  * thread calling numa_page_node_of in a loop) never keep it waiting: they count in the other
  * slot, and see the granules cleared. Unmappers that wait take turns (wait_lock). The calling
  * thread's depth and slot: a free in a signal handler that interrupted a reader does not wait
- * for its own thread. */
+ * for its own thread's count (no call is async-signal-safe, numapage.h; this only spares the
+ * simplest such program a hang). */
 static unsigned guard_count[2];
 static unsigned guard_epoch;
 static int wait_lock;
@@ -253,21 +254,39 @@ static NP_TLS unsigned guard_slot;
 
 void np_chunk_guard_enter(void)
 {
-	if (guard_depth++)
+	if (guard_depth) {
+		guard_depth++;
 		return;
-	guard_slot = __atomic_load_n(&guard_epoch, __ATOMIC_RELAXED) & 1;
-	__atomic_add_fetch(&guard_count[guard_slot], 1, __ATOMIC_RELAXED);
-	/* Against wait_for_readers' fences: either the unmapper sees this reader, or this
-	 * reader's reads of the map after it see the granules cleared (also when it read the
-	 * epoch the unmapper moved on to). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	for (;;) {
+		unsigned slot = __atomic_load_n(&guard_epoch, __ATOMIC_RELAXED) & 1;
+		__atomic_add_fetch(&guard_count[slot], 1, __ATOMIC_RELAXED);
+		/* Against wait_for_readers' fences: either the unmapper sees this count, or this
+		 * reader's reads of the map after it see the granules cleared. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		/* The epoch again: an unmapper that moved it on after the first read may not have
+		 * seen this count, and the next one waits only for the other slot (a review: a
+		 * reader preempted between the read and its count was counted where no unmapper
+		 * looked, and read a header unmapped under it). Unchanged, any later flip's
+		 * unmapper waits for this slot, and holds the others back meanwhile. */
+		if ((__atomic_load_n(&guard_epoch, __ATOMIC_RELAXED) & 1) == slot) {
+			guard_slot = slot;
+			guard_depth = 1; /* after the count: a handler meanwhile counts for itself */
+			return;
+		}
+		__atomic_sub_fetch(&guard_count[slot], 1, __ATOMIC_RELEASE);
+	}
 }
 
 void np_chunk_guard_leave(void)
 {
-	if (--guard_depth)
+	unsigned slot = guard_slot; /* before the depth: a handler after it sets its own */
+	if (guard_depth > 1) {
+		guard_depth--;
 		return;
-	__atomic_sub_fetch(&guard_count[guard_slot], 1, __ATOMIC_RELEASE);
+	}
+	guard_depth = 0;
+	__atomic_sub_fetch(&guard_count[slot], 1, __ATOMIC_RELEASE);
 }
 
 void np_chunk_guard_atfork_child(void)

@@ -243,8 +243,10 @@ static void choose_locked(struct cache *h, uint64_t now, struct np_chunk **purge
 		 * the lock) is younger than now, not 2^64 ns old. */
 		bool old = decay && (int64_t)(now - c->cached_at) >= (int64_t)decay;
 		if (c->dirty && (dirty > keep || old) && *np < BATCH) {
+			/* Purged, its dirty pages become clean ones (a review: the clean ones
+			 * were added again, and the cap on address space unmapped too much). */
 			dirty -= dirty_pages_of(c);
-			clean_pages += pages_of(c) - dirty_pages_of(c);
+			clean_pages += dirty_pages_of(c);
 			purge[(*np)++] = c;
 		} else if (!c->dirty && (nclean > CLEAN_MAX || clean_pages > 4 * keep) && *nu < BATCH) {
 			nclean--;
