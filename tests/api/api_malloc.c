@@ -2482,15 +2482,15 @@ static size_t vm_size_kib(void)
  * program (4 runs of 4). Here, in this process, it did not crash without np_chunk_guard_enter
  * either: unit huge an_unmap_waits_for_the_map_readers is the test of the guard; this one
  * checks the answer end to end. */
-static char *volatile node_of_page;
-static volatile int node_of_stop;
+static char *node_of_page;
+static int node_of_stop;
 static int node_of_wrong;
 
 static void *ask_node_of(void *arg)
 {
 	(void)arg;
-	while (!node_of_stop) {
-		char *q = node_of_page;
+	while (!__atomic_load_n(&node_of_stop, __ATOMIC_RELAXED)) {
+		char *q = __atomic_load_n(&node_of_page, __ATOMIC_ACQUIRE);
 		if (q && numa_page_node_of(q) != -1)
 			__atomic_store_n(&node_of_wrong, 1, __ATOMIC_RELAXED);
 	}
@@ -2502,12 +2502,12 @@ static void node_of_a_program_page_beside_a_chunk_being_unmapped(void **state)
 	(void)state;
 	enum { ROUNDS = 500, ASKERS = 3 };
 	const size_t granule = (size_t)16 << 20, size = (size_t)5 << 20;
-	node_of_stop = 0;
+	__atomic_store_n(&node_of_stop, 0, __ATOMIC_RELAXED);
 	pthread_t t[ASKERS];
 	for (int i = 0; i < ASKERS; i++) /* first: their stacks are mapped before the page is placed */
 		assert_int_equal(pthread_create(&t[i], NULL, ask_node_of, NULL), 0);
-	char *page = NULL;
-	int beside = 0;
+	char *page = NULL, *placed[64];
+	int beside = 0, nplaced = 0;
 	for (int r = 0; r < ROUNDS; r++) {
 		char *b = F_MALLOC(size);
 		assert_non_null(b);
@@ -2518,11 +2518,11 @@ static void node_of_a_program_page_beside_a_chunk_being_unmapped(void **state)
 		} else if ((end & (granule - 1)) && (end >> 24) == ((uintptr_t)b >> 24)) {
 			/* Placed (again) past this block, where its granule leaves room. */
 			void *m = mmap((void *)end, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-			if (m == (void *)end) {
-				char *old = page;
-				node_of_page = page = m;
-				if (old)
-					munmap(old, 4096); /* an asker may be asking about it: still not ours */
+			if (m == (void *)end && nplaced < (int)NP_ARRAY_SIZE_(placed)) {
+				/* The pages placed before stay mapped till the end: an asker may still
+				 * ask about one, and no chunk may come there meanwhile. */
+				placed[nplaced++] = page = m;
+				__atomic_store_n(&node_of_page, page, __ATOMIC_RELEASE);
 			} else if (m != MAP_FAILED) {
 				munmap(m, 4096);
 			}
@@ -2530,11 +2530,11 @@ static void node_of_a_program_page_beside_a_chunk_being_unmapped(void **state)
 		F_FREE(b);
 		F_TRIM();
 	}
-	node_of_stop = 1;
+	__atomic_store_n(&node_of_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < ASKERS; i++)
 		pthread_join(t[i], NULL);
-	if (page)
-		munmap(page, 4096);
+	for (int i = 0; i < nplaced; i++)
+		munmap(placed[i], 4096);
 	assert_false(node_of_wrong);
 	/* Not vacuous: the chunks came back beside the page. */
 	assert_true(beside >= ROUNDS / 2);
