@@ -200,7 +200,9 @@ static bool cut_locked(struct cache *h, struct np_chunk *c, size_t bytes)
 /* Chunks to give back: the oldest dirty ones while the resident part is over the budget, or
  * older than the decay, into purge[]; the oldest clean ones past CLEAN_MAX (or past four
  * budgets of address space) into unmap[]; and under RLIMIT_AS the oldest of any kind while the
- * cache holds more than a 32nd of the limit, into unmap[]: the program's own mappings (mmap,
+ * cache holds more than a 32nd of the limit, into unmap[], but never the newest (a block freed
+ * and asked for again is reused: when it alone was past the 32nd, each cycle cost a mapping,
+ * and near the limit a new one could fail where the freed one fitted; a review). The program's own mappings (mmap,
  * thread stacks, dlopen) cannot take back what the cache holds (a hostile test: under
  * `ulimit -v` 300 MiB, 33 freed blocks of 8.4 MB stayed cached and the program's mmap of 8 MiB
  * failed until every one was freed; glibc's succeeded after one). Called with the lock held. */
@@ -232,7 +234,7 @@ static void choose_locked(struct cache *h, uint64_t now, struct np_chunk **purge
 	size_t room = np_chunk_tight ? (np_chunk_address_limit / 32) >> NP_PAGE_SHIFT : SIZE_MAX;
 	for (int i = n - 1; i >= 0 && (*np < BATCH || *nu < BATCH); i--) {
 		struct np_chunk *c = *links[i];
-		if (dirty + clean_pages > room && *nu < BATCH) {
+		if (dirty + clean_pages > room && i > 0 && *nu < BATCH) {
 			dirty -= dirty_pages_of(c);
 			clean_pages -= pages_of(c) - dirty_pages_of(c);
 			nclean -= c->dirty == 0;

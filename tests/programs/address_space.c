@@ -12,6 +12,8 @@
  *            after malloc_trim (69 against 117: each was cut from the cached 180 MB chunk and
  *            held a 16 MiB granule of address space, and a failing mapping that unmapped the
  *            cached chunk, counting its resident pages (none), did not try again)
+ *   trim:    1 MiB blocks up to ENOMEM, all freed, malloc_trim: then the program's own 8 MiB
+ *            mmap (the pools kept their empty chunks mapped, and it failed: a hostile test)
  * Exit status 0 when every allocation that must succeed does; prints what it saw.
  */
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -147,6 +150,24 @@ static int clean(void)
 	return 0;
 }
 
+static int trim(void)
+{
+	static void *v[1000];
+	size_t n = 0;
+	while (n < 1000 && (v[n] = malloc(MB)) != NULL)
+		memset(v[n++], 5, 4096);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	malloc_trim(0);
+	void *m = mmap(NULL, 8 * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	printf("trim: %zu blocks of 1 MiB freed, malloc_trim; the program's 8 MiB mmap: %s\n", n,
+	       m == MAP_FAILED ? strerror(errno) : "ok");
+	if (m == MAP_FAILED)
+		FAIL("after %zu blocks of 1 MiB were freed and trimmed, an 8 MiB mmap failed\n", n);
+	munmap(m, 8 * MB);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2) {
@@ -159,12 +180,14 @@ int main(int argc, char **argv)
 		FAIL("exec: %s\n", strerror(errno));
 	}
 	if (argc != 3)
-		FAIL("usage: address_space reuse|backoff|clean\n");
+		FAIL("usage: address_space reuse|backoff|clean|trim\n");
 	if (strcmp(argv[1], "reuse") == 0)
 		return reuse();
 	if (strcmp(argv[1], "backoff") == 0)
 		return backoff();
 	if (strcmp(argv[1], "clean") == 0)
 		return clean();
+	if (strcmp(argv[1], "trim") == 0)
+		return trim();
 	FAIL("unknown scenario %s\n", argv[1]);
 }
