@@ -21,6 +21,7 @@
 #include "malloc/ring.h"
 #include "pcp/pcp.h"
 #include "pool/huge.h"
+#include "os.h"
 #include "pool/pool.h"
 #include "vmstat/vmstat.h"
 #include "topology/topology.h"
@@ -181,12 +182,14 @@ int numa_page_trim(void)
 		np_pcp_drain(&th->pcp);
 	}
 	released += np_slab_sweep_orphans(NP_SWEEP_TRIM, th ? &th->st : NULL); /* and the free pages inside them */
+	bool limited = np_chunk_tight || np_os_address_limit() != 0;
 	for (int n = 0; n < np_topo_table.nnodes; n++) {
 		released += np_pool_trim(n, th ? &th->st : NULL) + np_huge_trim(n, th ? &th->st : NULL, NULL);
 		/* Under RLIMIT_AS the address space too: chunks that hold nothing are unmapped, so
 		 * that the program's own mappings find it (a hostile test: 228 blocks of 1 MiB
-		 * freed and trimmed, and an 8 MiB mmap still failed). */
-		if (np_chunk_tight)
+		 * freed and trimmed, and an 8 MiB mmap still failed). A limit the program set
+		 * after start-up counts here too (the sizes keep to the one at start). */
+		if (limited)
 			released += np_pool_unmap_free_chunks(n, th ? &th->st : NULL);
 	}
 	return released > 0;

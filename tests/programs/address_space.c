@@ -14,6 +14,9 @@
  *            cached chunk, counting its resident pages (none), did not try again)
  *   trim:    1 MiB blocks up to ENOMEM, all freed, malloc_trim: then the program's own 8 MiB
  *            mmap (the pools kept their empty chunks mapped, and it failed: a hostile test)
+ *   trim_late: the same with the limit set by the program after its first allocation (the
+ *            library sizes its mappings by the limit at start, but trim gives back all the
+ *            same)
  * Exit status 0 when every allocation that must succeed does; prints what it saw.
  */
 #include <errno.h>
@@ -170,6 +173,13 @@ static int trim(void)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "trim_late") == 0) {
+		free(malloc(100)); /* the library starts unlimited */
+		struct rlimit r = {300 * MB, 300 * MB};
+		if (setrlimit(RLIMIT_AS, &r) != 0)
+			FAIL("setrlimit: %s\n", strerror(errno));
+		return trim();
+	}
 	if (argc == 2) {
 		/* Re-executed with the limit: from the first allocation on. */
 		struct rlimit r = {(rlim_t)(strcmp(argv[1], "reuse") == 0 ? 300 : 400) * MB, 0};
