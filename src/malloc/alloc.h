@@ -186,7 +186,7 @@ NP_INLINE bool np_free_is_own(const struct np_slab *s, uintptr_t a, uint64_t i, 
 			      const struct np_thread *owner)
 {
 	return NP_LIKELY(owner == self) && NP_LIKELY(self != NULL) && NP_LIKELY(i < s->fast_end) &&
-	       NP_LIKELY(np_slab_link(s, a) > s->fast_end);
+	       NP_LIKELY(!np_slab_looks_free_below(s, a, s->fast_end));
 }
 
 /* The free of a, read against s as a slab header: done, or false when s has no owner (not a

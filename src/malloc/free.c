@@ -174,9 +174,9 @@ void np_free_slab_slow(struct np_slab *s, uintptr_t a, uint64_t i)
 	 * or another freer's: its fetch overlaps the checks before the CAS (issue 15: the CAS
 	 * was 80% of this function's samples in larson/2). */
 	NP_PREFETCH_WRITE(&s->thread_free);
-	uint64_t end; /* fast_end: a link at or below it looks free, as np_slab_looks_free (np_free_is_own) */
+	uint64_t end; /* fast_end, for both tests (np_free_is_own) */
 	if (NP_UNLIKELY(!th || owner == th || i >= (end = np_slab_fast_end(s)) || s->node != np_tls.count_node ||
-			np_slab_link(s, a) <= end || np_slab_has_mark(s, a) || np_cache_looks_cached(a))) {
+			np_slab_looks_free_below(s, a, end) || np_slab_has_mark(s, a) || np_cache_looks_cached(a))) {
 		free_slab_rare(s, a);
 		return;
 	}

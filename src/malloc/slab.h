@@ -340,6 +340,13 @@ NP_INLINE void np_slab_push_free(struct np_slab *s, uintptr_t b, uint64_t i)
 	s->free_i = (uint16_t)i;
 }
 
+/* np_slab_looks_free against `end`: s->end, or the fast paths' fast_end (np_slab_fast_end),
+ * which is s->end but while s hides pages, when every block looks free by it. */
+NP_INLINE bool np_slab_looks_free_below(const struct np_slab *s, uintptr_t b, uint64_t end)
+{
+	return np_slab_link(s, b) <= end;
+}
+
 /* True when the first word of block b decodes to a block of this slab or to the end of a
  * list: b looks already free (confirm with np_slab_holds_free before reporting). malloc
  * zeroes the first word of every block it hands out (one store to a line it just read), so a
@@ -348,8 +355,7 @@ NP_INLINE void np_slab_push_free(struct np_slab *s, uintptr_t b, uint64_t i)
  * byte ran several times slower than under mimalloc: docs/design.md). */
 NP_INLINE bool np_slab_looks_free(const struct np_slab *s, uintptr_t b)
 {
-	uint64_t link = np_slab_link(s, b);
-	return link <= s->end;
+	return np_slab_looks_free_below(s, b, s->end);
 }
 
 /* True when b's second word holds s's mark: another thread freed b, and malloc has not handed

@@ -64,12 +64,10 @@ static void mark(const void *start, size_t size, uint8_t first)
 		__atomic_store_n(&np_granule_map[g], first ? NP_GRANULE_CONT : NP_GRANULE_NONE, __ATOMIC_RELEASE);
 }
 
-/* The mark of the first granule of a huge chunk of `size` bytes: START when it covers the
- * granule, else PART (chunk.h). A chunk's first granule is marked again whenever its size
- * changes. */
+/* The first granule's mark of a huge chunk of `size` bytes (np_chunk_huge_mark). */
 static uint8_t huge(size_t size)
 {
-	return size >= NP_CHUNK_SIZE ? NP_GRANULE_START : NP_GRANULE_PART;
+	return np_chunk_huge_mark(size);
 }
 
 /* The binding chunks get: NUMAPAGE_BIND's, but strict where the process may take memory from

@@ -151,6 +151,12 @@ _Static_assert(offsetof(struct np_chunk, mapping) + sizeof(uint64_t) <= offsetof
  * checks the chunk's size, says whose an address is. CONT: a huge chunk goes on through it
  * (its last one, too, may be partly someone else's). */
 enum { NP_GRANULE_NONE = 0, NP_GRANULE_START = 1, NP_GRANULE_CONT = 2, NP_GRANULE_PART = 3 };
+/* The mark of the first granule of a huge chunk of `size` bytes: START when it covers the
+ * granule, else PART. A chunk's first granule is marked again whenever its size changes. */
+NP_INLINE uint8_t np_chunk_huge_mark(size_t size)
+{
+	return size >= NP_CHUNK_SIZE ? NP_GRANULE_START : NP_GRANULE_PART;
+}
 /* One byte per granule of the user address space: 8 MiB of zero-filled BSS, of which only the
  * pages covering our chunks are ever written (the rest stays the shared zero page). Read-only
  * from np_chunk_init_map on, but for the pages written. */

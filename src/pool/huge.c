@@ -626,8 +626,7 @@ const char *np_huge_check(int node)
 			err = "a cached chunk is dirtier than it is large";
 		else if (np_chunk_find((char *)c + c->data_offset) != c)
 			err = "a cached chunk does not start a granule of the map";
-		else if (np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] !=
-			 (c->size >= NP_CHUNK_SIZE ? NP_GRANULE_START : NP_GRANULE_PART))
+		else if (np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT] != np_chunk_huge_mark(c->size))
 			err = "a cached chunk's granule is marked as if it covered it whole, or not";
 		for (struct np_chunk *d = h->list; d && !err; d = d->next)
 			if (np_chunk_huge_adjoins(c, d))
