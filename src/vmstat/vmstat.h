@@ -192,8 +192,8 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
 /* ---- Live view: the shared-memory file (vmstat_shm.c) ------------------------------------ */
 
 /*
- * /dev/shm/numapage.<euid>.<pid>, mode 0600: a header, then the per-item names and kinds, then
- * nnodes blocks of node_stride bytes each holding nitems int64 totals (the process's live
+ * /dev/shm/numapage.<euid>.<pid>.<ns> (ns: the pid namespace), mode 0600: a header, then the
+ * per-item names and kinds, then nnodes blocks of node_stride bytes each holding nitems int64 totals (the process's live
  * struct np_vmstat_totals array: the library counts straight into it). The writer fills the
  * header and stores magic last (release), so a reader that sees magic sees the whole header.
  */
@@ -234,12 +234,17 @@ struct np_vmstat_shm_name {
  * ns: its pid is not one the caller can judge. False when either namespace is unknown or the
  * header is not whole or not of this version. */
 bool np_vmstat_shm_other_ns(const struct np_vmstat_shm_header *h, uint64_t ns);
-/* "/dev/shm/numapage.<uid>.<pid>" into buf; returns the length. */
-size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid);
-/* The uid and pid of a live file's name (no directory), only when it is a name
+/* "/dev/shm/numapage.<uid>.<pid>.<ns>" into buf (ns: the pid namespace pid is in, as
+ * np_os_pid_ns names it); returns the length. The namespace is in the name because processes
+ * of two namespaces sharing /dev/shm (the containers of a pod, CI jobs on one machine) have the
+ * same small pids: with the name uid.pid, the second's file was taken by the first's, which it
+ * may not remove (the other may be running), and the second did not publish. */
+size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid, uint64_t ns);
+/* The uid, pid and namespace of a live file's name (no directory), only when it is a name
  * np_vmstat_shm_path writes: the prefix, then decimal numbers with no sign and no leading
- * zero, a uid of at most UINT_MAX and a pid of 1 to INT_MAX. Anything else is no process's. */
-bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid);
+ * zero, a uid of at most UINT_MAX, a pid of 1 to INT_MAX and a namespace of at most
+ * UINT64_MAX. Anything else is no process's. */
+bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_t *ns);
 /* Creates and fills the file (parent: the process this one was forked from, 0 when none);
  * returns the totals array inside the mapping, or NULL (nothing published, a verbose message
  * says why). */

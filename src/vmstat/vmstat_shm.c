@@ -1,5 +1,5 @@
 /*
- * vmstat_shm.c — the live view: /dev/shm/numapage.<euid>.<pid>, a small file (mode 0600, the
+ * vmstat_shm.c — the live view: /dev/shm/numapage.<euid>.<pid>.<ns>, a small file (mode 0600, the
  * process's user) holding a header and the per-node totals themselves, so publishing costs
  * nothing: folds land in the mapping and `numapage stat PID` maps the file read-only.
  * Layout: struct np_vmstat_shm_header in vmstat.h. State here is written once at start-up (or
@@ -30,9 +30,10 @@ static size_t map_size;
 static char path[128];
 static int owner_pid;
 
-size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid)
+size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid, uint64_t ns)
 {
-	return np_format(buf, size, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, uid, pid);
+	return np_format(buf, size, "%s/%s%u.%d.%llu", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, uid, pid,
+			 (unsigned long long)ns);
 }
 
 static size_t round_up(size_t x, size_t a)
@@ -67,17 +68,17 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 				     NP_CACHELINE);
 	size_t size = round_up(totals_off + (size_t)n * sizeof(struct np_vmstat_totals), ps);
 
+	uint64_t ns = np_os_pid_ns();
 	char p[sizeof path];
-	np_vmstat_shm_path(p, sizeof p, uid, pid);
+	np_vmstat_shm_path(p, sizeof p, uid, pid, ns);
 	void *m = NULL;
 	int rc = np_os_shm_create(p, size, &m);
-	uint64_t ns = np_os_pid_ns();
 	if (rc == -EEXIST) {
 		/* A file carrying our own pid was left by a dead process that had this pid (killed
 		 * before its exit handler ran). Remove it and try once more; a file someone else
 		 * planted cannot be removed from the sticky /dev/shm, and then we do not publish;
-		 * nor when it is a process's of another pid namespace sharing /dev/shm (a container's:
-		 * the same pid there is another process, which may well be running). */
+		 * nor when its header says another pid namespace (planted, or a namespace whose
+		 * inode number came back: its process may well be running). */
 		if (!other_namespace(p, uid, ns) && np_os_unlink(p) == 0)
 			rc = np_os_shm_create(p, size, &m);
 	}
@@ -146,36 +147,37 @@ const char *np_vmstat_shm_published(void)
 /* ---- Leftovers ------------------------------------------------------------------------------ */
 
 /* The decimal number at s up to end (or NUL), as np_format writes it (digits, no sign, no
- * leading zero), at most max; or -1. */
-static long long number(const char *s, char end, long long max, const char **after)
+ * leading zero), at most max, into *v; false when there is none. */
+static bool number(const char *s, char end, unsigned long long max, unsigned long long *v, const char **after)
 {
-	long long v = 0;
+	unsigned long long n = 0;
 	const char *p = s;
 	for (; *p >= '0' && *p <= '9'; p++) {
-		v = v * 10 + (*p - '0');
-		if (v > max)
-			return -1;
+		unsigned d = (unsigned)(*p - '0');
+		if (n > (max - d) / 10)
+			return false;
+		n = n * 10 + d;
 	}
 	if (p == s || *p != end || (*s == '0' && p - s > 1))
-		return -1;
+		return false;
+	*v = n;
 	*after = p;
-	return v;
+	return true;
 }
 
-bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid)
+bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_t *ns)
 {
 	size_t plen = sizeof NP_VMSTAT_SHM_PREFIX - 1;
 	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0)
 		return false;
 	const char *p;
-	long long u = number(name + plen, '.', UINT_MAX, &p);
-	if (u < 0)
-		return false;
-	long long n = number(p + 1, '\0', INT_MAX, &p);
-	if (n <= 0)
+	unsigned long long u, n, i;
+	if (!number(name + plen, '.', UINT_MAX, &u, &p) || !number(p + 1, '.', INT_MAX, &n, &p) || n == 0 ||
+	    !number(p + 1, '\0', UINT64_MAX, &i, &p))
 		return false;
 	*uid = (unsigned)u;
 	*pid = (int)n;
+	*ns = i;
 	return true;
 }
 
@@ -190,10 +192,13 @@ static void sweep_one(const char *name, void *ctx)
 	struct sweep *sw = ctx;
 	unsigned uid;
 	int pid;
-	if (!np_vmstat_shm_parse_name(name, &uid, &pid))
+	uint64_t ns;
+	if (!np_vmstat_shm_parse_name(name, &uid, &pid, &ns))
 		return;
 	if (uid != sw->uid)
 		return; /* another user's: theirs to clean (root's sweep does not judge them) */
+	if (ns != sw->ns)
+		return; /* another pid namespace's: its pids are not ours to judge */
 	if (pid == sw->self)
 		return;
 	/* Only a pid that no process has is judged: a live one may be a process that has not
@@ -206,7 +211,7 @@ static void sweep_one(const char *name, void *ctx)
 	 * its processes' pids are not ours, and a live one looks gone from here (a review saw a
 	 * process in a new namespace remove the host's live files). */
 	char path_buf[128];
-	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, pid);
+	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, pid, ns);
 	struct np_vmstat_shm_header h;
 	uint64_t ino = 0;
 	long n = np_os_read_own(path_buf, sw->uid, &h, sizeof h, &ino);

@@ -35,6 +35,11 @@ BASE['NUMAPAGE_LIB'] = LIB
 tmp = tempfile.mkdtemp(prefix='numapage-cli.')
 
 
+def live_file(pid):
+    """The live statistics file of our process pid (src/vmstat/vmstat.h)."""
+    return '/dev/shm/numapage.%d.%d.%d' % (os.geteuid(), pid, os.stat('/proc/self/ns/pid').st_ino)
+
+
 def run(*args, rc=0, env=None, timeout=120, **kw):
     e = dict(BASE)
     e.update(env or {})
@@ -113,7 +118,7 @@ try:
         j = json.load(open(out))
         assert j['processes'] == 1 and j['per_process'][0]['command'] == 'python3', j
         assert sum(n['malloc_requested'] for n in j['nodes']) >= 20000 * 2000 // 2, j
-        assert not os.path.exists('/dev/shm/numapage.%d.%d' % (os.geteuid(), j['per_process'][0]['pid']))
+        assert not os.path.exists(live_file(j['per_process'][0]['pid']))
     busybox = shutil.which('busybox')
     if busybox and 'not a dynamic' in subprocess.run(['ldd', busybox], capture_output=True, text=True).stdout + \
             subprocess.run(['ldd', busybox], capture_output=True, text=True).stderr:
@@ -178,7 +183,7 @@ try:
     vpid, opid = int(open(vf).read()), int(p.stdout)
     pids = [x['pid'] for x in json.load(open(out))['per_process']]
     assert vpid in pids and opid in pids and job_procs(p.stderr) == 3, (vpid, opid, pids, p.stderr)
-    assert not os.path.exists('/dev/shm/numapage.%d.%d' % (os.geteuid(), vpid))
+    assert not os.path.exists(live_file(vpid))
 
     # ---- run: a leftover that is not the user's own is neither read nor removed --------------------------
     if os.geteuid() == 0 and shutil.which('setpriv'):
@@ -262,7 +267,7 @@ os.waitpid(pid, 0)
     first, child = sorted(procs, key=lambda x: x['parent'])
     assert first['parent'] == 0 and child['parent'] == first['pid'] and child['command'] == first['command'], procs
     assert sum(n['malloc_requested'] for n in child['nodes']) >= 30000 * 1000, child
-    assert not os.path.exists('/dev/shm/numapage.%d.%d' % (os.geteuid(), child['pid']))
+    assert not os.path.exists(live_file(child['pid']))
     assert 'ended without an exit report' in p.stderr, p.stderr
     # A command name with a tab and a byte that is not UTF-8 comes back as it was written:
     # JSON escapes are decoded (the tab came back as 'u0009').
@@ -304,7 +309,7 @@ os.waitpid(pid, 0)
     # The child left with os._exit: its file was not removed at exit; the next stat removes it quietly.
     p = run('stat', str(kid), rc=1)
     assert 'no process' in p.stderr and 'removed' not in p.stderr, p.stderr
-    assert not os.path.exists('/dev/shm/numapage.%d.%d' % (os.geteuid(), kid))
+    assert not os.path.exists(live_file(kid))
 
     # ---- stat follows `numapage run -- prog &` to the program ------------------------------------------
     bg = subprocess.Popen([EXE, 'run', '--', PY, '-c', 'import sys; x = [bytes(64) for _ in range(10000)]; '

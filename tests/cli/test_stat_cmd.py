@@ -28,8 +28,9 @@ SHM = '/dev/shm'
 TAG = 'stat-test-%d' % os.getpid()
 
 
-def shm_path(pid, uid=UID):
-    return '%s/numapage.%d.%d' % (SHM, uid, pid)
+def shm_path(pid, uid=UID, ns=PIDNS):
+    """The live file of process pid of user uid in pid namespace ns (src/vmstat/vmstat.h)."""
+    return '%s/numapage.%d.%d.%d' % (SHM, uid, pid, ns)
 
 
 def start(**env):
@@ -326,16 +327,22 @@ def craft(pid, uid=UID, nnodes=1, osid=(0,), thr=28, val=12345, size=4096, pidns
     return bytes(buf)
 
 
-# A stand-in publisher: creates its own file from the bytes given (hex), maps it as the library
-# does (so it is not taken for a stale leftover), says "ready", and waits; "exit" removes it.
+# A stand-in publisher: creates its own file from the bytes given (hex), named with namespace
+# PUB_NS, maps it as the library does (so it is not taken for a stale leftover), says "ready",
+# and waits; "exit" removes it. A file already at its name was left by a dead process that had
+# its pid (killed before it removed it): removed first, as the library does.
 PUBLISHER = r"""
 import mmap, os, sys
 if os.environ.get('PUB_COMM'):
     with open('/proc/self/comm', 'w') as fh:
         fh.write(os.environ['PUB_COMM'])
-path = '/dev/shm/numapage.%d.%d' % (os.geteuid(), os.getpid())
+path = '/dev/shm/numapage.%d.%d.%s' % (os.geteuid(), os.getpid(), os.environ['PUB_NS'])
 data = bytes.fromhex(sys.stdin.readline().strip())
-fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+try:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+except FileExistsError:
+    os.unlink(path)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
 os.write(fd, data)
 m = mmap.mmap(fd, len(data), mmap.MAP_SHARED, mmap.PROT_READ)
 print('ready', os.getpid(), flush=True)
@@ -347,17 +354,21 @@ os.unlink(path)
 PUBTAG = TAG + '-publisher'  # on every stand-in publisher's command line, for patterns
 
 
-def publish(prefix=(), uid=UID, comm=None, **fields):
-    """Starts a stand-in publisher whose file holds craft(pid, **fields); returns (process, path)."""
+def publish(prefix=(), uid=UID, comm=None, name_ns=None, **fields):
+    """Starts a stand-in publisher whose file holds craft(pid, **fields), named with namespace
+    name_ns (default: the header's, as a real publisher names it); returns (process, path)."""
     # The header carries the publisher's pid: sent once it is known, before the file is made.
-    env = dict(os.environ, PUB_COMM=comm) if comm else None
+    ns = name_ns if name_ns is not None else fields.get('pidns', PIDNS)
+    env = dict(os.environ, PUB_NS=str(ns))
+    if comm:
+        env['PUB_COMM'] = comm
     p = subprocess.Popen([*prefix, sys.executable, '-c', PUBLISHER, PUBTAG], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True, env=env)
     p.stdin.write(craft(p.pid, uid=uid, **fields).hex() + '\n')
     p.stdin.flush()
     words = p.stdout.readline().split()
     assert words == ['ready', str(p.pid)], words
-    return p, shm_path(p.pid, uid)
+    return p, shm_path(p.pid, uid, ns)
 
 
 def unpublish(p):
@@ -381,10 +392,13 @@ try:
     os.unlink(fifo)
     planted.remove(fifo)
 
-    # Only canonical names are judged (and removed when stale): "+pid", "0pid", " uid" are not
-    # the library's, whatever sscanf makes of them.
-    odd = ['%s/numapage.%d.+%d' % (SHM, UID, sleeper.pid), '%s/numapage.%d.0%d' % (SHM, UID, sleeper.pid),
-           '%s/numapage. %d.%d' % (SHM, UID, sleeper.pid), '%s/numapage.0%d.%d' % (SHM, UID, sleeper.pid)]
+    # Only canonical names are judged (and removed when stale): "+pid", "0pid", " uid", "0ns",
+    # a name without the namespace (the library's before 2026-12) are not the library's,
+    # whatever sscanf makes of them.
+    pid = sleeper.pid
+    odd = ['%s/numapage.%d.+%d.%d' % (SHM, UID, pid, PIDNS), '%s/numapage.%d.0%d.%d' % (SHM, UID, pid, PIDNS),
+           '%s/numapage. %d.%d.%d' % (SHM, UID, pid, PIDNS), '%s/numapage.0%d.%d.%d' % (SHM, UID, pid, PIDNS),
+           '%s/numapage.%d.%d.0%d' % (SHM, UID, pid, PIDNS), '%s/numapage.%d.%d' % (SHM, UID, pid)]
     for f in odd:
         with open(f, 'wb') as fh:
             fh.write(craft(sleeper.pid))
@@ -394,31 +408,34 @@ try:
 
     # A file published in another pid namespace sharing /dev/shm (a container's): its pid names
     # no process here, yet it is not judged stale and removed (its publisher may be running).
+    # Nor is one named with this namespace whose header says another (planted).
     gone = subprocess.Popen(['true'])
     gone.wait()
-    other_ns = shm_path(gone.pid)
-    with open(other_ns, 'wb') as fh:
-        fh.write(craft(gone.pid, pidns=PIDNS + 7))
-    os.chmod(other_ns, 0o600)
-    planted.append(other_ns)
+    other_ns, disguised = shm_path(gone.pid, ns=PIDNS + 7), shm_path(gone.pid)
+    for f in (other_ns, disguised):
+        with open(f, 'wb') as fh:
+            fh.write(craft(gone.pid, pidns=PIDNS + 7))
+        os.chmod(f, 0o600)
+        planted.append(f)
     stat('no-such-program-xyz', rc=1)
-    assert os.path.exists(other_ns), other_ns
-    with open(other_ns, 'wb') as fh:  # the same file of this namespace: stale, removed
+    assert os.path.exists(other_ns) and os.path.exists(disguised), (other_ns, disguised)
+    with open(disguised, 'wb') as fh:  # the same file of this namespace: stale, removed
         fh.write(craft(gone.pid))
     stat('no-such-program-xyz', rc=1)
-    assert not os.path.exists(other_ns), other_ns
-    planted.remove(other_ns)
+    assert not os.path.exists(disguised) and os.path.exists(other_ns), (other_ns, disguised)
+    planted.remove(disguised)
 
     # A live process's file published in another pid namespace (a container sharing /dev/shm,
-    # whose process has this pid there): not this process's statistics, by pid or by pattern,
-    # and not removed either.
-    p, f = publish(pidns=PIDNS + 7, val=4242)
-    r = stat('-r', p.pid, rc=1)
-    assert '4242' not in r.stdout and 'does not use libnumapage' in r.stderr, (r.stdout, r.stderr)
-    r = stat('-r', PUBTAG, rc=1)
-    assert '4242' not in r.stdout and 'no process using libnumapage' in r.stderr, (r.stdout, r.stderr)
-    assert os.path.exists(f)
-    unpublish(p)
+    # whose process has this pid there), also one named with this namespace (planted): not
+    # this process's statistics, by pid or by pattern, and not removed either.
+    for name_ns in (None, PIDNS):
+        p, f = publish(pidns=PIDNS + 7, name_ns=name_ns, val=4242)
+        r = stat('-r', p.pid, rc=1)
+        assert '4242' not in r.stdout and 'does not use libnumapage' in r.stderr, (r.stdout, r.stderr)
+        r = stat('-r', PUBTAG, rc=1)
+        assert '4242' not in r.stdout and 'no process using libnumapage' in r.stderr, (r.stdout, r.stderr)
+        assert os.path.exists(f)
+        unpublish(p)
 
     # A pattern shows every matching process it can read: one whose file it cannot read is
     # reported (exit status 1), and the others are still shown.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-tests/programs/live_file.py — the live statistics file (/dev/shm/numapage.<uid>.<pid>) must never
+tests/programs/live_file.py — the live statistics file (/dev/shm/numapage.<uid>.<pid>.<ns>) must never
 cost the program its life, nor pile up. A process under the library publishes its counters in a
 small file of /dev/shm, and so does every child it forks. Scenarios (a hostile review found each):
 
@@ -16,6 +16,13 @@ small file of /dev/shm, and so does every child it forks. Scenarios (a hostile r
   full_fork  The same, for a parent that could not publish (/dev/shm was full when it started)
           and whose children can (room came back): only a publishing parent swept, and every
           child's file stayed (a review). Root and `unshare -m`, as `full`.
+
+  containers  Two containers sharing /dev/shm, each with its own pid namespace (a pod's, CI
+          jobs' on one machine), run processes with the same small pids: the second process
+          with pid 1 did not publish, its name taken by the first's file, which it may not
+          remove (its process may be running). CI failed on a file an earlier run left at pid
+          567. Both must publish, each its own file, each removed at exit. Root and
+          `unshare -p`.
 
 Each scenario runs python3 under LD_PRELOAD=LIB and checks that it ran to its end, printed
 what it should, said nothing on stderr, and that the library was there (/proc/self/maps).
@@ -58,7 +65,8 @@ for i in range(n):
         os._exit(0)
     os.waitpid(pid, 0)
     pids.append(pid)
-left = sum(os.path.exists('/dev/shm/numapage.%d.%d' % (uid, p)) for p in pids)
+ns = os.stat('/proc/self/ns/pid').st_ino
+left = sum(os.path.exists('/dev/shm/numapage.%d.%d.%d' % (uid, p, ns)) for p in pids)
 maps = open('/proc/self/maps').read()
 print('loaded', 'libnumapage' in maps, 'left', left)
 '''
@@ -71,6 +79,14 @@ for f in ('/dev/shm/filler', '/dev/shm/filler2'):
         os.unlink(f)
 sys.argv = ['forks', sys.argv[1]]
 ''' + FORKS
+
+# Prints the live file this process maps (none: "-"), then waits for a line on stdin.
+MAPPED = r'''
+import os, sys
+files = sorted({l.split()[-1] for l in open('/proc/self/maps') if '/dev/shm/numapage.' in l})
+print(os.getpid(), ' '.join(files) or '-', flush=True)
+sys.stdin.readline()
+'''
 
 # A child forks, a parent's sweep runs every this many forks (src/vmstat/vmstat_shm.c); the
 # test's bound is twice that, so that it holds whatever the sweep's phase.
@@ -117,23 +133,33 @@ def few_left(p, what):
     return True
 
 
-def private_shm(lib, py, args):
-    """Runs py ARGS under LD_PRELOAD=lib with a private, full 2 MiB tmpfs on /dev/shm; None
-    when this machine cannot make one (not root, no unshare, no mount namespace)."""
+def namespace_tools(lib, what):
+    """unshare's path and an environment whose NP_LIB is lib (LD_PRELOAD unset: for the
+    program alone, not for mount or the shell); (None, None), said, where this machine cannot
+    make what (it needs root and unshare)."""
     if os.geteuid() != 0:
-        print('skipped: a private /dev/shm needs root')
-        return None
+        print('skipped: %s needs root' % what)
+        return None, None
     unshare = shutil.which('unshare')
     if not unshare:
         print('skipped: no unshare')
+        return None, None
+    env = env_with(lib)
+    del env['LD_PRELOAD']
+    env['NP_LIB'] = lib
+    return unshare, env
+
+
+def private_shm(lib, py, args):
+    """Runs py ARGS under LD_PRELOAD=lib with a private, full 2 MiB tmpfs on /dev/shm; None
+    when this machine cannot make one (not root, no unshare, no mount namespace)."""
+    unshare, env = namespace_tools(lib, 'a private /dev/shm')
+    if not unshare:
         return None
     script = ('mount -t tmpfs -o size=2m tmpfs /dev/shm || exit 77\n'
               'head -c 2097152 /dev/zero > /dev/shm/filler 2>/dev/null\n'
               'head -c 4096 /dev/zero > /dev/shm/filler2 2>/dev/null\n'
               'exec env LD_PRELOAD="$NP_LIB" "$@"\n')
-    env = env_with(lib)
-    del env['LD_PRELOAD']  # the program's alone, not mount's or the filler's
-    env['NP_LIB'] = lib
     p = subprocess.run([unshare, '-m', 'sh', '-c', script, 'sh', py] + args,
                        env=env, capture_output=True, text=True, timeout=120)
     if p.returncode == SKIP or (p.returncode != 0 and 'unshare' in p.stderr and p.stdout == ''):
@@ -164,13 +190,62 @@ def fork(lib, py):
     return few_left(p, '%d children left with _exit' % n)
 
 
+def containers(lib, py):
+    unshare, env = namespace_tools(lib, 'a pid namespace')
+    if not unshare:
+        return SKIP
+    # exec: the program is pid 1 of its namespace; /proc is mounted anew so that it sees
+    # its own namespace (/proc/self, /proc/self/ns/pid).
+    script = 'exec env LD_PRELOAD="$NP_LIB" "$@"'
+    procs, seen = [], []
+    try:
+        for _ in range(2):
+            p = subprocess.Popen([unshare, '-pf', '--mount-proc', 'sh', '-c', script, 'sh', py, '-c', MAPPED],
+                                 env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+            words = p.stdout.readline().split()
+            if not words:
+                err = p.communicate(timeout=30)[1]
+                if 'unshare' in err:
+                    print('skipped: no pid namespace here (%s)' % err.strip()[-200:])
+                    return SKIP
+                print('a container\'s program said nothing: %r' % err[-2000:])
+                return False
+            seen.append(words)
+        print('in the containers: %s' % seen)
+        if [w[0] for w in seen] != ['1', '1']:
+            print('each program should be its namespace\'s pid 1')
+            return False
+        files = [w[1] for w in seen]
+        if '-' in files or files[0] == files[1]:
+            print('each process should map a live file of its own')
+            return False
+        for p in procs:
+            out, err = p.communicate('exit\n', timeout=30)
+            if p.returncode != 0 or err:
+                print('exit %d, stderr %r' % (p.returncode, err[-2000:]))
+                return False
+        left = [f for f in files if os.path.exists(f)]
+        if left:
+            print('not removed at exit: %s' % left)
+            return False
+        return True
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--lib', required=True)
-    ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork'])
+    ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork', 'containers'])
     a = ap.parse_args()
     py = shutil.which('python3') or sys.executable
-    r = {'fsize': fsize, 'full': full, 'fork': fork, 'full_fork': full_fork}[a.scenario](os.path.abspath(a.lib), py)
+    r = {'fsize': fsize, 'full': full, 'fork': fork, 'full_fork': full_fork,
+         'containers': containers}[a.scenario](os.path.abspath(a.lib), py)
     if r is SKIP:
         return SKIP
     print('ok' if r else 'FAILED')

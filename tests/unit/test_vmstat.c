@@ -825,7 +825,7 @@ static void live_file_lifecycle(void **state)
 {
 	(void)state;
 	char path[128];
-	np_vmstat_shm_path(path, sizeof path, np_os_euid(), np_os_pid());
+	np_vmstat_shm_path(path, sizeof path, np_os_euid(), np_os_pid(), np_os_pid_ns());
 	/* A file left by an earlier process that had our pid is replaced. */
 	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
 	assert_true(fd >= 0);
@@ -965,9 +965,10 @@ static void sweep_removes_only_own_files(void **state)
 	(void)state;
 	unsigned me = np_os_euid();
 	char stale[128], link[128], other[128];
-	np_vmstat_shm_path(stale, sizeof stale, me, dead_pid());
-	np_vmstat_shm_path(link, sizeof link, me, dead_pid());
-	np_vmstat_shm_path(other, sizeof other, me, dead_pid());
+	uint64_t ns = np_os_pid_ns();
+	np_vmstat_shm_path(stale, sizeof stale, me, dead_pid(), ns);
+	np_vmstat_shm_path(link, sizeof link, me, dead_pid(), ns);
+	np_vmstat_shm_path(other, sizeof other, me, dead_pid(), ns);
 	int fd = open(stale, O_CREAT | O_EXCL | O_WRONLY, 0600);
 	assert_true(fd >= 0);
 	close(fd);
@@ -1002,44 +1003,87 @@ static void plant_header(const char *path, uint64_t ns)
 	close(fd);
 }
 
-/* A file named like a gone process of ours, whose header says it was published in another pid
- * namespace (a container's, or `unshare -p`, sharing /dev/shm), is left alone: its pid means
- * another process there, maybe a live one. Nor does a process whose own name such a file holds
- * remove it (it does not publish then). A review saw a process in a new pid namespace remove
- * the host's live files, and two namespaces' pid 1 remove each other's. */
+/* Another pid namespace's files (a container's, or `unshare -p`, sharing /dev/shm) are left
+ * alone: their pids mean other processes there, maybe live ones. That holds for a file named
+ * with that namespace, and for one named with ours whose header says another (planted). A
+ * review saw a process in a new pid namespace remove the host's live files, and two
+ * namespaces' pid 1 remove each other's. And another namespace's file at our pid does not
+ * keep us from publishing: until the namespace was in the name, it held our name, and CI
+ * failed on a file an earlier run (another namespace, the same small pids) left there. */
 static void files_of_other_pid_namespaces_are_left_alone(void **state)
 {
 	(void)state;
 	unsigned me = np_os_euid();
 	uint64_t ns = np_os_pid_ns();
-	char theirs[128], ours[128];
-	np_vmstat_shm_path(theirs, sizeof theirs, me, dead_pid());
-	np_vmstat_shm_path(ours, sizeof ours, me, dead_pid());
+	char theirs[128], planted[128], ours[128];
+	int gone = dead_pid();
+	np_vmstat_shm_path(theirs, sizeof theirs, me, gone, ns + 7);
+	np_vmstat_shm_path(ours, sizeof ours, me, gone, ns);
+	np_vmstat_shm_path(planted, sizeof planted, me, dead_pid(), ns);
 	plant_header(theirs, ns + 7);
 	plant_header(ours, ns);
+	plant_header(planted, ns + 7);
 	np_vmstat_shm_sweep();
-	assert_int_equal(access(theirs, F_OK), 0); /* another namespace's: kept */
-	assert_int_equal(access(ours, F_OK), -1);  /* this namespace's, its process gone */
+	assert_int_equal(access(theirs, F_OK), 0);  /* another namespace's: kept */
+	assert_int_equal(access(planted, F_OK), 0); /* says another namespace: kept */
+	assert_int_equal(access(ours, F_OK), -1);   /* this namespace's, its process gone */
 	unlink(theirs);
-	/* Our own name: in a child, which may drop the file this process already maps. */
+	unlink(planted);
+	/* Our own pid: in a child, which may drop the file this process already maps. */
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		char mine[128];
-		np_vmstat_shm_path(mine, sizeof mine, me, np_os_pid());
-		plant_header(mine, ns + 7);
+		char mine[128], other[128];
+		np_vmstat_shm_path(mine, sizeof mine, me, np_os_pid(), ns);
+		np_vmstat_shm_path(other, sizeof other, me, np_os_pid(), ns + 7);
+		plant_header(other, ns + 7); /* another namespace's process with our pid */
+		plant_header(mine, ns + 7);  /* our name, another namespace's header: planted */
 		np_vmstat_shm_forget();
 		bool kept = np_vmstat_shm_create(0) == NULL && access(mine, F_OK) == 0; /* not published */
 		unlink(mine);
-		bool made = np_vmstat_shm_create(0) != NULL; /* a gone process's of ours: replaced */
+		bool made = np_vmstat_shm_create(0) != NULL; /* beside the other namespace's file */
 		size_t size;
 		bool tagged = made && map_ro(mine, &size)->pid_ns == ns;
+		bool theirs_kept = access(other, F_OK) == 0;
 		np_vmstat_shm_remove();
-		_exit(kept && made && tagged ? 0 : 1);
+		bool removed = access(mine, F_OK) == -1;
+		unlink(other);
+		_exit(kept && made && tagged && theirs_kept && removed ? 0 : 1);
 	}
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Names: what np_vmstat_shm_path writes parses back; anything else is no process's. */
+static void live_file_names_parse_only_as_written(void **state)
+{
+	(void)state;
+	char path[128];
+	size_t dir = sizeof NP_VMSTAT_SHM_DIR; /* the directory and its slash */
+	unsigned uid;
+	int pid;
+	uint64_t ns;
+	np_vmstat_shm_path(path, sizeof path, 4294967295u, 2147483647, UINT64_MAX);
+	assert_true(np_vmstat_shm_parse_name(path + dir, &uid, &pid, &ns));
+	assert_true(uid == 4294967295u && pid == 2147483647 && ns == UINT64_MAX);
+	np_vmstat_shm_path(path, sizeof path, 0, 1, 0);
+	assert_string_equal(path + dir, "numapage.0.1.0");
+	assert_true(np_vmstat_shm_parse_name(path + dir, &uid, &pid, &ns));
+	assert_true(uid == 0 && pid == 1 && ns == 0);
+	static const char *const bad[] = {
+		"numapage.0.1",                            /* no namespace: the old name */
+		"numapage.0.0.5",                          /* pid 0 */
+		"numapage.0.1.05", "numapage.00.1.5",      /* leading zeros */
+		"numapage.0.+1.5", "numapage.0.1.5.",      /* a sign, a trailing dot */
+		"numapage.4294967296.1.5",                 /* uid above UINT_MAX */
+		"numapage.0.2147483648.5",                 /* pid above INT_MAX */
+		"numapage.0.1.18446744073709551616",       /* namespace above UINT64_MAX */
+		"numapage.0.1.5x", "numapage..1.5", "numapage.0.1.", "numapge.0.1.5",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (np_vmstat_shm_parse_name(bad[i], &uid, &pid, &ns))
+			fail_msg("%s parsed", bad[i]);
 }
 
 static void exit_table_goes_to_stderr(void **state)
@@ -1090,6 +1134,7 @@ int main(void)
 		cmocka_unit_test_setup(live_file_lifecycle, setup),
 		cmocka_unit_test_setup(sweep_removes_only_own_files, setup),
 		cmocka_unit_test_setup(files_of_other_pid_namespaces_are_left_alone, setup),
+		cmocka_unit_test_setup(live_file_names_parse_only_as_written, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
 		cmocka_unit_test(json_strings_are_utf8),
 		cmocka_unit_test(json_strings_read_back),

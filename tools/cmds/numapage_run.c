@@ -298,7 +298,7 @@ static bool read_leftover_file(pid_t pid, const struct job *job)
 {
 	char path[128];
 	unsigned me = (unsigned)geteuid();
-	np_vmstat_shm_path(path, sizeof path, me, pid);
+	np_vmstat_shm_path(path, sizeof path, me, pid, np_os_pid_ns());
 	struct stat st;
 	int fd = np_livefile_open(path, me, &st);
 	if (fd < 0)
@@ -352,16 +352,18 @@ static void read_leftover(pid_t pid)
 static void adopt_forked_leftovers(const struct job *j)
 {
 	unsigned me = (unsigned)geteuid();
+	uint64_t my_ns = np_os_pid_ns();
 	for (bool more = true; more;) {
 		more = false;
-		DIR *d = opendir("/dev/shm");
+		DIR *d = opendir(NP_VMSTAT_SHM_DIR);
 		if (!d)
 			return;
 		for (struct dirent *e; (e = readdir(d));) {
 			unsigned uid;
 			int pid;
-			if (np_vmstat_shm_parse_name(e->d_name, &uid, &pid) && uid == me && !job_command(j, pid) &&
-			    kill(pid, 0) != 0 && errno == ESRCH)
+			uint64_t ns;
+			if (np_vmstat_shm_parse_name(e->d_name, &uid, &pid, &ns) && uid == me && ns == my_ns &&
+			    !job_command(j, pid) && kill(pid, 0) != 0 && errno == ESRCH)
 				more |= read_leftover_file(pid, j);
 		}
 		closedir(d);

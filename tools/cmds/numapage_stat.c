@@ -1,7 +1,7 @@
 /*
  * numapage stat [-c] [-z] [-r] [-w N] [-P] [--json] [-i SECONDS] [-n COUNT] PID|PATTERN...
  * Running processes' per-node counters, like `numastat -p`: maps each process's live-view
- * file /dev/shm/numapage.<uid>.<pid> read-only (layout: struct np_vmstat_shm_header in
+ * file /dev/shm/numapage.<uid>.<pid>.<ns> read-only (layout: struct np_vmstat_shm_header in
  * src/vmstat/vmstat.h) and prints their sum (and, with -P, each one) as one row per counter,
  * one column per node; names and kinds come from the file, so a tool of another version reads
  * them right. An operand of digits is a process id: a process that does not publish but has
@@ -124,6 +124,7 @@ static enum verdict judge(int pid, unsigned uid, const char *path, bool mine)
 static void scan(void)
 {
 	unsigned me = geteuid();
+	uint64_t my_ns = np_os_pid_ns();
 	nfiles = 0;
 	DIR *d = opendir(NP_VMSTAT_SHM_DIR);
 	if (!d)
@@ -131,8 +132,11 @@ static void scan(void)
 	for (struct dirent *e; (e = readdir(d)) && nfiles < MAX_FILES;) {
 		unsigned uid;
 		int pid;
+		uint64_t ns;
 		struct stat st;
-		if (!np_vmstat_shm_parse_name(e->d_name, &uid, &pid))
+		/* Another pid namespace's file (a container's sharing /dev/shm): its pid is not the
+		 * process of that number here, and only that namespace may judge it gone. */
+		if (!np_vmstat_shm_parse_name(e->d_name, &uid, &pid, &ns) || ns != my_ns)
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
 		    st.st_uid != (uid_t)uid)
@@ -213,10 +217,11 @@ static int not_ours(int pid)
 {
 	char comm[64];
 	unsigned uid = np_proc_uid(pid); /* the file it would have is named with its uid */
-	fprintf(stderr, "numapage stat: process %d (%s) does not use libnumapage (no %s/%s%u.%d; "
-			"or it runs with NUMAPAGE_SHM=0)\n",
-		pid, printable_comm(pid, comm, sizeof comm), NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX,
-		uid != (unsigned)-1 ? uid : (unsigned)geteuid(), pid);
+	char path[128];
+	np_vmstat_shm_path(path, sizeof path, uid != (unsigned)-1 ? uid : (unsigned)geteuid(), pid, np_os_pid_ns());
+	fprintf(stderr, "numapage stat: process %d (%s) does not use libnumapage (no %s; or it runs with "
+			"NUMAPAGE_SHM=0)\n",
+		pid, printable_comm(pid, comm, sizeof comm), path);
 	return 1;
 }
 
@@ -258,7 +263,7 @@ static int open_live(int pid, unsigned owner, bool quiet)
 	struct live *l = &live[nlive];
 	memset(l, 0, sizeof *l);
 	l->pid = pid;
-	snprintf(l->path, sizeof l->path, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, owner, pid);
+	np_vmstat_shm_path(l->path, sizeof l->path, owner, pid, np_os_pid_ns());
 	struct stat st;
 	int fd = np_livefile_open(l->path, owner, &st);
 	if (fd == -2) {

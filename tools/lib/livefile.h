@@ -1,4 +1,4 @@
-/* livefile.h (tools) — one process's live-view file, /dev/shm/numapage.<uid>.<pid> (layout:
+/* livefile.h (tools) — one process's live-view file, /dev/shm/numapage.<uid>.<pid>.<ns> (layout:
  * struct np_vmstat_shm_header in src/vmstat/vmstat.h), read by counter name into np_tstats:
  * `numapage stat` samples running processes through it, and `numapage run` reads what a process
  * of its job left there when it ended without its exit report (_exit, a signal).
