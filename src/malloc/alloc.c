@@ -106,9 +106,9 @@ static void *malloc_for(struct np_thread *th, size_t size)
 
 void *np_malloc_slow(size_t size)
 {
-	/* A forking parent's sweep of its children's live files, every so many forks (vmstat.h). */
-	if (NP_UNLIKELY(__atomic_load_n(&np_vmstat_sweep_due, __ATOMIC_RELAXED)))
-		np_vmstat_output_sweep_due();
+	/* A forked child's live file, a forking parent's sweep of its children's (vmstat.h). */
+	if (NP_UNLIKELY(__atomic_load_n(&np_vmstat_output_due, __ATOMIC_RELAXED)))
+		np_vmstat_output_run_due();
 	void *p;
 	bool leave;
 	struct np_thread *th = np_thread_or_boot(size, 16, &p, &leave);

@@ -129,17 +129,21 @@ void np_vmstat_start_output(void);
 void np_vmstat_exit_report(void);
 /* In a forked child, after np_vmstat_atfork_child (single-threaded, no allocation): forgets the
  * parent's live file; the child reports at its own exit and publishes its own live file
- * (np_opt.shm: also when its parent could not, /dev/shm full then). */
+ * (np_opt.shm: also when its parent could not, /dev/shm full then) at its first malloc slow
+ * path (NP_VMSTAT_DUE_PUBLISH): a child that execs or leaves before it makes none. */
 void np_vmstat_output_atfork_child(void);
 /* In the parent after a fork (any thread, no lock held, maybe a signal handler's): every
  * NP_VMSTAT_SHM_SWEEP_FORKS forks of a process whose children publish, np_vmstat_shm_sweep, so
  * that the files of children that left with _exit do not pile up while it goes on forking. On
- * an alternate signal stack the sweep is only made due (np_vmstat_sweep_due), and
- * np_vmstat_output_sweep_due runs it: the malloc layer's slow path calls it when the flag is set
- * (no lock held, no allocation). */
+ * an alternate signal stack the sweep is only made due (NP_VMSTAT_DUE_SWEEP). */
 void np_vmstat_output_atfork_parent(void);
-extern NP_HIDDEN int np_vmstat_sweep_due;
-void np_vmstat_output_sweep_due(void);
+/* Work left for the next malloc slow path (bits of np_vmstat_output_due), which calls
+ * np_vmstat_output_run_due when any is set (no lock held, no allocation; not on an alternate
+ * signal stack: then it stays due). */
+#define NP_VMSTAT_DUE_SWEEP 1   /* the forking parent's sweep */
+#define NP_VMSTAT_DUE_PUBLISH 2 /* a forked child's live file */
+extern NP_HIDDEN int np_vmstat_output_due;
+void np_vmstat_output_run_due(void);
 /* With NUMAPAGE_VERBOSE=1: one line per node of t (memory, CPUs, fallback order, fold
  * threshold). After np_vmstat_init. */
 void np_vmstat_verbose_nodes(const struct np_topo *t);

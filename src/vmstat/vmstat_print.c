@@ -274,10 +274,10 @@ void np_vmstat_start_output(void)
 	}
 }
 
-/* Forks this process made since it last swept, and whether a sweep is due
- * (np_vmstat_output_atfork_parent, np_vmstat_output_sweep_due). */
+/* Forks this process made since it last swept, and the work due at the next malloc slow path
+ * (NP_VMSTAT_DUE_*: np_vmstat_output_atfork_parent and _child, np_vmstat_output_run_due). */
 static unsigned forks_unswept;
-NP_HIDDEN int np_vmstat_sweep_due;
+NP_HIDDEN int np_vmstat_output_due;
 
 void np_vmstat_output_atfork_parent(void)
 {
@@ -293,14 +293,25 @@ void np_vmstat_output_atfork_parent(void)
 	if (__atomic_add_fetch(&forks_unswept, 1, __ATOMIC_RELAXED) % NP_VMSTAT_SHM_SWEEP_FORKS)
 		return;
 	if (np_os_on_signal_stack())
-		__atomic_store_n(&np_vmstat_sweep_due, 1, __ATOMIC_RELAXED);
+		__atomic_or_fetch(&np_vmstat_output_due, NP_VMSTAT_DUE_SWEEP, __ATOMIC_RELAXED);
 	else
 		np_vmstat_shm_sweep();
 }
 
-void np_vmstat_output_sweep_due(void)
+void np_vmstat_output_run_due(void)
 {
-	if (__atomic_exchange_n(&np_vmstat_sweep_due, 0, __ATOMIC_RELAXED))
+	int due = __atomic_exchange_n(&np_vmstat_output_due, 0, __ATOMIC_RELAXED);
+	if (!due)
+		return;
+	/* Not on a signal handler's alternate stack (a few KiB; the sweep's buffers overflowed
+	 * 6 KiB): left due for a later slow path. */
+	if (np_os_on_signal_stack()) {
+		__atomic_or_fetch(&np_vmstat_output_due, due, __ATOMIC_RELAXED);
+		return;
+	}
+	if ((due & NP_VMSTAT_DUE_PUBLISH) && np_opt.shm && !np_vmstat_shm_published())
+		publish();
+	if (due & NP_VMSTAT_DUE_SWEEP)
 		np_vmstat_shm_sweep();
 }
 
@@ -312,13 +323,16 @@ void np_vmstat_output_atfork_child(void)
 	parent_pid = report_pid;
 	report_pid = np_os_pid();
 	/* The child publishes under its own pid (the parent's file was forgotten above), also when
-	 * the parent could not, so `numapage stat` sees forked servers and daemons. No sweep
-	 * here: it made every fork much dearer (docs/design.md); the parent sweeps what children
-	 * that left with _exit leave behind, every NP_VMSTAT_SHM_SWEEP_FORKS forks. */
+	 * the parent could not, so `numapage stat` sees forked servers and daemons; but at its
+	 * first malloc slow path, not here. Most children exec or _exit before allocating
+	 * anything their inherited caches do not hold (a shell's, a spawner's, a multiprocessing
+	 * pool's short tasks): a file made here cost them 10 system calls and a page, a sweep
+	 * to remove it, and, after exec, an unlink by the new program that has the pid (section
+	 * 44 of docs/perf-issue15.md). A child that works allocates, and is seen from then on.
+	 * No sweep here: it made every fork much dearer (docs/design.md); the parent sweeps what
+	 * children that left with _exit leave behind, every NP_VMSTAT_SHM_SWEEP_FORKS forks. */
 	__atomic_store_n(&forks_unswept, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&np_vmstat_sweep_due, 0, __ATOMIC_RELAXED);
-	if (np_opt.shm)
-		publish();
+	__atomic_store_n(&np_vmstat_output_due, np_opt.shm ? NP_VMSTAT_DUE_PUBLISH : 0, __ATOMIC_RELAXED);
 	np_verbose("forked from process %d: counting as process %d", parent_pid, report_pid);
 }
 

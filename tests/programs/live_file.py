@@ -17,6 +17,10 @@ small file of /dev/shm, and so does every child it forks. Scenarios (a hostile r
           and whose children can (room came back): only a publishing parent swept, and every
           child's file stayed (a review). Root and `unshare -m`, as `full`.
 
+  fork_quiet  A child that execs or leaves with _exit before allocating anything its inherited
+          caches do not hold makes no live file (it cost every such fork about 10 system calls
+          and a page); a child that allocates past them publishes, and `numapage stat` sees it.
+
   containers  Two containers sharing /dev/shm, each with its own pid namespace (a pod's, CI
           jobs' on one machine), run processes with the same small pids: the second process
           with pid 1 did not publish, its name taken by the first's file, which it may not
@@ -52,7 +56,8 @@ print('loaded', 'libnumapage' in maps, 'child', status, 'blocks', len(blocks))
 EXPECTED = 'loaded True child 0 blocks 715\n'
 
 # Forks N children, each allocates and leaves with _exit, reaped before the next fork; prints
-# how many of their live files are still in /dev/shm after the last one.
+# how many of their live files are still in /dev/shm after the last one. A child publishes at
+# its first malloc slow path: 1 MiB is past any cache.
 FORKS = r'''
 import os, sys
 n = int(sys.argv[1])
@@ -61,7 +66,7 @@ pids = []
 for i in range(n):
     pid = os.fork()
     if pid == 0:
-        x = bytearray(1000)
+        x = bytearray(1 << 20)
         os._exit(0)
     os.waitpid(pid, 0)
     pids.append(pid)
@@ -79,6 +84,38 @@ for f in ('/dev/shm/filler', '/dev/shm/filler2'):
         os.unlink(f)
 sys.argv = ['forks', sys.argv[1]]
 ''' + FORKS
+
+# Forks N children that leave at once with _exit, and N that exec /bin/true, each reaped
+# before the next fork, and counts the live files their pids left (before any sweep: N is
+# below SWEEP_EVERY). Then a child that allocates 4 MiB (past any cache: a slow path) says
+# whether it maps a live file of its own, and leaves with _exit.
+QUIET = r'''
+import os, sys
+n = int(sys.argv[1])
+uid, ns = os.geteuid(), os.stat('/proc/self/ns/pid').st_ino
+def live(pid):
+    return os.path.exists('/dev/shm/numapage.%d.%d.%d' % (uid, pid, ns))
+left = 0
+for i in range(2 * n):
+    pid = os.fork()
+    if pid == 0:
+        if i % 2:
+            os.execv('/bin/true', ['true'])
+        os._exit(0)
+    os.waitpid(pid, 0)
+    left += live(pid)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    big = bytearray(4 << 20)
+    mine = '/dev/shm/numapage.%d.%d.%d' % (uid, os.getpid(), ns)
+    os.write(w, b'1' if mine in open('/proc/self/maps').read() else b'0')
+    os._exit(0)
+said = os.read(r, 1).decode()
+os.waitpid(pid, 0)
+maps = open('/proc/self/maps').read()
+print('loaded', 'libnumapage' in maps, 'left', left, 'worker', said, 'file', live(pid))
+'''
 
 # Prints the live file this process maps (none: "-"), then waits for a line on stdin.
 MAPPED = r'''
@@ -190,6 +227,15 @@ def fork(lib, py):
     return few_left(p, '%d children left with _exit' % n)
 
 
+def fork_quiet(lib, py):
+    n = 20
+    p = subprocess.run([py, '-c', QUIET, str(n)], env=env_with(lib), capture_output=True, text=True,
+                       timeout=120)
+    want = 'loaded True left 0 worker 1 file True\n'
+    # (The worker's file stays, as any child's that leaves with _exit, until a sweep.)
+    return check(p, want, '%d children that exec or leave at once, then one that works' % (2 * n))
+
+
 def containers(lib, py):
     unshare, env = namespace_tools(lib, 'a pid namespace')
     if not unshare:
@@ -241,11 +287,11 @@ def containers(lib, py):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--lib', required=True)
-    ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork', 'containers'])
+    ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork', 'fork_quiet', 'containers'])
     a = ap.parse_args()
     py = shutil.which('python3') or sys.executable
     r = {'fsize': fsize, 'full': full, 'fork': fork, 'full_fork': full_fork,
-         'containers': containers}[a.scenario](os.path.abspath(a.lib), py)
+         'fork_quiet': fork_quiet, 'containers': containers}[a.scenario](os.path.abspath(a.lib), py)
     if r is SKIP:
         return SKIP
     print('ok' if r else 'FAILED')
