@@ -18,6 +18,13 @@
 #define NP_NOINLINE __attribute__((noinline))
 #define NP_INLINE static inline __attribute__((always_inline))
 #define NP_COLD __attribute__((cold))
+/* *p = v, unless *p is v already (relaxed): for a fork child's handlers, where a write copies
+ * the page, and most of what they reset is reset already (docs/perf-issue15.md section 44). */
+#define NP_RESET(p, v)                                                                             \
+	do {                                                                                       \
+		if (__atomic_load_n((p), __ATOMIC_RELAXED) != (v))                                 \
+			__atomic_store_n((p), (v), __ATOMIC_RELAXED);                              \
+	} while (0)
 #define NP_NORETURN __attribute__((noreturn))
 #define NP_UNUSED __attribute__((unused))
 #define NP_TLS __thread __attribute__((tls_model("initial-exec")))

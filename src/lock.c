@@ -18,6 +18,17 @@ void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool ada
 	np_lock_note(l, false); /* a lock re-created in a fork child is not held */
 }
 
+void np_lock_atfork_child(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive)
+{
+#ifdef __GLIBC__
+	const pthread_mutex_t *m = &l->mutex;
+	if (__atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0 && m->__data.__owner == 0 &&
+	    m->__data.__nusers == 0)
+		return;
+#endif
+	np_lock_init(l, rank, index, adaptive);
+}
+
 void np_lock_order_broken(const struct np_lock *l)
 {
 	int r = NP_LOCK_RANKS - 1;
@@ -30,5 +41,5 @@ void np_lock_order_broken(const struct np_lock *l)
 void np_lock_forget_all(void)
 {
 	for (int r = 0; r < NP_LOCK_RANKS; r++)
-		np_lock_held[r] = 0;
+		NP_RESET(&np_lock_held[r], 0);
 }

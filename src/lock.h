@@ -41,6 +41,11 @@ struct np_lock {
  * held for a few list operations. Also re-creates a lock in a fork child (the calling thread
  * then no longer holds it). */
 void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive);
+/* In a fork child: np_lock_init, unless the mutex is free (nobody held it at the fork: fork
+ * took no lock, the process having one thread), which is left as it is: a write copies its
+ * page in the child (three of its page faults at every fork of a one-thread program). Free is
+ * read from glibc's mutex; with another C library the lock is always re-created. */
+void np_lock_atfork_child(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive);
 
 /* The calling thread's held locks, by rank (bit = index). */
 extern NP_TLS uint64_t np_lock_held[NP_LOCK_RANKS];

@@ -610,7 +610,7 @@ void np_options_atfork_child(void)
 	 * would have closed the count does not exist in the child. */
 	if (set_seq & 1)
 		set_seq++;
-	setting = 0;
+	NP_RESET(&setting, 0);
 }
 
 size_t np_opt_copy_string(const char *const *field, char *buf, size_t size)

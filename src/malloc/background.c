@@ -96,6 +96,6 @@ void np_background_atfork_child(void)
 	 * parent whose creation failed has a child that does not try (nor warn) again. */
 	if (__atomic_load_n(&state, __ATOMIC_RELAXED) == FAILED)
 		return;
-	__atomic_store_n(&state, NONE, __ATOMIC_RELAXED);
+	NP_RESET(&state, NONE);
 	np_background_start();
 }

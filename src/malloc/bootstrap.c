@@ -151,7 +151,7 @@ void np_bootstrap_atfork_parent(void)
 
 void np_bootstrap_atfork_child(void)
 {
-	__atomic_store_n(&spin, 0, __ATOMIC_RELAXED);
+	NP_RESET(&spin, 0);
 }
 
 void *np_bootstrap_alloc(size_t size, size_t align)

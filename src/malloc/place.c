@@ -168,9 +168,9 @@ void np_place_atfork_parent(void)
 
 void np_place_atfork_child(void)
 {
-	np_lock_init(&place_lock, NP_LOCK_RANK_PLACE, 0, false);
+	np_lock_atfork_child(&place_lock, NP_LOCK_RANK_PLACE, 0, false);
 	/* Choices in flight belonged to threads that did not survive. */
 	for (int i = 0; i < NP_MAX_NODES; i++)
-		pending[i] = 0;
+		NP_RESET(&pending[i], 0);
 }
 

@@ -42,11 +42,12 @@
 
 /* The owner's allocations and frees of s since it was last counted, into th's byte counters
  * (by the slab's node: the memory's). Wrapping differences: a collect takes other threads'
- * frees off used and counted alike. */
+ * frees off used and counted alike. Writes s only where there is something to count: a walk
+ * of every slab (an exact read, trim, fork) reads the others, and a fork's child that wrote
+ * them copied a page per slab (docs/perf-issue15.md section 44). */
 static void count(struct np_thread *th, struct np_slab *s)
 {
 	int32_t blocks = (int32_t)(s->used - s->counted);
-	s->beat = np_slab_beat(s); /* counted: the next beat starts */
 	if (blocks == 0 && s->requested == 0)
 		return;
 	th->in_use[s->node] += (int64_t)blocks * s->block;
@@ -55,17 +56,28 @@ static void count(struct np_thread *th, struct np_slab *s)
 	s->requested = 0;
 }
 
+/* count, and the slab's next beat starts: its fast path's run ends here. */
+static void count_restart(struct np_thread *th, struct np_slab *s)
+{
+	s->beat = np_slab_beat(s);
+	count(th, s);
+}
+
 void np_ring_count(struct np_thread *th, bool every)
 {
 	for (int c = 0; c < NP_NCLASSES; c++) {
 		struct np_slab *cur = th->ring[c];
 		if (!cur)
 			continue;
+		if (!every) {
+			count_restart(th, cur);
+			continue;
+		}
 		struct np_slab *s = cur;
 		do {
 			count(th, s);
 			s = s->next;
-		} while (every && s != cur);
+		} while (s != cur);
 	}
 }
 
@@ -191,7 +203,7 @@ NP_INLINE void *take_from(struct np_slab *s)
  * current slab with their blocks. Returns a block from it in that case, else NULL. */
 static void *let_go(struct np_thread *th, struct np_slab *s)
 {
-	count(th, s);
+	count_restart(th, s);
 	ring_unlink(th, s); /* out of our ring before it floats: a claimer may link it into its own */
 	if (np_slab_float(s)) {
 		th->floats++;
@@ -268,7 +280,7 @@ static void *ring_take(struct np_thread *th, unsigned c)
 		bool beat = s->beat < 0;
 		/* The fast path's run on it ends here: its mallocs and frees are counted now, so that
 		 * an exact read by another thread lacks at most one slab per class of ours. */
-		count(th, s);
+		count_restart(th, s);
 		/* Slabs of a node the walk fell back to are passed over once the thread's node has
 		 * room again (spilled): asked once a miss, at a slab of another node. */
 		if (!np_pcp_near(&th->pcp, s->node))
@@ -345,7 +357,7 @@ void np_ring_emptied(struct np_slab *s)
 	struct np_thread *th = np_tls.self;
 	if ((th->ring[s->cls] == s && !spilled(th, s)) || !np_slab_confirm_empty(s))
 		return;
-	count(th, s);
+	count_restart(th, s);
 	ring_unlink(th, s);
 	np_slab_release(s, &th->pcp);
 }
@@ -356,7 +368,7 @@ static bool release_if_empty(struct np_thread *th, struct np_slab *s)
 	np_slab_collect(s);
 	if (s->used != 0 || !np_slab_confirm_empty(s))
 		return false;
-	count(th, s);
+	count_restart(th, s);
 	decay_passes_over(th, s);
 	s->prev->next = s->next;
 	s->next->prev = s->prev;
@@ -393,7 +405,7 @@ static bool release_current_if_empty(struct np_thread *th, unsigned c)
 	np_slab_collect(s);
 	if (s->used != 0 || !np_slab_confirm_empty(s))
 		return false;
-	count(th, s);
+	count_restart(th, s);
 	ring_unlink(th, s);
 	np_slab_release(s, &th->pcp);
 	return true;
@@ -548,7 +560,7 @@ bool np_ring_adopt_on_free(struct np_thread *th, struct np_slab *s)
  * orphan of its node (threads near that node adopt it; frees of its blocks find it there). */
 static void hand_over(struct np_thread *th, struct np_slab *s, uint64_t exit)
 {
-	count(th, s);
+	count_restart(th, s);
 	np_slab_collect(s);
 	if (s->used == 0 && np_slab_confirm_empty(s)) {
 		np_slab_release(s, &th->pcp);
@@ -610,7 +622,7 @@ unsigned np_ring_leave_far(struct np_thread *th, uint64_t near)
 				 * threads of its node adopt it, the orphan sweep gives it back otherwise;
 				 * releasing it here would make the thread's pages_in_use jump at a moment
 				 * the scheduler chose. */
-				count(th, s);
+				count_restart(th, s);
 				ring_unlink(th, s);
 				__atomic_store_n(&s->floater, np_slab_exit_tag(0), __ATOMIC_RELAXED);
 				np_slab_orphan(s);

@@ -88,9 +88,10 @@ void np_ring_leave(struct np_thread *th);
  * Returns how many left. */
 unsigned np_ring_leave_far(struct np_thread *th, uint64_t near);
 /* Takes the owner's mallocs and frees since the last count (slab `used` against `counted`,
- * and `requested`) into th's byte counters, for the current slab of every class or, with
- * `every`, for every slab of the rings (an exact read, trim). Slabs that leave a ring are
- * counted as they leave. */
+ * and `requested`) into th's byte counters, for the current slab of every class (whose beats
+ * restart: the periodic point) or, with `every`, for every slab of the rings (an exact read,
+ * trim, fork; beats go on: a program that read its statistics often put off its slab misses,
+ * and the decay they drive). Slabs that leave a ring are counted as they leave. */
 void np_ring_count(struct np_thread *th, bool every);
 /* The same, every slab, for a thread that fork left behind: its rings may have been changing
  * when fork copied them, so the walk also stops at a NULL link and after a bound (a slab

@@ -545,9 +545,9 @@ void np_slab_atfork_parent(void)
 
 void np_slab_atfork_child(void)
 {
-	np_slab_sweeping = 0; /* a sweep by a thread the child does not have */
+	NP_RESET(&np_slab_sweeping, 0); /* a sweep by a thread the child does not have */
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		np_lock_init(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
+		np_lock_atfork_child(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
 }
 
 /* Walks one list from head (an address, or 0), a link followed only when it is a block

@@ -118,7 +118,7 @@ struct np_thread *np_thread_get(void)
 
 void np_thread_fold_bytes(struct np_thread *th)
 {
-	if (th == np_tls.self) {
+	if (th == np_tls.self && (np_tls.in_use || np_tls.requested)) {
 		th->in_use[np_tls.count_node] += np_tls.in_use;
 		th->requested[np_tls.count_node] += np_tls.requested;
 		np_tls.in_use = 0;
@@ -191,16 +191,18 @@ void np_thread_atfork_parent(void)
 
 void np_thread_atfork_child(void)
 {
-	np_lock_init(&threads_lock, NP_LOCK_RANK_THREADS, 0, false);
+	np_lock_atfork_child(&threads_lock, NP_LOCK_RANK_THREADS, 0, false);
 	/* Only the forking thread survives. The others may have been in the middle of a fast
 	 * path or a page-cache update when fork copied memory (their state has no lock), so
 	 * their caches and slabs are not walked: they are left behind, as glibc and mimalloc
 	 * do. Their objects stay valid; frees of them in the child go on their slabs' remote
 	 * lists. Their statistics deltas were folded by np_vmstat_atfork_child. */
 	struct np_thread *self = np_tls.self;
-	live = self;
-	np_threads_live = self != NULL;
-	if (self)
-		self->next = self->prev = NULL;
+	NP_RESET(&live, self); /* only what changed: a write copies the page */
+	NP_RESET(&np_threads_live, self != NULL);
+	if (self) {
+		NP_RESET(&self->next, NULL);
+		NP_RESET(&self->prev, NULL);
+	}
 	np_pcp_atfork_child(self ? &self->pcp : NULL); /* one thread counted: this one */
 }

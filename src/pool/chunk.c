@@ -291,8 +291,9 @@ void np_chunk_guard_atfork_child(void)
 {
 	/* The forking thread was not inside (fork is not called from there), nor waiting; the
 	 * other threads are gone. */
-	guard_count[0] = guard_count[1] = 0;
-	wait_lock = 0;
+	NP_RESET(&guard_count[0], 0);
+	NP_RESET(&guard_count[1], 0);
+	NP_RESET(&wait_lock, 0);
 }
 
 /* After a range's granules were cleared and before it is unmapped or moved: the readers that

@@ -597,7 +597,9 @@ void np_huge_atfork_child(void)
 	for (int i = 0; i < ncaches; i++)
 		if (caches[i].exists) {
 			struct cache *h = &caches[i];
-			init_lock(h, i);
+			np_lock_atfork_child(&h->lock, NP_LOCK_RANK_HUGE, i, true);
+			if (!h->purging)
+				continue; /* no write: it would copy the page (np_lock_atfork_child) */
 			np_lock(&h->lock);
 			while (h->purging) {
 				struct np_chunk *c = h->purging;

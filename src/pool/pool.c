@@ -958,7 +958,7 @@ void np_pool_atfork_child(void)
 		if (np_pools[i].exists)
 			for (unsigned k = 0; k < np_pools[i].nshards; k++) {
 				struct np_pool_shard *p = &np_pools[i].shard[k];
-				init_lock(p);
+				np_lock_atfork_child(&p->lock, NP_LOCK_RANK_POOL, p->node, true);
 				if (!p->purging)
 					continue;
 				np_pool_lock(p, NULL);

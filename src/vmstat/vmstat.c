@@ -282,20 +282,27 @@ void np_vmstat_atfork_prepare(void)
 	np_lock(&reg_lock);
 }
 
+void np_vmstat_atfork_fold(struct np_vmstat_diffs *own)
+{
+	if (own && own->registered)
+		fold_all(own);
+}
+
 void np_vmstat_atfork_parent(void)
 {
 	np_unlock(&reg_lock);
 }
 
-/* Zeroes every event (gauges keep their level) in the totals t and in the diffs th. */
+/* Zeroes every event (gauges keep their level) in the totals t and in the diffs th; only
+ * those that are not zero already: in a fork's child a write copies the page. */
 static void zero_events(struct np_vmstat_totals *t, int n, struct np_vmstat_diffs *th)
 {
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 			if (!NP_VMSTAT_KIND_IS_GAUGE(item_kind[k])) {
-				if (t)
+				if (t && atomic_load_explicit(&t[i].v[k], memory_order_relaxed))
 					atomic_store_explicit(&t[i].v[k], 0, memory_order_relaxed);
-				if (th)
+				if (th && __atomic_load_n(&th->d[i][k], __ATOMIC_RELAXED))
 					__atomic_store_n(&th->d[i][k], 0, __ATOMIC_RELAXED);
 			}
 }
@@ -303,7 +310,7 @@ static void zero_events(struct np_vmstat_totals *t, int n, struct np_vmstat_diff
 void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 {
 	/* Only this thread exists now; the lock was held by it across fork. */
-	np_lock_init(&reg_lock, NP_LOCK_RANK_VMSTAT, 0, false);
+	np_lock_atfork_child(&reg_lock, NP_LOCK_RANK_VMSTAT, 0, false);
 	/* The totals are this process's copy, as they were at the fork; the file's mapping is
 	 * shared with the parent: no more adds there, before anything below counts. */
 	__atomic_store_n(&mirror, NULL, __ATOMIC_RELEASE);
@@ -334,7 +341,8 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	}
 	reg_head = NULL;
 	if (survivor && keep) {
-		survivor->next = survivor->prev = NULL;
+		NP_RESET(&survivor->next, NULL);
+		NP_RESET(&survivor->prev, NULL);
 		reg_head = survivor;
 	}
 	/* The child's own counting starts here, as a new process's does (Linux's per-process

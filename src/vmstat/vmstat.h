@@ -117,6 +117,11 @@ int np_vmstat_threshold(int node);
  * count each once), its gauges keep the levels of the memory it inherited. The caller then
  * runs np_vmstat_output_atfork_child. */
 void np_vmstat_atfork_prepare(void);
+/* Before a fork, by the forking thread, with reg_lock held (np_vmstat_atfork_prepare) or no
+ * other thread: folds its deltas own (may be NULL) into the totals, so that the child, which
+ * drops their events and keeps their gauges, has nothing to write there (a write copies the
+ * page: docs/perf-issue15.md section 44). */
+void np_vmstat_atfork_fold(struct np_vmstat_diffs *own);
 void np_vmstat_atfork_parent(void);
 void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor);
 
@@ -255,7 +260,8 @@ bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_
 struct np_vmstat_totals *np_vmstat_shm_create(int parent);
 /* Unmaps and unlinks the file if this process created it. */
 void np_vmstat_shm_remove(void);
-/* In a forked child: forgets the parent's file (unmapped, not unlinked). */
+/* In a forked child: forgets the parent's file (not unlinked; unmapped when the child
+ * publishes its own). */
 void np_vmstat_shm_forget(void);
 /* Removes, without a word (NUMAPAGE_VERBOSE=1 names them), the files of this user's processes
  * that are gone: a process killed before its exit handler ran, or a forked child that left

@@ -27,6 +27,10 @@ struct name_fits_ {
 
 static void *map;
 static size_t map_size;
+/* In a forked child that has not published: the parent's mapping, unmapped when the child
+ * publishes (np_vmstat_shm_forget). */
+static void *inherited;
+static size_t inherited_size;
 static char path[128];
 static int owner_pid;
 
@@ -68,6 +72,10 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 				     NP_CACHELINE);
 	size_t size = round_up(totals_off + (size_t)n * sizeof(struct np_vmstat_totals), ps);
 
+	if (inherited) { /* the parent's, in a forked child: not ours to keep */
+		np_os_unmap(inherited, inherited_size);
+		inherited = NULL;
+	}
 	uint64_t ns = np_os_pid_ns();
 	char p[sizeof path];
 	np_vmstat_shm_path(p, sizeof p, uid, pid, ns);
@@ -131,8 +139,15 @@ void np_vmstat_shm_remove(void)
 
 void np_vmstat_shm_forget(void)
 {
-	if (map)
-		np_os_unmap(map, map_size);
+	/* Not unmapped here: most children exec or leave without publishing, and a system
+	 * call in every child cost them more than 4 KiB of address space (nothing writes
+	 * there: np_vmstat_atfork_child stopped the mirror). */
+	if (map) {
+		if (inherited)
+			np_os_unmap(inherited, inherited_size);
+		inherited = map;
+		inherited_size = map_size;
+	}
 	map = NULL;
 	map_size = 0;
 	path[0] = '\0';

@@ -891,7 +891,7 @@ static void live_file_lifecycle(void **state)
 		atomic_fetch_add_explicit(&t[0].v[NUMA_PAGE_STAT_pages_in_use], 1000, memory_order_relaxed);
 		np_vmstat_atfork_child(me);
 		atomic_fetch_add_explicit(&t[0].v[NUMA_PAGE_STAT_pages_in_use], -1000, memory_order_relaxed);
-		np_vmstat_output_atfork_child(); /* unmaps the parent's file here */
+		np_vmstat_output_atfork_child(); /* forgets the parent's file here */
 		int bad = 0;
 		bad |= np_vmstat_shm_published() != NULL;
 		bad |= (np_vmstat_read(0, NUMA_PAGE_STAT_pages_stolen) != 0) << 1;
