@@ -68,6 +68,17 @@ static int slot_cpu(int slot)
 	bench_fail("no CPU for worker slot %d", slot);
 }
 
+void bench_pin_self(int slot)
+{
+	if (!bench_pin)
+		return;
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(slot_cpu(slot), &one);
+	if (sched_setaffinity(0, sizeof one, &one) != 0)
+		bench_fail("sched_setaffinity: %s", strerror(errno));
+}
+
 void bench_start_thread(pthread_t *tid, int slot, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr, *ap = NULL;

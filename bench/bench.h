@@ -35,6 +35,7 @@ int bench_cache_scratch(const struct bench_args *, struct bench_result *);
 int bench_cache_thrash(const struct bench_args *, struct bench_result *);
 int bench_alloc_test(const struct bench_args *, struct bench_result *);
 int bench_mstress(const struct bench_args *, struct bench_result *);
+int bench_fork(const struct bench_args *, struct bench_result *);
 int bench_realloc_grow(const struct bench_args *, struct bench_result *);
 int bench_large_blocks(const struct bench_args *, struct bench_result *);
 int bench_churn(const struct bench_args *, struct bench_result *);
@@ -106,6 +107,9 @@ extern int bench_pin;
 /* pthread_create for the thread in worker slot `slot` (pinned as bench_pin says); fails the
  * benchmark when it cannot start. */
 void bench_start_thread(pthread_t *tid, int slot, void *(*fn)(void *), void *arg);
+
+/* The calling thread runs where worker slot `slot` would (as bench_pin says). */
+void bench_pin_self(int slot);
 
 /* Starts n threads running fn(arg + i * arg_size), slots 0..n-1, and joins them all. */
 void bench_run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size);

@@ -32,6 +32,7 @@ static const struct {
 	{"churn", bench_churn, "small-object malloc/free churn, per thread, no sharing"},
 	{"large-calloc", bench_large_calloc, "5..25 MiB zeroed blocks (calloc, malloc+memset), 3 live per thread, every page used"},
 	{"rptest", bench_rptest, "rpmalloc's rptest pattern: per-thread working sets of random sizes, batches freed by the next thread"},
+	{"fork", bench_fork, "threads with live objects fork children that allocate a little and _exit, reaped one by one"},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])
