@@ -213,9 +213,35 @@ static const char *printable_comm(int pid, char *buf, size_t size)
 	return buf;
 }
 
+/* np_proc_maps_each's test: a live file of another process (of this namespace), whose pid goes
+ * into *ctx (an int: the process asked about in, the publisher out). */
+static bool other_live_file(const char *path, void *ctx)
+{
+	int *pid = ctx;
+	const char *base = strrchr(path, '/') + 1;
+	unsigned uid;
+	int owner;
+	uint64_t ns;
+	if (!np_vmstat_shm_parse_name(base, &uid, &owner, &ns) || ns != np_os_pid_ns() || owner == *pid)
+		return false;
+	*pid = owner;
+	return true;
+}
+
 static int not_ours(int pid)
 {
 	char comm[64];
+	/* A forked child publishes at its first allocation that the caches it inherited cannot
+	 * serve (src/vmstat/vmstat_print.c); until then it still maps its parent's file. */
+	int publisher = pid;
+	if (np_proc_maps_each(pid, NP_VMSTAT_SHM_DIR "/" NP_VMSTAT_SHM_PREFIX, other_live_file, &publisher)) {
+		int parent = np_proc_ppid(pid);
+		fprintf(stderr, "numapage stat: process %d (%s) uses libnumapage but has published no statistics yet: "
+				"forked from process %d, it publishes them at its first allocation that the caches "
+				"it inherited cannot serve\n",
+			pid, printable_comm(pid, comm, sizeof comm), parent > 0 ? parent : publisher);
+		return 1;
+	}
 	unsigned uid = np_proc_uid(pid); /* the file it would have is named with its uid */
 	char path[128];
 	np_vmstat_shm_path(path, sizeof path, uid != (unsigned)-1 ? uid : (unsigned)geteuid(), pid, np_os_pid_ns());

@@ -228,6 +228,30 @@ int np_proc_descendants(int pid, int *out, int max)
 	return found;
 }
 
+bool np_proc_maps_each(int pid, const char *prefix, bool (*fn)(const char *path, void *ctx), void *ctx)
+{
+	char maps[96], line[4096];
+	np_proc_path(pid, "maps", maps, sizeof maps);
+	FILE *f = fopen(maps, "r");
+	if (!f)
+		return false;
+	bool done = false;
+	size_t plen = strlen(prefix);
+	while (!done && fgets(line, sizeof line, f)) {
+		char *p = strchr(line, '/');
+		if (!p || strncmp(p, prefix, plen) != 0)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		size_t n = strlen(p);
+		static const char deleted[] = " (deleted)";
+		if (n > sizeof deleted - 1 && strcmp(p + n - (sizeof deleted - 1), deleted) == 0)
+			p[n - (sizeof deleted - 1)] = '\0';
+		done = fn(p, ctx);
+	}
+	fclose(f);
+	return done;
+}
+
 int np_proc_maps_file(int pid, const char *path)
 {
 	char maps[96], line[4096];
