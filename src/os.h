@@ -172,11 +172,12 @@ int np_os_affinity(uint64_t mask[NP_OS_CPU_IDS / 64]);
 /* ---- Shared-memory files (the live statistics view, src/vmstat/vmstat_shm.c) ---- */
 /* Creates path exclusively (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600, owned by the caller),
  * sizes it to size bytes (zero-filled, its space taken: a write to the mapping never faults for
- * want of space) and maps it shared read-write into *out; the descriptor is closed. 0 or -errno
+ * want of space) and maps it shared read-write into *out, its inode number in *ino; the
+ * descriptor is closed. 0 or -errno
  * (-EEXIST: the name is taken; -EFBIG: RLIMIT_FSIZE is below size, and nothing was made, since
  * growing the file would raise SIGXFSZ; -ENOSPC: the file system is full); on failure no file
  * is left behind. */
-int np_os_shm_create(const char *path, size_t size, void **out);
+int np_os_shm_create(const char *path, size_t size, void **out, uint64_t *ino);
 /* Opens path for writing a report (created, or emptied when it is a regular file), as
  * fopen(path, "w") does but without following a symbolic link at its end (O_NOFOLLOW): a link
  * planted in a shared directory cannot send the report over another file. NULL, errno set

@@ -65,7 +65,7 @@ static int reserve_space(int fd, size_t size)
 	return 0;
 }
 
-int np_os_shm_create(const char *path, size_t size, void **out)
+int np_os_shm_create(const char *path, size_t size, void **out, uint64_t *ino)
 {
 	SAVE_ERRNO;
 	/* A file grown past RLIMIT_FSIZE raises SIGXFSZ, which kills the process by default (`ulimit
@@ -80,7 +80,8 @@ int np_os_shm_create(const char *path, size_t size, void **out)
 		RETURN_ERRNO(-1);
 	/* The umask may have removed bits: the file is 0600 whatever it says. */
 	void *p = MAP_FAILED;
-	int rc = fchmod(fd, 0600) < 0 ? -errno : reserve_space(fd, size);
+	struct stat st;
+	int rc = fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0 ? -errno : reserve_space(fd, size);
 	if (rc == 0) {
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED)
@@ -93,6 +94,7 @@ int np_os_shm_create(const char *path, size_t size, void **out)
 		return rc;
 	}
 	*out = p;
+	*ino = (uint64_t)st.st_ino;
 	errno = saved_errno_;
 	return 0;
 }

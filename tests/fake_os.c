@@ -556,7 +556,7 @@ FILE *np_os_create_report(const char *path)
 	return fd < 0 ? NULL : fdopen(fd, "w");
 }
 
-int np_os_shm_create(const char *path, size_t size, void **out)
+int np_os_shm_create(const char *path, size_t size, void **out, uint64_t *ino)
 {
 	int e = __atomic_load_n(&shm_fail, __ATOMIC_SEQ_CST);
 	if (e)
@@ -568,15 +568,18 @@ int np_os_shm_create(const char *path, size_t size, void **out)
 		errno = saved;
 		return rc;
 	}
-	int rc = fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+	struct stat st;
+	int rc = fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0 || ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
 	void *p = rc ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (!rc && p == MAP_FAILED)
 		rc = -errno;
 	close(fd);
-	if (rc)
+	if (rc) {
 		unlink(path);
-	else
+	} else {
 		*out = p;
+		*ino = (uint64_t)st.st_ino;
+	}
 	errno = saved;
 	return rc;
 }

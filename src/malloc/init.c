@@ -50,31 +50,16 @@ static bool single_threaded(void)
 
 static void fork_prepare(void)
 {
-	/* The forking thread's slab counts, taken here, before fork shares the pages: the child
-	 * drops them as its parent's history (np_vmstat_atfork_child), and its walk of the rings
-	 * then only reads. Taken in the child, each slab with something to count cost a page
-	 * copy there: 33 of a child's 67 page faults with 200,000 blocks live (docs/perf-issue15.md
-	 * section 44). Only the thread's own slabs and counters, which no other thread writes; a fork
-	 * from a signal handler that interrupted this thread's malloc may miscount one slab's
-	 * bytes in the parent's statistics (the child's walk did, in the child's). */
-	struct np_thread *self = np_tls.self;
-	if (self) {
-		np_ring_count(self, true);
-		np_thread_fold_bytes(self);
-	}
 	/* With one thread no other can hold a lock, and that one may be forking from a signal
 	 * handler that interrupted it inside the allocator, holding one: fork is
 	 * async-signal-safe, and taking the locks hung it (glibc's tst-mallocfork2). Nothing is
 	 * taken then, as glibc's fork takes none of its malloc's; the child re-creates them all
 	 * the same, and may only call async-signal-safe functions after such a fork. */
 	NP_RESET(&fork_locked, !single_threaded()); /* the same at every fork of a program, mostly */
-	if (!fork_locked) {
-		np_vmstat_atfork_fold(self ? &self->st : NULL);
+	if (!fork_locked)
 		return;
-	}
 	np_place_atfork_prepare();
 	np_vmstat_atfork_prepare();
-	np_vmstat_atfork_fold(self ? &self->st : NULL);
 	np_thread_atfork_prepare();
 	np_slab_atfork_prepare();
 	np_pool_atfork_prepare();
@@ -144,7 +129,7 @@ void np_init(void)
 	np_vmstat_init(&np_topo_table);
 	np_vmstat_verbose_nodes(&np_topo_table);
 	np_vmstat_read_hook = fold_self;
-	np_vmstat_fork_hook = np_thread_atfork_count_others;
+	np_vmstat_fork_hook = np_thread_atfork_count;
 	np_pool_init(&np_topo_table);
 	np_huge_init(&np_topo_table);
 	np_node_init(&np_topo_table);

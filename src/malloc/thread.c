@@ -164,11 +164,18 @@ void np_thread_forget_tls(void)
 	np_tls.exited = true;
 }
 
-void np_thread_atfork_count_others(void)
+void np_thread_atfork_count(void)
 {
+	/* The survivor's slabs: bounded, as the others' (a signal handler's fork may have
+	 * interrupted a change of its ring; a full walk never ended, and hung the child). */
+	struct np_thread *self = np_tls.self;
+	if (self) {
+		np_ring_count_frozen(self);
+		np_thread_fold_bytes(self);
+	}
 	/* threads_lock was held across fork: the live list is whole. */
 	for (struct np_thread *th = live; th; th = th->next)
-		if (th != np_tls.self) {
+		if (th != self) {
 			np_ring_count_frozen(th);
 			/* Its thread-local counts, as its thread left them (its TLS block is memory
 			 * of the child too): the blocks it freed into its cache, and its frees of

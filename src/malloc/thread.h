@@ -165,11 +165,13 @@ NP_INLINE struct np_thread *np_thread_for_free(void)
 }
 
 /* fork */
-/* In the child, before the statistics deltas of the threads that did not come along fold:
- * their slabs' byte counts into those deltas (the bytes their threads' fast paths took are
- * memory the child holds). What they had counted for other threads' blocks they freed, in
- * their own thread-local counter, is lost: at most REMOTE_FOLD_BYTES each (free.c). */
-void np_thread_atfork_count_others(void);
+/* In the child, before the statistics deltas fold or drop their events (np_vmstat_fork_hook):
+ * the surviving thread's slab and byte counts into its deltas, and those of the threads that
+ * did not come along into theirs (the bytes their threads' fast paths took are memory the
+ * child holds), every walk bounded (np_ring_count_frozen). What the others had counted for
+ * other threads' blocks they freed, in their own thread-local counter, is lost: at most
+ * REMOTE_FOLD_BYTES each (free.c). */
+void np_thread_atfork_count(void);
 void np_thread_atfork_prepare(void);
 void np_thread_atfork_parent(void);
 void np_thread_atfork_child(void);

@@ -91,9 +91,11 @@ NP_INLINE void np_vmstat_add(struct np_vmstat_diffs *th, int node, int item, lon
  * malloc fast path's byte counters) before an exact read, so a thread reading its own
  * statistics sees every byte it allocated. NULL: nothing to fold. */
 extern void (*np_vmstat_read_hook)(void);
-/* Set by the layer above: in a fork child, folds into their deltas what the threads that did
- * not come along counted outside them (the bytes of their slabs), before those deltas fold.
- * NULL: nothing to fold. */
+/* Set by the layer above: in a fork child, folds into their deltas what the threads counted
+ * outside them (the bytes of their slabs): the surviving thread's, whose events are then
+ * dropped, and those of the threads that did not come along, whose deltas then fold. Not
+ * np_vmstat_read_hook: a signal handler's fork may have interrupted a change of the survivor's
+ * slabs, and a full walk of them never ended. NULL: nothing to fold. */
 extern void (*np_vmstat_fork_hook)(void);
 
 /* Cheap: the shared total of a dense node; lags the truth by at most threshold x live threads.
@@ -117,11 +119,6 @@ int np_vmstat_threshold(int node);
  * count each once), its gauges keep the levels of the memory it inherited. The caller then
  * runs np_vmstat_output_atfork_child. */
 void np_vmstat_atfork_prepare(void);
-/* Before a fork, by the forking thread, with reg_lock held (np_vmstat_atfork_prepare) or no
- * other thread: folds its deltas own (may be NULL) into the totals, so that the child, which
- * drops their events and keeps their gauges, has nothing to write there (a write copies the
- * page: docs/perf-issue15.md section 44). */
-void np_vmstat_atfork_fold(struct np_vmstat_diffs *own);
 void np_vmstat_atfork_parent(void);
 void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor);
 

@@ -32,6 +32,7 @@ static size_t map_size;
 static void *inherited;
 static size_t inherited_size;
 static char path[128];
+static uint64_t path_ino; /* the inode of the file made: only it is removed at exit */
 static int owner_pid;
 
 size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid, uint64_t ns)
@@ -80,15 +81,19 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 	char p[sizeof path];
 	np_vmstat_shm_path(p, sizeof p, uid, pid, ns);
 	void *m = NULL;
-	int rc = np_os_shm_create(p, size, &m);
-	if (rc == -EEXIST) {
+	uint64_t ino = 0;
+	int rc = np_os_shm_create(p, size, &m, &ino);
+	if (rc == -EEXIST && ns) {
 		/* A file carrying our own pid was left by a dead process that had this pid (killed
 		 * before its exit handler ran). Remove it and try once more; a file someone else
 		 * planted cannot be removed from the sticky /dev/shm, and then we do not publish;
 		 * nor when its header says another pid namespace (planted, or a namespace whose
-		 * inode number came back: its process may well be running). */
+		 * inode number came back: its process may well be running). Not either where the
+		 * namespace is unknown (no /proc: a container's): every such namespace's process
+		 * of this pid has this name, and one took another's file (a hostile test, two
+		 * namespaces' pid 1). */
 		if (!other_namespace(p, uid, ns) && np_os_unlink(p) == 0)
-			rc = np_os_shm_create(p, size, &m);
+			rc = np_os_shm_create(p, size, &m, &ino);
 	}
 	if (rc) {
 		np_verbose("live statistics not published: cannot create %s (errno %d)", p, -rc);
@@ -124,6 +129,7 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 	map = m;
 	map_size = size;
 	memcpy(path, p, sizeof path);
+	path_ino = ino;
 	owner_pid = pid;
 	np_verbose("live statistics published in %s", path);
 	return (struct np_vmstat_totals *)((char *)m + totals_off);
@@ -133,7 +139,10 @@ void np_vmstat_shm_remove(void)
 {
 	if (!map || !path[0] || owner_pid != np_os_pid())
 		return;
-	np_os_unlink(path);
+	/* Only the file made: where the pid namespace is unknown another process may have
+	 * taken the name since (a stale-looking file of its own pid), and its file is not ours
+	 * to remove. */
+	np_os_unlink_own(path, np_os_euid(), path_ino);
 	path[0] = '\0';
 }
 
@@ -196,6 +205,21 @@ bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_
 	return true;
 }
 
+/* The uid and pid of a name of the library before the pid namespace joined it (before
+ * 2026-12-07): numapage.<uid>.<pid>. */
+static bool legacy_name(const char *name, unsigned *uid, int *pid)
+{
+	size_t plen = sizeof NP_VMSTAT_SHM_PREFIX - 1;
+	const char *p;
+	unsigned long long u, n;
+	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0 || !number(name + plen, '.', UINT_MAX, &u, &p) ||
+	    !number(p + 1, '\0', INT_MAX, &n, &p) || n == 0)
+		return false;
+	*uid = (unsigned)u;
+	*pid = (int)n;
+	return true;
+}
+
 struct sweep {
 	unsigned uid;
 	int self, removed;
@@ -208,8 +232,16 @@ static void sweep_one(const char *name, void *ctx)
 	unsigned uid;
 	int pid;
 	uint64_t ns;
-	if (!np_vmstat_shm_parse_name(name, &uid, &pid, &ns))
-		return;
+	/* A file of the library before the namespace was in the name, left by a process killed
+	 * before its exit handler: judged as ours when its header says this namespace (the
+	 * sweep after an upgrade left them for good: a hostile test). */
+	bool legacy = false;
+	if (!np_vmstat_shm_parse_name(name, &uid, &pid, &ns)) {
+		if (!sw->ns || !legacy_name(name, &uid, &pid))
+			return;
+		legacy = true;
+		ns = sw->ns;
+	}
 	if (uid != sw->uid)
 		return; /* another user's: theirs to clean (root's sweep does not judge them) */
 	if (ns != sw->ns)
@@ -226,12 +258,17 @@ static void sweep_one(const char *name, void *ctx)
 	 * its processes' pids are not ours, and a live one looks gone from here (a review saw a
 	 * process in a new namespace remove the host's live files). */
 	char path_buf[128];
-	np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, pid, ns);
+	if (legacy)
+		np_format(path_buf, sizeof path_buf, "%s/%s", NP_VMSTAT_SHM_DIR, name);
+	else
+		np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, pid, ns);
 	struct np_vmstat_shm_header h;
 	uint64_t ino = 0;
 	long n = np_os_read_own(path_buf, sw->uid, &h, sizeof h, &ino);
 	if (n < 0 || (n == (long)sizeof h && np_vmstat_shm_other_ns(&h, sw->ns)))
 		return;
+	if (legacy && (n != (long)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC || h.pid_ns != sw->ns))
+		return; /* not one the library wrote in this namespace */
 	/* A process may have taken the pid since the liveness check, and replaced the file with
 	 * its own (a review, with the sweep of a forking parent): asked again after the read,
 	 * and only the file read is removed. */

@@ -28,6 +28,12 @@ small file of /dev/shm, and so does every child it forks. Scenarios (a hostile r
           567. Both must publish, each its own file, each removed at exit. Root and
           `unshare -p`.
 
+  containers_noproc  The same with /proc hidden in both (a tmpfs over it): the namespace is
+          unknown, and both pid 1 have one name. The second took the first's file, and the
+          first removed the second's at its exit (a hostile test). Now the second does not
+          publish (it cannot tell a dead process's file from a live one's there), and each
+          removes only the file it made. Root and `unshare -pm`.
+
 Each scenario runs python3 under LD_PRELOAD=LIB and checks that it ran to its end, printed
 what it should, said nothing on stderr, and that the library was there (/proc/self/maps).
 """
@@ -170,6 +176,14 @@ def few_left(p, what):
     return True
 
 
+def kill_all(procs):
+    """Kills and reaps those of procs still running."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def namespace_tools(lib, what):
     """unshare's path and an environment whose NP_LIB is lib (LD_PRELOAD unset: for the
     program alone, not for mount or the shell); (None, None), said, where this machine cannot
@@ -278,20 +292,76 @@ def containers(lib, py):
             return False
         return True
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        kill_all(procs)
+
+
+def containers_noproc(lib, py):
+    unshare, env = namespace_tools(lib, 'a pid namespace')
+    if not unshare:
+        return SKIP
+    # /proc hidden, then the program, which waits for a line on stdin.
+    script = 'mount -t tmpfs none /proc || exit 77; exec env LD_PRELOAD="$NP_LIB" "$@"'
+    prog = 'import sys; x = bytearray(1 << 20); print("ready", flush=True); sys.stdin.readline()'
+    name = '/dev/shm/numapage.%d.1.0' % os.geteuid()
+    procs = []
+
+    def start():
+        p = subprocess.Popen([unshare, '-pfm', 'sh', '-c', script, 'sh', py, '-c', prog], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        if p.stdout.readline().strip() != 'ready':
+            err = p.communicate(timeout=30)[1]
+            return None if p.returncode == SKIP or 'unshare' in err else err
+        return ''
+
+    def inode():
+        try:
+            return os.stat(name).st_ino
+        except FileNotFoundError:
+            return None
+
+    try:
+        if os.path.exists(name):
+            print('skipped: %s exists already' % name)
+            return SKIP
+        r = start()
+        if r is None:
+            print('skipped: no pid and mount namespace here')
+            return SKIP
+        first = inode()
+        if r or first is None:
+            print('the first program did not publish (%r)' % r)
+            return False
+        r = start()
+        if r is None or r:
+            print('the second program did not start (%r)' % r)
+            return False
+        if inode() != first:
+            print('the second program took the first one\'s file (inode %s -> %s)' % (first, inode()))
+            return False
+        procs[0].communicate('exit\n', timeout=30)
+        if inode() is not None:
+            print('the first program left its file, or the second made one')
+            return False
+        out, err = procs[1].communicate('exit\n', timeout=30)
+        if procs[0].returncode or procs[1].returncode or err:
+            print('exit %s %s, stderr %r' % (procs[0].returncode, procs[1].returncode, err[-2000:]))
+            return False
+        return True
+    finally:
+        kill_all(procs)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--lib', required=True)
-    ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork', 'fork_quiet', 'containers'])
+    ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork', 'fork_quiet', 'containers',
+                                        'containers_noproc'])
     a = ap.parse_args()
     py = shutil.which('python3') or sys.executable
     r = {'fsize': fsize, 'full': full, 'fork': fork, 'full_fork': full_fork,
-         'fork_quiet': fork_quiet, 'containers': containers}[a.scenario](os.path.abspath(a.lib), py)
+         'fork_quiet': fork_quiet, 'containers': containers,
+         'containers_noproc': containers_noproc}[a.scenario](os.path.abspath(a.lib), py)
     if r is SKIP:
         return SKIP
     print('ok' if r else 'FAILED')

@@ -1055,6 +1055,24 @@ static void files_of_other_pid_namespaces_are_left_alone(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* A file of the library before the namespace was in the name (numapage.<uid>.<pid>), left by
+ * a process that is gone: removed when its header says this namespace (they stayed for good
+ * after an upgrade: a hostile test), kept when it says another. */
+static void sweep_removes_files_of_the_old_name(void **state)
+{
+	(void)state;
+	uint64_t ns = np_os_pid_ns();
+	char ours[128], theirs[128];
+	snprintf(ours, sizeof ours, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, np_os_euid(), dead_pid());
+	snprintf(theirs, sizeof theirs, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, np_os_euid(), dead_pid());
+	plant_header(ours, ns);
+	plant_header(theirs, ns + 7);
+	np_vmstat_shm_sweep();
+	assert_int_equal(access(ours, F_OK), -1);
+	assert_int_equal(access(theirs, F_OK), 0);
+	unlink(theirs);
+}
+
 /* Names: what np_vmstat_shm_path writes parses back; anything else is no process's. */
 static void live_file_names_parse_only_as_written(void **state)
 {
@@ -1135,6 +1153,7 @@ int main(void)
 		cmocka_unit_test_setup(sweep_removes_only_own_files, setup),
 		cmocka_unit_test_setup(files_of_other_pid_namespaces_are_left_alone, setup),
 		cmocka_unit_test_setup(live_file_names_parse_only_as_written, setup),
+		cmocka_unit_test_setup(sweep_removes_files_of_the_old_name, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
 		cmocka_unit_test(json_strings_are_utf8),
 		cmocka_unit_test(json_strings_read_back),
