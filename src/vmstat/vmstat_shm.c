@@ -83,15 +83,18 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 	void *m = NULL;
 	uint64_t ino = 0;
 	int rc = np_os_shm_create(p, size, &m, &ino);
-	if (rc == -EEXIST && ns) {
+	if (rc == -EEXIST) {
 		/* A file carrying our own pid was left by a dead process that had this pid (killed
-		 * before its exit handler ran). Remove it and try once more; a file someone else
-		 * planted cannot be removed from the sticky /dev/shm, and then we do not publish;
-		 * nor when its header says another pid namespace (planted, or a namespace whose
-		 * inode number came back: its process may well be running). Not either where the
-		 * namespace is unknown (no /proc: a container's): every such namespace's process
-		 * of this pid has this name, and one took another's file (a hostile test, two
-		 * namespaces' pid 1). */
+		 * before its exit handler ran), or by this process before an exec. Remove it and
+		 * try once more; a file someone else planted cannot be removed from the sticky
+		 * /dev/shm, and then we do not publish; nor when its header says another pid
+		 * namespace (planted, or a namespace whose inode number came back: its process may
+		 * well be running). Where the namespace is unknown (no /proc) every such
+		 * namespace's process of this pid has this name, and the file may be a live one's:
+		 * taken all the same, since the file an exec left behind looks the same, and a
+		 * program that execs is far more common (left alone, it was never removed and the
+		 * exec'd program never published: a review); the other process then removes only
+		 * its own file at exit (path_ino). */
 		if (!other_namespace(p, uid, ns) && np_os_unlink(p) == 0)
 			rc = np_os_shm_create(p, size, &m, &ino);
 	}
@@ -283,6 +286,11 @@ static void sweep_one(const char *name, void *ctx)
 int np_vmstat_shm_sweep(void)
 {
 	struct sweep sw = {np_os_euid(), np_os_pid(), 0, np_os_pid_ns()};
+	/* Where the namespace is unknown (no /proc), a pid no process here has may be a live
+	 * process of another such namespace: nothing is judged (a review saw one container's
+	 * start remove another's live file). */
+	if (!sw.ns)
+		return 0;
 	np_os_list_dir(NP_VMSTAT_SHM_DIR, sweep_one, &sw);
 	return sw.removed;
 }

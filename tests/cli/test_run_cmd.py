@@ -342,6 +342,28 @@ os.waitpid(pid, 0)
     pr.stdin.flush()
     assert pr.wait(timeout=60) == 0
 
+    # Any process may map another's live file (a monitor): it is not said to use libnumapage
+    # unless it descends from that one or has the library loaded (a review).
+    pub = subprocess.Popen([PY, '-c', 'import sys; x = bytearray(1 << 20); print("ready", flush=True); sys.stdin.readline()'],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    assert pub.stdout.readline().strip() == 'ready'
+    mapper_py = '''
+import mmap, os, sys
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+print("ready", flush=True)
+sys.stdin.readline()
+'''
+    mapper = subprocess.Popen([PY, '-c', mapper_py, live_file(pub.pid)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, env=BASE)
+    assert mapper.stdout.readline().strip() == 'ready'
+    p = run('stat', str(mapper.pid), rc=1)
+    assert 'process %d (python3) does not use libnumapage' % mapper.pid in p.stderr, p.stderr
+    for x in (mapper, pub):
+        x.stdin.write('\n')
+        x.stdin.flush()
+        assert x.wait(timeout=60) == 0
+
     # ---- stat follows `numapage run -- prog &` to the program ------------------------------------------
     bg = subprocess.Popen([EXE, 'run', '--', PY, '-c', 'import sys; x = [bytes(64) for _ in range(10000)]; '
                            'print("ready", flush=True); sys.stdin.readline()'],

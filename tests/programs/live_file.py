@@ -28,11 +28,12 @@ small file of /dev/shm, and so does every child it forks. Scenarios (a hostile r
           567. Both must publish, each its own file, each removed at exit. Root and
           `unshare -p`.
 
-  containers_noproc  The same with /proc hidden in both (a tmpfs over it): the namespace is
-          unknown, and both pid 1 have one name. The second took the first's file, and the
-          first removed the second's at its exit (a hostile test). Now the second does not
-          publish (it cannot tell a dead process's file from a live one's there), and each
-          removes only the file it made. Root and `unshare -pm`.
+  containers_noproc  The same with /proc hidden (a tmpfs over it): the namespace is unknown,
+          and two pid 1 have one name. The second took the first's file, and the first
+          removed the second's at its exit (a hostile test); and a start-up sweep removed
+          another namespace's live file whose pid it did not have (a review). Now each
+          removes only the file it made, and no sweep judges where the namespace is unknown.
+          A taken name is still taken: an exec leaves the same. Root and `unshare -pm`.
 
 Each scenario runs python3 under LD_PRELOAD=LIB and checks that it ran to its end, printed
 what it should, said nothing on stderr, and that the library was there (/proc/self/maps).
@@ -299,53 +300,66 @@ def containers_noproc(lib, py):
     unshare, env = namespace_tools(lib, 'a pid namespace')
     if not unshare:
         return SKIP
-    # /proc hidden, then the program, which waits for a line on stdin.
-    script = 'mount -t tmpfs none /proc || exit 77; exec env LD_PRELOAD="$NP_LIB" "$@"'
-    prog = 'import sys; x = bytearray(1 << 20); print("ready", flush=True); sys.stdin.readline()'
-    name = '/dev/shm/numapage.%d.1.0' % os.geteuid()
+    # /proc hidden, then the program, which says its pid and waits for a line on stdin: as the
+    # namespace's pid 1 (exec), or as a child of the shell after two others (another pid).
+    prog = 'import os, sys; x = bytearray(1 << 20); print("ready", os.getpid(), flush=True); sys.stdin.readline()'
+    hide = 'mount -t tmpfs none /proc || exit 77; '
+    as_one = hide + 'exec env LD_PRELOAD="$NP_LIB" "$@"'
+    as_child = hide + 'sleep 0.1 & sleep 0.1 & env LD_PRELOAD="$NP_LIB" "$@"; :'
     procs = []
 
-    def start():
+    def start(script):
         p = subprocess.Popen([unshare, '-pfm', 'sh', '-c', script, 'sh', py, '-c', prog], env=env,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(p)
-        if p.stdout.readline().strip() != 'ready':
+        words = p.stdout.readline().split()
+        if words[:1] != ['ready']:
             err = p.communicate(timeout=30)[1]
             return None if p.returncode == SKIP or 'unshare' in err else err
-        return ''
+        return '/dev/shm/numapage.%d.%s.0' % (os.geteuid(), words[1])
 
-    def inode():
+    def inode(name):
         try:
             return os.stat(name).st_ino
         except FileNotFoundError:
             return None
 
+    def stop(p):
+        p.communicate('exit\n', timeout=30)
+        return p.returncode == 0
+
     try:
-        if os.path.exists(name):
-            print('skipped: %s exists already' % name)
-            return SKIP
-        r = start()
-        if r is None:
+        a = start(as_child)
+        if a is None:
             print('skipped: no pid and mount namespace here')
             return SKIP
-        first = inode()
-        if r or first is None:
-            print('the first program did not publish (%r)' % r)
+        if not a.startswith('/') or a.endswith('.1.0') or inode(a) is None:
+            print('the first program did not publish as a pid other than 1 (%r)' % a)
             return False
-        r = start()
-        if r is None or r:
-            print('the second program did not start (%r)' % r)
+        ia = inode(a)
+        b = start(as_one)
+        if b != '/dev/shm/numapage.%d.1.0' % os.geteuid() or inode(b) is None:
+            print('the second program did not publish as pid 1 (%r)' % b)
             return False
-        if inode() != first:
-            print('the second program took the first one\'s file (inode %s -> %s)' % (first, inode()))
+        if inode(a) != ia:
+            print('the second program\'s start removed the first one\'s live file %s' % a)
             return False
-        procs[0].communicate('exit\n', timeout=30)
-        if inode() is not None:
-            print('the first program left its file, or the second made one')
+        ib = inode(b)
+        c = start(as_one)
+        if c != b:
+            print('the third program did not start as pid 1 (%r)' % c)
             return False
-        out, err = procs[1].communicate('exit\n', timeout=30)
-        if procs[0].returncode or procs[1].returncode or err:
-            print('exit %s %s, stderr %r' % (procs[0].returncode, procs[1].returncode, err[-2000:]))
+        ic = inode(c)  # the name may have been taken: a file an exec left looks the same
+        if not stop(procs[1]):
+            return False
+        if ic != ib and inode(c) != ic:
+            print('the second program removed the third one\'s file at its exit')
+            return False
+        if not stop(procs[2]) or not stop(procs[0]):
+            return False
+        left = [f for f in (a, b) if inode(f) is not None]
+        if left:
+            print('left at exit: %s' % left)
             return False
         return True
     finally:

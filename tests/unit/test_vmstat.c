@@ -1065,6 +1065,8 @@ static void sweep_removes_files_of_the_old_name(void **state)
 	char ours[128], theirs[128];
 	snprintf(ours, sizeof ours, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, np_os_euid(), dead_pid());
 	snprintf(theirs, sizeof theirs, "%s/%s%u.%d", NP_VMSTAT_SHM_DIR, NP_VMSTAT_SHM_PREFIX, np_os_euid(), dead_pid());
+	unlink(ours); /* an old library's leftover at that pid */
+	unlink(theirs);
 	plant_header(ours, ns);
 	plant_header(theirs, ns + 7);
 	np_vmstat_shm_sweep();

@@ -228,18 +228,37 @@ static bool other_live_file(const char *path, void *ctx)
 	return true;
 }
 
+/* np_proc_maps_each's test: the shared library itself. */
+static bool is_the_library(const char *path, void *ctx)
+{
+	(void)ctx;
+	return strncmp(strrchr(path, '/') + 1, "libnumapage", 11) == 0;
+}
+
+/* Whether process a is an ancestor of process pid. */
+static bool ancestor(int a, int pid)
+{
+	for (int i = 0; i < 64 && pid > 1; i++)
+		if ((pid = np_proc_ppid(pid)) == a)
+			return true;
+	return false;
+}
+
 static int not_ours(int pid)
 {
 	char comm[64];
 	/* A forked child publishes at its first allocation that the caches it inherited cannot
-	 * serve (src/vmstat/vmstat_print.c); until then it still maps its parent's file. */
+	 * serve (src/vmstat/vmstat_print.c); until then it still maps the file of the process it
+	 * was forked from (or of an ancestor of that one). Any process may map such a file (a
+	 * monitor's): it must also be that one's descendant, or have the library loaded (a
+	 * daemon's parent has gone). */
 	int publisher = pid;
-	if (np_proc_maps_each(pid, NP_VMSTAT_SHM_DIR "/" NP_VMSTAT_SHM_PREFIX, other_live_file, &publisher)) {
-		int parent = np_proc_ppid(pid);
+	if (np_proc_maps_each(pid, NP_VMSTAT_SHM_DIR "/" NP_VMSTAT_SHM_PREFIX, other_live_file, &publisher) &&
+	    (ancestor(publisher, pid) || np_proc_maps_each(pid, "/", is_the_library, NULL))) {
 		fprintf(stderr, "numapage stat: process %d (%s) uses libnumapage but has published no statistics yet: "
 				"forked from process %d, it publishes them at its first allocation that the caches "
 				"it inherited cannot serve\n",
-			pid, printable_comm(pid, comm, sizeof comm), parent > 0 ? parent : publisher);
+			pid, printable_comm(pid, comm, sizeof comm), publisher);
 		return 1;
 	}
 	unsigned uid = np_proc_uid(pid); /* the file it would have is named with its uid */
