@@ -53,7 +53,7 @@ static bool granules_writable(const void *start, size_t size)
 }
 
 /* Marks [start, start + size) as one chunk's granules (first: NP_GRANULE_START, or the
- * huge() mark), or as none of ours (NP_GRANULE_NONE). A range marked as a chunk's is
+ * np_chunk_huge_mark), or as none of ours (NP_GRANULE_NONE). A range marked as a chunk's is
  * granules_writable first. */
 static void mark(const void *start, size_t size, uint8_t first)
 {
@@ -62,12 +62,6 @@ static void mark(const void *start, size_t size, uint8_t first)
 	__atomic_store_n(&np_granule_map[g], first, __ATOMIC_RELEASE);
 	for (g++; g <= end; g++)
 		__atomic_store_n(&np_granule_map[g], first ? NP_GRANULE_CONT : NP_GRANULE_NONE, __ATOMIC_RELEASE);
-}
-
-/* The first granule's mark of a huge chunk of `size` bytes (np_chunk_huge_mark). */
-static uint8_t huge(size_t size)
-{
-	return np_chunk_huge_mark(size);
 }
 
 /* The binding chunks get: NUMAPAGE_BIND's, but strict where the process may take memory from
@@ -366,7 +360,8 @@ struct np_chunk *np_chunk_split_huge(struct np_chunk *c, size_t at, bool written
 	t->mapping = c->mapping;
 	t->magic = NP_CHUNK_MAGIC;
 	c->size = at;
-	__atomic_store_n(&np_granule_map[(uintptr_t)t >> NP_CHUNK_SHIFT], huge(t->size), __ATOMIC_RELEASE);
+	__atomic_store_n(&np_granule_map[(uintptr_t)t >> NP_CHUNK_SHIFT], np_chunk_huge_mark(t->size),
+			 __ATOMIC_RELEASE);
 	__atomic_add_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 	return t;
 }
@@ -499,7 +494,7 @@ struct np_chunk *np_chunk_map_huge(int node, uint64_t nodes, size_t bytes, size_
 	c->magic = NP_CHUNK_MAGIC;
 	c->size = size;
 	c->data_offset = off;
-	mark(c, size, huge(size));
+	mark(c, size, np_chunk_huge_mark(size));
 	np_vmstat_add(NULL, c->node, NUMA_PAGE_STAT_chunks_mapped, 1);
 	__atomic_add_fetch(&huge_mapped, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&huge_bytes, size, __ATOMIC_RELAXED);
@@ -557,7 +552,7 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	if (rc == 0) { /* the address space behind it was free */
 		__atomic_add_fetch(&huge_bytes, size - old, __ATOMIC_RELAXED);
 		c->size = size;
-		mark(c, size, huge(size));
+		mark(c, size, np_chunk_huge_mark(size));
 		return c;
 	}
 	struct np_chunk *d = np_os_map_accounted(size, NP_CHUNK_SIZE);
@@ -572,14 +567,14 @@ struct np_chunk *np_chunk_grow_huge(struct np_chunk *c, size_t bytes)
 	mark(c, old, NP_GRANULE_NONE);
 	wait_for_readers();
 	if (np_os_remap(c, old, size, d) != 0) {
-		mark(c, old, huge(old));
+		mark(c, old, np_chunk_huge_mark(old));
 		np_os_unmap(d, size);
 		return NULL;
 	}
 	d->size = size;
 	d->mapping = new_mapping(); /* a range of its own now: no piece left behind joins it */
 	__atomic_add_fetch(&huge_bytes, size - old, __ATOMIC_RELAXED);
-	mark(d, size, huge(size));
+	mark(d, size, np_chunk_huge_mark(size));
 	/* The block's old address is a freed one now (a free of it is a double free). */
 	remember_gone((uintptr_t)c + d->data_offset);
 	return d;
@@ -594,7 +589,8 @@ void np_chunk_trim_huge(struct np_chunk *c, size_t size)
 	uintptr_t old_last = ((uintptr_t)c + old - 1) >> NP_CHUNK_SHIFT;
 	c->size = size;
 	__atomic_sub_fetch(&huge_bytes, old - size, __ATOMIC_RELAXED);
-	__atomic_store_n(&np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT], huge(size), __ATOMIC_RELEASE);
+	__atomic_store_n(&np_granule_map[(uintptr_t)c >> NP_CHUNK_SHIFT], np_chunk_huge_mark(size),
+			 __ATOMIC_RELEASE);
 	for (uintptr_t g = last + 1; g <= old_last; g++)
 		__atomic_store_n(&np_granule_map[g], NP_GRANULE_NONE, __ATOMIC_RELEASE);
 	np_os_unmap((char *)c + size, old - size);
