@@ -154,9 +154,7 @@ void np_vmstat_shm_forget(void)
 	/* Not unmapped here: most children exec or leave without publishing, and a system
 	 * call in every child cost them more than 4 KiB of address space (nothing writes
 	 * there: np_vmstat_atfork_child stopped the mirror). */
-	if (map) {
-		if (inherited)
-			np_os_unmap(inherited, inherited_size);
+	if (map) { /* none is inherited still: np_vmstat_shm_create dropped it */
 		inherited = map;
 		inherited_size = map_size;
 	}
@@ -192,18 +190,26 @@ static bool number(const char *s, char end, unsigned long long max, unsigned lon
 	return true;
 }
 
-bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_t *ns)
+/* The prefix, the uid and the pid of a live file's name, the pid ended by `end`; *after: the
+ * end. False when the name does not start so. */
+static bool uid_and_pid(const char *name, char end, unsigned *uid, int *pid, const char **after)
 {
 	size_t plen = sizeof NP_VMSTAT_SHM_PREFIX - 1;
-	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0)
-		return false;
-	const char *p;
-	unsigned long long u, n, i;
-	if (!number(name + plen, '.', UINT_MAX, &u, &p) || !number(p + 1, '.', INT_MAX, &n, &p) || n == 0 ||
-	    !number(p + 1, '\0', UINT64_MAX, &i, &p))
+	unsigned long long u, n;
+	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0 || !number(name + plen, '.', UINT_MAX, &u, after) ||
+	    !number(*after + 1, end, INT_MAX, &n, after) || n == 0)
 		return false;
 	*uid = (unsigned)u;
 	*pid = (int)n;
+	return true;
+}
+
+bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_t *ns)
+{
+	const char *p;
+	unsigned long long i;
+	if (!uid_and_pid(name, '.', uid, pid, &p) || !number(p + 1, '\0', UINT64_MAX, &i, &p))
+		return false;
 	*ns = i;
 	return true;
 }
@@ -212,15 +218,8 @@ bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_
  * 2026-12-07): numapage.<uid>.<pid>. */
 static bool legacy_name(const char *name, unsigned *uid, int *pid)
 {
-	size_t plen = sizeof NP_VMSTAT_SHM_PREFIX - 1;
 	const char *p;
-	unsigned long long u, n;
-	if (strncmp(name, NP_VMSTAT_SHM_PREFIX, plen) != 0 || !number(name + plen, '.', UINT_MAX, &u, &p) ||
-	    !number(p + 1, '\0', INT_MAX, &n, &p) || n == 0)
-		return false;
-	*uid = (unsigned)u;
-	*pid = (int)n;
-	return true;
+	return uid_and_pid(name, '\0', uid, pid, &p);
 }
 
 struct sweep {
@@ -240,7 +239,7 @@ static void sweep_one(const char *name, void *ctx)
 	 * sweep after an upgrade left them for good: a hostile test). */
 	bool legacy = false;
 	if (!np_vmstat_shm_parse_name(name, &uid, &pid, &ns)) {
-		if (!sw->ns || !legacy_name(name, &uid, &pid))
+		if (!legacy_name(name, &uid, &pid))
 			return;
 		legacy = true;
 		ns = sw->ns;
