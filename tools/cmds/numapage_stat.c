@@ -253,8 +253,8 @@ static int not_ours(int pid)
 	 * monitor's): it must also be that one's descendant, or have the library loaded (a
 	 * daemon's parent has gone). */
 	int publisher = pid;
-	if (np_proc_maps_each(pid, NP_VMSTAT_SHM_DIR "/" NP_VMSTAT_SHM_PREFIX, other_live_file, &publisher) &&
-	    (ancestor(publisher, pid) || np_proc_maps_each(pid, "/", is_the_library, NULL))) {
+	if (np_proc_maps_each(pid, NP_VMSTAT_SHM_DIR "/" NP_VMSTAT_SHM_PREFIX, other_live_file, &publisher) == 1 &&
+	    (ancestor(publisher, pid) || np_proc_maps_each(pid, "/", is_the_library, NULL) == 1)) {
 		fprintf(stderr, "numapage stat: process %d (%s) uses libnumapage but has published no statistics yet: "
 				"forked from process %d, it publishes them at its first allocation that the caches "
 				"it inherited cannot serve\n",

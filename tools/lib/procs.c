@@ -228,13 +228,15 @@ int np_proc_descendants(int pid, int *out, int max)
 	return found;
 }
 
-bool np_proc_maps_each(int pid, const char *prefix, bool (*fn)(const char *path, void *ctx), void *ctx)
+int np_proc_maps_each(int pid, const char *prefix, bool (*fn)(const char *path, void *ctx), void *ctx)
 {
 	char maps[96], line[4096];
+	/* A live thread's view: the leader's is empty once main has ended through pthread_exit
+	 * (the process's own file then looked stale, and was removed). */
 	np_proc_path(pid, "maps", maps, sizeof maps);
 	FILE *f = fopen(maps, "r");
 	if (!f)
-		return false;
+		return -1;
 	bool done = false;
 	size_t plen = strlen(prefix);
 	while (!done && fgets(line, sizeof line, f)) {
@@ -252,21 +254,12 @@ bool np_proc_maps_each(int pid, const char *prefix, bool (*fn)(const char *path,
 	return done;
 }
 
+static bool same_path(const char *path, void *want)
+{
+	return strcmp(path, want) == 0;
+}
+
 int np_proc_maps_file(int pid, const char *path)
 {
-	char maps[96], line[4096];
-	/* A live thread's view: the leader's is empty once main has ended through pthread_exit
-	 * (the process's own file then looked stale, and was removed). */
-	np_proc_path(pid, "maps", maps, sizeof maps);
-	FILE *f = fopen(maps, "r");
-	if (!f)
-		return -1;
-	int found = 0;
-	size_t len = strlen(path);
-	while (!found && fgets(line, sizeof line, f)) {
-		char *p = strstr(line, path);
-		found = p && (p[len] == '\n' || p[len] == '\0' || p[len] == ' ');
-	}
-	fclose(f);
-	return found;
+	return np_proc_maps_each(pid, path, same_path, (void *)path);
 }

@@ -42,8 +42,8 @@ int np_proc_descendants(int pid, int *out, int max);
 /* Whether process pid maps path: 1 yes, 0 no, -1 cannot tell (its maps are unreadable). */
 int np_proc_maps_file(int pid, const char *path);
 /* Calls fn(path, ctx) for each file process pid maps whose path starts with prefix (" (deleted)"
- * taken off), until fn returns true; returns whether one did (false also when its maps are
- * unreadable). */
-bool np_proc_maps_each(int pid, const char *prefix, bool (*fn)(const char *path, void *ctx), void *ctx);
+ * taken off), until fn returns true: 1 when one did, 0 when none, -1 when its maps cannot be
+ * read. */
+int np_proc_maps_each(int pid, const char *prefix, bool (*fn)(const char *path, void *ctx), void *ctx);
 
 #endif
