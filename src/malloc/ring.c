@@ -43,8 +43,8 @@
 /* The owner's allocations and frees of s since it was last counted, into th's byte counters
  * (by the slab's node: the memory's). Wrapping differences: a collect takes other threads'
  * frees off used and counted alike. Writes s only where there is something to count: a walk
- * of every slab (an exact read, trim, fork) reads the others, and a fork's child that wrote
- * them copied a page per slab (docs/perf-issue15.md section 44). */
+ * of every slab (an exact read, trim) reads the others, and a write makes a page dirty (in a
+ * fork's child, a copy: docs/perf-issue15.md section 44). */
 static void count(struct np_thread *th, struct np_slab *s)
 {
 	int32_t blocks = (int32_t)(s->used - s->counted);
@@ -81,17 +81,58 @@ void np_ring_count(struct np_thread *th, bool every)
 	}
 }
 
-void np_ring_count_frozen(struct np_thread *th)
+/* Slabs a walk of a ring meets at most: far more than any ring holds. */
+#define RING_WALK_MAX (1u << 20)
+
+/* How many distinct slabs the walk from cur along next meets before it ends (a NULL link) or
+ * comes back to cur. A ring caught mid-change by a fork (another thread's, or the forking
+ * one's under a signal handler) may lead into a loop that misses cur: its members are each
+ * counted once, found by Brent's cycle search, which only reads. At most RING_WALK_MAX. */
+static unsigned ring_members(const struct np_slab *cur)
+{
+	unsigned n = 0;
+	const struct np_slab *s = cur;
+	while (s && n < RING_WALK_MAX) {
+		n++;
+		s = s->next;
+		if (s == cur)
+			return n;
+	}
+	if (!s)
+		return n;
+	/* A loop: its length lam, then mu, the steps from cur into it. */
+	unsigned power = 1, lam = 1;
+	const struct np_slab *t = cur, *h = cur->next;
+	while (t != h) {
+		if (lam >= RING_WALK_MAX)
+			return RING_WALK_MAX;
+		if (power == lam) {
+			t = h;
+			power *= 2;
+			lam = 0;
+		}
+		h = h->next;
+		lam++;
+	}
+	unsigned mu = 0;
+	t = h = cur;
+	for (unsigned i = 0; i < lam; i++)
+		h = h->next;
+	while (t != h && mu < RING_WALK_MAX - lam) {
+		t = t->next;
+		h = h->next;
+		mu++;
+	}
+	return mu + lam;
+}
+
+void np_ring_uncounted(const struct np_thread *th, bool in_use, int64_t bytes[NP_MAX_NODES])
 {
 	for (int c = 0; c < NP_NCLASSES; c++) {
-		struct np_slab *cur = th->ring[c];
-		unsigned steps = 0;
-		for (struct np_slab *s = cur; s && steps < (1u << 20); steps++) {
-			count(th, s);
-			s = s->next;
-			if (s == cur)
-				break;
-		}
+		const struct np_slab *s = th->ring[c];
+		for (unsigned n = ring_members(s); n--; s = s->next)
+			bytes[s->node] += in_use ? (int64_t)(int32_t)(s->used - s->counted) * s->block
+						 : (int64_t)s->requested;
 	}
 }
 

@@ -93,11 +93,12 @@ unsigned np_ring_leave_far(struct np_thread *th, uint64_t near);
  * trim, fork; beats go on: a program that read its statistics often put off its slab misses,
  * and the decay they drive). Slabs that leave a ring are counted as they leave. */
 void np_ring_count(struct np_thread *th, bool every);
-/* The same, every slab, in a fork's child: for a thread that fork left behind, and for the
- * forking one (a signal handler's fork may have interrupted a change of its ring): the rings
- * may be mid-change, so the walk also stops at a NULL link and after a bound (a slab
- * counted twice adds nothing the second time); a slab being changed may be one block off. */
-void np_ring_count_frozen(struct np_thread *th);
+/* Adds to bytes[node] what th's slabs hold and have not counted yet (np_ring_count), by the
+ * slab's node: bytes in use (blocks times block size) when in_use, else bytes requested. Only
+ * reads: in a fork's child, where each slab written would be a page copied (a thread that fork
+ * left behind, and the forking one). The rings may be mid-change there, so each slab is added
+ * once however the links run (ring_members); a slab being changed may be one block off. */
+void np_ring_uncounted(const struct np_thread *th, bool in_use, int64_t bytes[NP_MAX_NODES]);
 /* Walks th's rings (and its page cache); NULL when sound, else what is wrong. */
 const char *np_ring_check(const struct np_thread *th);
 

@@ -129,7 +129,9 @@ void np_thread_fold_bytes(struct np_thread *th)
 			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_in_use, (long)th->in_use[n]);
 			th->in_use[n] = 0;
 		}
-		if (th->requested[n]) {
+		/* Not below zero: a fork's child's debt (np_thread_atfork_count) waits for its
+		 * slabs' counts, so that the events never run backwards. */
+		if ((int64_t)th->requested[n] > 0) {
 			np_vmstat_add(&th->st, n, NUMA_PAGE_STAT_malloc_requested, (long)th->requested[n]);
 			th->requested[n] = 0;
 		}
@@ -166,24 +168,35 @@ void np_thread_forget_tls(void)
 
 void np_thread_atfork_count(void)
 {
-	/* The survivor's slabs: bounded, as the others' (a signal handler's fork may have
-	 * interrupted a change of its ring; a full walk never ended, and hung the child). */
+	int64_t bytes[NP_MAX_NODES];
+	int nodes = np_topo_table.nnodes;
+	/* The survivor's requests before the fork are the parent's events, which the child drops.
+	 * Its counters' are dropped here; those its slabs have not counted yet become a debt of
+	 * its requested counter, paid as those slabs are counted. Its bytes in use stay where
+	 * they are and count in the child as they come. */
 	struct np_thread *self = np_tls.self;
 	if (self) {
-		np_ring_count_frozen(self);
-		np_thread_fold_bytes(self);
+		memset(bytes, 0, sizeof bytes);
+		np_ring_uncounted(self, false, bytes);
+		NP_RESET(&np_tls.requested, 0);
+		for (int n = 0; n < nodes; n++)
+			NP_RESET(&self->requested[n], (uint64_t)-bytes[n]);
 	}
-	/* threads_lock was held across fork: the live list is whole. */
-	for (struct np_thread *th = live; th; th = th->next)
-		if (th != self) {
-			np_ring_count_frozen(th);
-			/* Its thread-local counts, as its thread left them (its TLS block is memory
-			 * of the child too): the blocks it freed into its cache, and its frees of
-			 * other threads' blocks, are free in the child as well. */
-			th->in_use[th->tls->count_node] += th->tls->in_use;
-			th->requested[th->tls->count_node] += th->tls->requested;
-			np_thread_fold_bytes(th);
-		}
+	/* The others' bytes in use are memory the child holds: into the totals. Their events are
+	 * dropped. threads_lock was held across fork: the live list is whole. */
+	for (struct np_thread *th = live; th; th = th->next) {
+		if (th == self)
+			continue;
+		memset(bytes, 0, sizeof bytes);
+		np_ring_uncounted(th, true, bytes);
+		/* Its thread-local count, as its thread left it (its TLS block is memory of the
+		 * child too): the blocks it freed into its cache, and its frees of other threads'
+		 * blocks, are free in the child as well. */
+		bytes[th->tls->count_node] += th->tls->in_use;
+		for (int n = 0; n < nodes; n++)
+			if (bytes[n] + th->in_use[n])
+				np_vmstat_add_shared(n, NUMA_PAGE_STAT_malloc_in_use, (long)(bytes[n] + th->in_use[n]));
+	}
 }
 
 void np_thread_atfork_prepare(void)

@@ -318,23 +318,23 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	if (np_vmstat_fork_hook)
 		np_vmstat_fork_hook();
 	/* The other threads' states were copied into the child but their threads were not: their
-	 * gauge deltas are levels of memory the child holds, so they fold; their events, like the
-	 * survivor's, are the parent's history (the parent still counts them) and are dropped. */
-	struct np_vmstat_diffs *th = reg_head, *next;
+	 * gauge deltas are levels of memory the child holds, so they go into the totals; their
+	 * events, like the survivor's, are the parent's history (the parent still counts them) and
+	 * are dropped. Their diffs are only read: nothing walks them again (they leave the
+	 * registry), and each one written was a page copied by every child. */
 	bool keep = false;
 	/* The rows in use only: a write of zeros to the others made pages resident in every child
 	 * (two faults a fork on one node: docs/perf-issue15.md section 39). */
 	int n = rows_used;
-	for (; th; th = next) {
-		next = th->next;
+	for (const struct np_vmstat_diffs *th = reg_head; th; th = th->next) {
 		if (th == survivor) {
 			keep = true;
 			continue;
 		}
-		zero_events(NULL, n, th);
-		fold_all(th);
-		th->next = th->prev = NULL;
-		th->registered = false;
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+				if (NP_VMSTAT_KIND_IS_GAUGE(item_kind[k]) && th->d[i][k])
+					total_add(i, k, th->d[i][k]);
 	}
 	reg_head = NULL;
 	if (survivor && keep) {
