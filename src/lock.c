@@ -5,6 +5,29 @@
 
 NP_TLS uint64_t np_lock_held[NP_LOCK_RANKS];
 
+struct np_lock_page np_lock_page = {
+	.place = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0),
+	.vmstat = NP_LOCK_INITIALIZER(NP_LOCK_RANK_VMSTAT, 0),
+	.threads = NP_LOCK_INITIALIZER(NP_LOCK_RANK_THREADS, 0),
+};
+_Static_assert(sizeof(struct np_lock_page) == 4096, "the lock page is one 4 KiB page");
+
+/* Past the page: an orphan list and a huge cache a node, and a pool of NP_POOL_SHARDS (64)
+ * shards a node (pool.h checks the number). Pages nobody writes cost no memory. */
+#define MORE_SLOTS (NP_MAX_NODES * (2 + 64))
+static struct np_lock more[MORE_SLOTS] NP_LARGE_BSS;
+static unsigned handed; /* relaxed atomic: slots handed out, page first */
+
+struct np_lock *np_lock_new(enum np_lock_rank rank, int index, bool adaptive)
+{
+	unsigned k = __atomic_fetch_add(&handed, 1, __ATOMIC_RELAXED);
+	if (k >= NP_LOCK_PAGE_SLOTS + MORE_SLOTS)
+		np_fatal("lock: more per-node locks asked for than %d nodes have", NP_MAX_NODES);
+	struct np_lock *l = k < NP_LOCK_PAGE_SLOTS ? &np_lock_page.slot[k] : &more[k - NP_LOCK_PAGE_SLOTS];
+	np_lock_init(l, rank, index, adaptive);
+	return l;
+}
+
 void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive)
 {
 	pthread_mutexattr_t a;

@@ -28,14 +28,42 @@ enum np_lock_rank {
 	NP_LOCK_RANKS
 };
 
+/* A line each: locks side by side (the lock page, below) are taken by threads of different
+ * CPUs, and must not share a line. */
 struct np_lock {
 	pthread_mutex_t mutex;
 	uint8_t rank;  /* enum np_lock_rank */
 	uint8_t index; /* order within the rank (a node index), < 64 */
-};
+} NP_ALIGNED(NP_CACHELINE);
 
 /* A lock with static storage: struct np_lock l = NP_LOCK_INITIALIZER(NP_LOCK_RANK_..., 0). */
 #define NP_LOCK_INITIALIZER(rank, index) {PTHREAD_MUTEX_INITIALIZER, (rank), (index)}
+
+/*
+ * Every lock fork takes, on as few pages as the machine allows. fork_prepare takes them all;
+ * after the fork the parent releases them while its child still shares their pages, and the
+ * child re-creates them: each page they lie on is copied twice at every fork of a program with
+ * threads. Kept in their modules' tables, they lay on five pages: ten page faults a fork
+ * (docs/perf-issue15.md section 45). The locks with static storage and the start-up
+ * allocator's spin lock are fields of the page; the per-node locks (orphan lists, pool shards,
+ * huge caches) are handed out by np_lock_new in the order their modules set them up, on the
+ * page while it has room (a machine of up to 60 such locks: two nodes of 28 CPUs), past it
+ * after.
+ */
+#define NP_LOCK_PAGE_SLOTS 60
+struct np_lock_page {
+	struct np_lock place;   /* malloc/place.c */
+	struct np_lock vmstat;  /* vmstat/vmstat.c: the registry */
+	struct np_lock threads; /* malloc/thread.c */
+	struct np_lock slot[NP_LOCK_PAGE_SLOTS];
+	int bootstrap;          /* malloc/bootstrap.c's spin lock (0: free) */
+} NP_ALIGNED(4096);
+extern struct np_lock_page np_lock_page;
+
+/* A lock for good (never given back), set up as np_lock_init does. A module keeps the ones it
+ * got across a second set-up of its tables (tests load several topologies): there are slots
+ * for every per-node lock of NP_MAX_NODES nodes once each. */
+struct np_lock *np_lock_new(enum np_lock_rank rank, int index, bool adaptive);
 
 /* adaptive: a waiter spins briefly before it sleeps (PTHREAD_MUTEX_ADAPTIVE_NP), for locks
  * held for a few list operations. Also re-creates a lock in a fork child (the calling thread

@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "lock.h"
 #include "os.h"
 
 #define ARENA_BYTES (256u << 10)
@@ -51,7 +52,8 @@ static size_t used_bytes;
  * for any address outside without the lock. Every free of a huge block smaller than its
  * granule asks (ptr.c), from any thread. Widened under the lock, never narrowed. */
 static uintptr_t span_lo = UINTPTR_MAX, span_hi;
-static int spin;
+/* The spin lock: on the lock page, which fork writes anyway (lock.h). */
+#define spin (np_lock_page.bootstrap)
 
 static void lock(void)
 {

@@ -17,7 +17,7 @@
 #include "pcp/pcp.h"
 #include "topology/topology.h"
 
-static struct np_lock place_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0);
+static struct np_lock *const place_lock = &np_lock_page.place;
 static int pending[NP_MAX_NODES];
 static uint64_t start_mask[NP_OS_CPU_IDS / 64]; /* the process's CPU mask at start-up */
 /* Nodes whose CPUs placement made some thread's affinity (bit n, relaxed): a thread that finds
@@ -132,7 +132,7 @@ int np_place_new_thread(bool *fixed, bool inherited_mask)
 	const struct np_topo *t = &np_topo_table;
 	if (!inherited_mask && np_place_mask_chosen(NP_PLACE_CREATOR_UNKNOWN))
 		return -1; /* the program chose this thread's CPUs */
-	np_lock(&place_lock);
+	np_lock(place_lock);
 	int node = choose_locked(t, pol);
 	if (node >= 0) {
 		pending[node]++;
@@ -143,32 +143,32 @@ int np_place_new_thread(bool *fixed, bool inherited_mask)
 		} else
 			*fixed = true; /* a rehearsed node has no real CPUs to follow */
 	}
-	np_unlock(&place_lock);
+	np_unlock(place_lock);
 	return node;
 }
 
 void np_place_done(int node, struct np_pcp *pcp)
 {
-	np_lock(&place_lock);
+	np_lock(place_lock);
 	pending[node]--;
 	if (pcp)
 		np_pcp_count_thread(pcp);
-	np_unlock(&place_lock);
+	np_unlock(place_lock);
 }
 
 void np_place_atfork_prepare(void)
 {
-	np_lock(&place_lock);
+	np_lock(place_lock);
 }
 
 void np_place_atfork_parent(void)
 {
-	np_unlock(&place_lock);
+	np_unlock(place_lock);
 }
 
 void np_place_atfork_child(void)
 {
-	np_lock_atfork_child(&place_lock, NP_LOCK_RANK_PLACE, 0, false);
+	np_lock_atfork_child(place_lock, NP_LOCK_RANK_PLACE, 0, false);
 	/* Choices in flight belonged to threads that did not survive. */
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		NP_RESET(&pending[i], 0);

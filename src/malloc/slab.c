@@ -23,7 +23,7 @@ static uint64_t key_seed, mark_secret;
 
 /* Orphans, by node and class. One lock per node (not per class), so fork holds few locks. */
 struct orphan_list {
-	struct np_lock lock; /* rank NP_LOCK_RANK_ORPHANS, index node */
+	struct np_lock *lock; /* rank NP_LOCK_RANK_ORPHANS, index node; on the lock page */
 	struct np_slab *head[NP_NCLASSES];
 	uint64_t gen[NP_NCLASSES]; /* see np_slab.list_gen: 64 bits, so it never comes back */
 	/* The orphan the decay's next step on the list looks at first (NULL: its head). An orphan
@@ -43,7 +43,7 @@ static pthread_once_t orphans_once = PTHREAD_ONCE_INIT;
 static void orphans_init(void)
 {
 	for (int n = 0; n < NP_MAX_NODES; n++)
-		np_lock_init(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
+		orphans[n].lock = np_lock_new(NP_LOCK_RANK_ORPHANS, n, false);
 }
 
 /* The slots of s's steps after its first name lead (s, or NULL when s is released). */
@@ -322,9 +322,9 @@ void np_slab_orphan(struct np_slab *s)
 	/* The orphans' decay counts its passes from here (and walks it at least once). */
 	s->decay_pass = __atomic_load_n(&orphan_passes, __ATOMIC_RELAXED);
 	s->decay_used = 0;
-	np_lock(&l->lock);
+	np_lock(l->lock);
 	list_locked(l, s);
-	np_unlock(&l->lock);
+	np_unlock(l->lock);
 	np_slab_note_orphan_free();
 }
 
@@ -338,11 +338,11 @@ static void take_owned(struct np_slab *s, struct np_thread *owner)
 bool np_slab_adopt_listed(struct np_slab *s, struct np_thread *owner)
 {
 	struct orphan_list *l = &orphans[s->node];
-	np_lock(&l->lock);
+	np_lock(l->lock);
 	bool listed = s->listed && s->list_gen == l->gen[s->cls];
 	if (listed)
 		unlist_locked(l, s);
-	np_unlock(&l->lock);
+	np_unlock(l->lock);
 	if (listed)
 		take_owned(s, owner);
 	return listed;
@@ -354,11 +354,11 @@ struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 	if (!__atomic_load_n(&l->head[cls], __ATOMIC_RELAXED)) /* racy peek: a hint, checked under the lock */
 		return NULL;
 	pthread_once(&orphans_once, orphans_init);
-	np_lock(&l->lock);
+	np_lock(l->lock);
 	struct np_slab *s = l->head[cls];
 	if (s)
 		unlist_locked(l, s);
-	np_unlock(&l->lock);
+	np_unlock(l->lock);
 	if (!s)
 		return NULL;
 	take_owned(s, owner);
@@ -377,12 +377,12 @@ static void sweep_list(int n, int c, enum np_sweep how, size_t *pages, size_t *k
 	struct orphan_list *l = &orphans[n];
 	if (!__atomic_load_n(&l->head[c], __ATOMIC_RELAXED))
 		return;
-	np_lock(&l->lock);
+	np_lock(l->lock);
 	struct np_slab *s = l->head[c], *keep = NULL;
 	set_head_locked(l, (unsigned)c, NULL);
 	l->decay_at[c] = NULL;
 	l->gen[c]++; /* they are this sweep's now: no free adopts one meanwhile */
-	np_unlock(&l->lock);
+	np_unlock(l->lock);
 	while (s) {
 		struct np_slab *next = s->next;
 		np_slab_collect(s);
@@ -399,7 +399,7 @@ static void sweep_list(int n, int c, enum np_sweep how, size_t *pages, size_t *k
 		s = next;
 	}
 	if (keep) {
-		np_lock(&l->lock);
+		np_lock(l->lock);
 		struct np_slab *t = keep, *prev = NULL;
 		for (;; prev = t, t = t->next) {
 			t->prev = prev;
@@ -411,7 +411,7 @@ static void sweep_list(int n, int c, enum np_sweep how, size_t *pages, size_t *k
 		if (t->next)
 			t->next->prev = t;
 		set_head_locked(l, (unsigned)c, keep);
-		np_unlock(&l->lock);
+		np_unlock(l->lock);
 	}
 }
 
@@ -456,7 +456,7 @@ static enum decay_step decay_list(int n, int c, uint8_t pass, struct np_decay_bu
 	struct np_slab *held[NP_DECAY_SLABS], *s;
 	int took = 0, kept = 0;
 	for (;;) {
-		np_lock(&l->lock);
+		np_lock(l->lock);
 		/* No place kept: the list's head, or its end once this step took one (the orphans
 		 * behind the one it took left the list meanwhile). */
 		s = l->decay_at[c] ? l->decay_at[c] : took ? NULL : l->head[c];
@@ -470,7 +470,7 @@ static enum decay_step decay_list(int n, int c, uint8_t pass, struct np_decay_bu
 		} else {
 			l->decay_at[c] = s; /* NULL: the list is done in this pass */
 		}
-		np_unlock(&l->lock);
+		np_unlock(l->lock);
 		if (!take)
 			break;
 		b->decays++;
@@ -485,10 +485,10 @@ static enum decay_step decay_list(int n, int c, uint8_t pass, struct np_decay_bu
 		}
 	}
 	if (kept) {
-		np_lock(&l->lock);
+		np_lock(l->lock);
 		for (int i = 0; i < kept; i++)
 			list_locked(l, held[i]);
-		np_unlock(&l->lock);
+		np_unlock(l->lock);
 	}
 	return s ? DECAY_LIST_MORE : took ? DECAY_LIST_DONE : DECAY_NONE_DUE;
 }
@@ -534,20 +534,21 @@ void np_slab_atfork_prepare(void)
 {
 	pthread_once(&orphans_once, orphans_init);
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		np_lock(&orphans[n].lock);
+		np_lock(orphans[n].lock);
 }
 
 void np_slab_atfork_parent(void)
 {
 	for (int n = np_topo_table.nnodes - 1; n >= 0; n--)
-		np_unlock(&orphans[n].lock);
+		np_unlock(orphans[n].lock);
 }
 
 void np_slab_atfork_child(void)
 {
 	NP_RESET(&np_slab_sweeping, 0); /* a sweep by a thread the child does not have */
 	for (int n = 0; n < np_topo_table.nnodes; n++)
-		np_lock_atfork_child(&orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
+		if (orphans[n].lock) /* none before the first orphan (orphans_init) */
+			np_lock_atfork_child(orphans[n].lock, NP_LOCK_RANK_ORPHANS, n, false);
 }
 
 /* Walks one list from head (an address, or 0), a link followed only when it is a block

@@ -18,7 +18,7 @@
 
 NP_TLS struct np_tls np_tls = {.cur = {[0 ... NP_NCLASSES - 1] = &np_slab_empty}};
 
-static struct np_lock threads_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_THREADS, 0);
+static struct np_lock *const threads_lock = &np_lock_page.threads;
 static struct np_thread *live, *recycled;
 static pthread_key_t exit_key;
 int np_threads_seen;
@@ -66,11 +66,11 @@ struct np_thread *np_thread_get(void)
 	if (placed >= 0 && !fixed) /* its affinity is now its node's CPUs: ours, not the program's */
 		np_tls.placed_mask = (uint8_t)(placed + 1);
 	int home = placed >= 0 ? placed : np_topo_current_node(&np_topo_table);
-	np_lock(&threads_lock);
+	np_lock(threads_lock);
 	struct np_thread *th = recycled;
 	if (th)
 		recycled = th->next;
-	np_unlock(&threads_lock);
+	np_unlock(threads_lock);
 	if (th) {
 		size_t pages = th->struct_pages;
 		memset(th, 0, sizeof *th);
@@ -95,7 +95,7 @@ struct np_thread *np_thread_get(void)
 		np_place_done(placed, &th->pcp);
 	else
 		np_pcp_count_thread(&th->pcp);
-	np_lock(&threads_lock);
+	np_lock(threads_lock);
 	th->tls = &np_tls;
 	th->prev = NULL;
 	th->next = live;
@@ -103,7 +103,7 @@ struct np_thread *np_thread_get(void)
 		live->prev = th;
 	live = th;
 	__atomic_store_n(&np_threads_live, np_threads_live + 1, __ATOMIC_RELAXED);
-	np_unlock(&threads_lock);
+	np_unlock(threads_lock);
 	np_tls.in_use = 0;
 	np_tls.requested = 0;
 	np_tls.count_node = (uint8_t)np_node_primary(th->pcp.target);
@@ -143,7 +143,7 @@ void np_thread_release(struct np_thread *th)
 	np_pcp_drain(&th->pcp);
 	np_pcp_fini(&th->pcp);
 	np_vmstat_unregister(&th->st);
-	np_lock(&threads_lock);
+	np_lock(threads_lock);
 	if (th->prev)
 		th->prev->next = th->next;
 	else if (live == th)
@@ -153,7 +153,7 @@ void np_thread_release(struct np_thread *th)
 	th->next = recycled;
 	recycled = th;
 	__atomic_store_n(&np_threads_live, np_threads_live - 1, __ATOMIC_RELAXED);
-	np_unlock(&threads_lock);
+	np_unlock(threads_lock);
 }
 
 void np_thread_forget_tls(void)
@@ -201,17 +201,17 @@ void np_thread_atfork_count(void)
 
 void np_thread_atfork_prepare(void)
 {
-	np_lock(&threads_lock);
+	np_lock(threads_lock);
 }
 
 void np_thread_atfork_parent(void)
 {
-	np_unlock(&threads_lock);
+	np_unlock(threads_lock);
 }
 
 void np_thread_atfork_child(void)
 {
-	np_lock_atfork_child(&threads_lock, NP_LOCK_RANK_THREADS, 0, false);
+	np_lock_atfork_child(threads_lock, NP_LOCK_RANK_THREADS, 0, false);
 	/* Only the forking thread survives. The others may have been in the middle of a fast
 	 * path or a page-cache update when fork copied memory (their state has no lock), so
 	 * their caches and slabs are not walked: they are left behind, as glibc and mimalloc

@@ -17,7 +17,7 @@
 #define SLACK_PURGED ((size_t)1 << 20) /* least of a cut block's slack given back (np_huge_get) */
 
 struct cache {
-	struct np_lock lock;    /* rank NP_LOCK_RANK_HUGE, index node */
+	struct np_lock *lock;   /* rank NP_LOCK_RANK_HUGE, index node; on the lock page */
 	bool exists;
 	struct np_chunk *list;  /* CACHED chunks, newest first */
 	size_t dirty_pages;     /* pages of cached chunks that may be resident */
@@ -46,20 +46,23 @@ static size_t dirty_pages_of(const struct np_chunk *c)
 
 static void init_lock(struct cache *h, int node)
 {
-	np_lock_init(&h->lock, NP_LOCK_RANK_HUGE, node, true);
+	if (h->lock)
+		np_lock_init(h->lock, NP_LOCK_RANK_HUGE, node, true);
+	else
+		h->lock = np_lock_new(NP_LOCK_RANK_HUGE, node, true);
 }
 
 void np_huge_init(const struct np_topo *t)
 {
 	int n = NP_MIN(t->nnodes, NP_MAX_NODES);
 	for (int i = 0; i < n; i++) {
-		caches[i] = (struct cache){.exists = t->node[i].mem_allowed};
+		caches[i] = (struct cache){.exists = t->node[i].mem_allowed, .lock = caches[i].lock};
 		init_lock(&caches[i], i);
 	}
 	/* Nodes the machine does not have: nothing asks for them (node ids come from the table),
 	 * and the caches of nodes no init had are never touched (start-up RSS). */
 	for (int i = n; i < ncaches; i++)
-		caches[i] = (struct cache){0};
+		caches[i] = (struct cache){.lock = caches[i].lock};
 	ncaches = n;
 }
 
@@ -289,7 +292,7 @@ static void give_back(struct cache *h, int node, struct np_chunk **purge, int np
 		np_chunk_unmap_huge(unmap[i]);
 	}
 	if (np) {
-		np_lock(&h->lock);
+		np_lock(h->lock);
 		for (int i = 0; i < np; i++) {
 			for (struct np_chunk **l = &h->purging; *l; l = &(*l)->next)
 				if (*l == purge[i]) {
@@ -299,7 +302,7 @@ static void give_back(struct cache *h, int node, struct np_chunk **purge, int np
 			purge[i]->next = NULL;
 			relink_locked(h, purge[i]);
 		}
-		np_unlock(&h->lock);
+		np_unlock(h->lock);
 	}
 	if (pages)
 		np_vmstat_add(st, node, NUMA_PAGE_STAT_pages_purged, pages);
@@ -312,7 +315,7 @@ static void decay_and_unlock(struct cache *h, int node, uint64_t now, struct np_
 	struct np_chunk *purge[BATCH], *unmap[BATCH];
 	int np, nu;
 	choose_locked(h, now, purge, &np, unmap, &nu);
-	np_unlock(&h->lock);
+	np_unlock(h->lock);
 	if (np || nu)
 		give_back(h, node, purge, np, unmap, nu, st);
 }
@@ -341,7 +344,7 @@ struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes)
 	struct np_chunk *g = NULL;
 	bool joined = false;
 	if (c->kind == NP_CHUNK_HUGE && h->exists && old < bytes && __atomic_load_n(&h->list, __ATOMIC_RELAXED)) {
-		np_lock(&h->lock);
+		np_lock(h->lock);
 		c->dirty = old; /* live: its user may have written all of it */
 		c->cached_at = np_os_clock_ns(); /* what is cut off again is as young as that */
 		struct np_chunk **behind = piece_behind_locked(h, c);
@@ -361,7 +364,7 @@ struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes)
 			join_at_locked(h, c, behind); /* then mremap grows the rest, in place if it can */
 			joined = true;
 		}
-		np_unlock(&h->lock);
+		np_unlock(h->lock);
 	}
 	if (g && g != c) {
 		memcpy((char *)g + g->data_offset, (char *)c + c->data_offset, old);
@@ -370,9 +373,9 @@ struct np_chunk *np_huge_grow(struct np_chunk *c, size_t bytes)
 		g = np_chunk_grow_huge(c, bytes);
 		if (!g && joined) {
 			/* Unchanged, as the caller takes it: the piece goes back to the cache. */
-			np_lock(&h->lock);
+			np_lock(h->lock);
 			cut_at_locked(h, c, old_size);
-			np_unlock(&h->lock);
+			np_unlock(h->lock);
 		}
 	}
 	if (g)
@@ -401,7 +404,7 @@ bool np_huge_put(struct np_chunk *c, struct np_vmstat_diffs *st)
 	c->kind = NP_CHUNK_CACHED;
 	c->user = 0;
 	c->dirty = np_chunk_data_bytes(c); /* its user may have written all of it */
-	np_lock(&h->lock);
+	np_lock(h->lock);
 	relink_locked(h, c)->cached_at = now;
 	decay_and_unlock(h, node, now, st);
 	return true;
@@ -415,7 +418,7 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		return NULL;
 	size_t need = (bytes + NP_PAGE_SIZE - 1) >> NP_PAGE_SHIFT;
 	uint64_t now = np_os_clock_ns();
-	np_lock(&h->lock);
+	np_lock(h->lock);
 	/* The smallest that fits (resident before clean on a tie); else the largest, to grow. */
 	struct np_chunk **best = NULL, **largest = NULL;
 	for (struct np_chunk **l = &h->list; *l; l = &(*l)->next) {
@@ -445,9 +448,9 @@ struct np_chunk *np_huge_get(int node, size_t bytes, size_t align, size_t *dirty
 		struct np_chunk *g = np_chunk_grow_huge(c, bytes);
 		if (!g) { /* no address space for it: back to the cache, and the caller maps */
 			c->kind = NP_CHUNK_CACHED;
-			np_lock(&h->lock);
+			np_lock(h->lock);
 			relink_locked(h, c);
-			np_unlock(&h->lock);
+			np_unlock(h->lock);
 			return NULL;
 		}
 		c = g;
@@ -487,7 +490,7 @@ struct np_chunk *np_huge_take_granule(int node, size_t *dirty)
 	struct cache *h = &caches[node];
 	if (!h->exists || !__atomic_load_n(&h->list, __ATOMIC_RELAXED))
 		return NULL;
-	np_lock(&h->lock);
+	np_lock(h->lock);
 	/* The one whose first granule has the most resident data: those pages are the point. */
 	struct np_chunk **take = NULL;
 	size_t most = 0;
@@ -512,7 +515,7 @@ struct np_chunk *np_huge_take_granule(int node, size_t *dirty)
 			trim = c->size > NP_CHUNK_SIZE;
 		*dirty = NP_MIN(c->dirty, NP_CHUNK_SIZE - c->data_offset);
 	}
-	np_unlock(&h->lock);
+	np_unlock(h->lock);
 	if (trim)
 		np_chunk_trim_huge(c, NP_CHUNK_SIZE); /* unmapped, with the lock dropped */
 	return c;
@@ -531,7 +534,7 @@ void np_huge_decay(int node, uint64_t now, struct np_vmstat_diffs *st)
 	if ((int64_t)(now - at) < 0 ||
 	    !__atomic_compare_exchange_n(&h->look_at, &at, now + every, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	np_lock(&h->lock);
+	np_lock(h->lock);
 	decay_and_unlock(h, node, now, st);
 }
 
@@ -546,12 +549,12 @@ size_t np_huge_trim(int node, struct np_vmstat_diffs *st, size_t *unmapped)
 	for (;;) {
 		struct np_chunk *out[BATCH];
 		int n = 0;
-		np_lock(&h->lock);
+		np_lock(h->lock);
 		while (h->list && n < BATCH) {
 			out[n++] = h->list;
 			unlink_locked(h, &h->list);
 		}
-		np_unlock(&h->lock);
+		np_unlock(h->lock);
 		if (!n)
 			break;
 		long pages = 0;
@@ -570,24 +573,24 @@ size_t np_huge_trim(int node, struct np_vmstat_diffs *st, size_t *unmapped)
 void np_huge_cached(int node, size_t *dirty_pages, size_t *clean_pages)
 {
 	struct cache *h = &caches[node];
-	np_lock(&h->lock);
+	np_lock(h->lock);
 	*dirty_pages = h->dirty_pages;
 	*clean_pages = h->clean_pages;
-	np_unlock(&h->lock);
+	np_unlock(h->lock);
 }
 
 void np_huge_atfork_prepare(void)
 {
 	for (int i = 0; i < ncaches; i++)
 		if (caches[i].exists)
-			np_lock(&caches[i].lock);
+			np_lock(caches[i].lock);
 }
 
 void np_huge_atfork_parent(void)
 {
 	for (int i = ncaches - 1; i >= 0; i--)
 		if (caches[i].exists)
-			np_unlock(&caches[i].lock);
+			np_unlock(caches[i].lock);
 }
 
 /* Chunks a give_back was purging at the fork go back to the cache, counted dirty: the madvise
@@ -597,10 +600,10 @@ void np_huge_atfork_child(void)
 	for (int i = 0; i < ncaches; i++)
 		if (caches[i].exists) {
 			struct cache *h = &caches[i];
-			np_lock_atfork_child(&h->lock, NP_LOCK_RANK_HUGE, i, true);
+			np_lock_atfork_child(h->lock, NP_LOCK_RANK_HUGE, i, true);
 			if (!h->purging)
 				continue; /* no write: it would copy the page (np_lock_atfork_child) */
-			np_lock(&h->lock);
+			np_lock(h->lock);
 			while (h->purging) {
 				struct np_chunk *c = h->purging;
 				h->purging = c->next;
@@ -608,7 +611,7 @@ void np_huge_atfork_child(void)
 				c->next = NULL;
 				relink_locked(h, c);
 			}
-			np_unlock(&h->lock);
+			np_unlock(h->lock);
 		}
 }
 
@@ -618,7 +621,7 @@ const char *np_huge_check(int node)
 	const char *err = NULL;
 	size_t dirty = 0, clean = 0;
 	unsigned nclean = 0;
-	np_lock(&h->lock);
+	np_lock(h->lock);
 	for (struct np_chunk *c = h->list; c && !err; c = c->next) {
 		if (c->magic != NP_CHUNK_MAGIC || c->kind != NP_CHUNK_CACHED)
 			err = "a cached huge chunk is not marked cached";
@@ -639,6 +642,6 @@ const char *np_huge_check(int node)
 	}
 	if (!err && (dirty != h->dirty_pages || clean != h->clean_pages || nclean != h->nclean))
 		err = "the cache's counts disagree with its list";
-	np_unlock(&h->lock);
+	np_unlock(h->lock);
 	return err;
 }

@@ -39,12 +39,14 @@ static uint8_t cpu_shard[NP_MAX_CPUS] NP_LARGE_BSS;
 
 size_t np_pool_purge_pages;
 
+_Static_assert(NP_POOL_SHARDS <= 64, "lock.c has lock slots for 64 shards a node");
+
 bool np_pool_lock(struct np_pool_shard *s, struct np_vmstat_diffs *st)
 {
-	if (np_trylock(&s->lock))
+	if (np_trylock(s->lock))
 		return false;
 	np_vmstat_add(st, s->node, NUMA_PAGE_STAT_pool_contended, 1);
-	np_lock(&s->lock);
+	np_lock(s->lock);
 	return true;
 }
 
@@ -132,7 +134,7 @@ static void fold_locked(struct np_pool_shard *s)
 void np_pool_unlock(struct np_pool_shard *s)
 {
 	fold_locked(s);
-	np_unlock(&s->lock);
+	np_unlock(s->lock);
 }
 
 /* Adaptive: a waiter spins a little before it sleeps. The lock is held for a few list
@@ -140,7 +142,10 @@ void np_pool_unlock(struct np_pool_shard *s)
  * (measured: docs/design.md, "Measurements behind the code"). */
 static void init_lock(struct np_pool_shard *s)
 {
-	np_lock_init(&s->lock, NP_LOCK_RANK_POOL, s->node, true);
+	if (s->lock)
+		np_lock_init(s->lock, NP_LOCK_RANK_POOL, s->node, true);
+	else
+		s->lock = np_lock_new(NP_LOCK_RANK_POOL, s->node, true);
 }
 
 /* Pools some topology table has initialised (the tests load several): the ones past it were
@@ -200,7 +205,7 @@ void np_pool_init(const struct np_topo *t)
 			 * in them that no mask bit shows. Never-used bins stay unwritten. */
 			if (sh->bins)
 				memset((*bins)[k], 0, sizeof(*bins)[k]);
-			*sh = (struct np_pool_shard){.node = i, .index = (uint8_t)k, .bins = (*bins)[k]};
+			*sh = (struct np_pool_shard){.node = i, .index = (uint8_t)k, .bins = (*bins)[k], .lock = sh->lock};
 			init_lock(sh);
 		}
 		if (i < t->nnodes && t->node[i].mem_allowed) {
@@ -645,7 +650,7 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 			continue;
 		struct np_pool_shard *first = o->index < to->index ? o : to, *second = first == o ? to : o;
 		np_pool_lock(first, st);
-		np_lock_nested(&second->lock);
+		np_lock_nested(second->lock);
 		bool moved = false;
 		for (struct np_page *pg = o->bins[NP_POOL_BINS - 1]; pg; pg = pg->next) {
 			if (pg->npages != NP_CHUNK_DATA_PAGES)
@@ -668,7 +673,7 @@ static bool move_free_chunk(struct np_pool *p, struct np_pool_shard *to, struct 
 		np_pool_debug_check_locked(o, "move_free_chunk");
 		np_pool_debug_check_locked(to, "move_free_chunk");
 		fold_locked(second);
-		np_unlock(&second->lock);
+		np_unlock(second->lock);
 		np_pool_unlock(first);
 		if (moved)
 			return true;
@@ -922,16 +927,16 @@ static void lock_shards(struct np_pool *p, unsigned n)
 {
 	for (unsigned k = 0; k < n; k++) {
 		if (k == 0)
-			np_lock(&p->shard[k].lock);
+			np_lock(p->shard[k].lock);
 		else
-			np_lock_nested(&p->shard[k].lock);
+			np_lock_nested(p->shard[k].lock);
 	}
 }
 
 static void unlock_shards(struct np_pool *p, unsigned n)
 {
 	for (unsigned k = n; k-- > 0;)
-		np_unlock(&p->shard[k].lock);
+		np_unlock(p->shard[k].lock);
 }
 
 /* Every shard of every pool, in node and shard order. */
@@ -958,7 +963,7 @@ void np_pool_atfork_child(void)
 		if (np_pools[i].exists)
 			for (unsigned k = 0; k < np_pools[i].nshards; k++) {
 				struct np_pool_shard *p = &np_pools[i].shard[k];
-				np_lock_atfork_child(&p->lock, NP_LOCK_RANK_POOL, p->node, true);
+				np_lock_atfork_child(p->lock, NP_LOCK_RANK_POOL, p->node, true);
 				if (!p->purging)
 					continue;
 				np_pool_lock(p, NULL);

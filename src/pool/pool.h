@@ -61,7 +61,7 @@ struct np_pool_purge_batch {
 #define NP_POOL_SHARDS 64
 
 struct np_pool_shard {
-	struct np_lock lock;         /* rank NP_LOCK_RANK_POOL, index node */
+	struct np_lock *lock;        /* rank NP_LOCK_RANK_POOL, index node; on the lock page */
 	int node;                    /* dense node index */
 	uint8_t index;               /* this shard's place in its pool */
 	unsigned grow_backoff;       /* growth attempts to skip after the kernel refused one */

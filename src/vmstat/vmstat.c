@@ -36,7 +36,7 @@ static int rows_used;
 static int os_ids[NP_MAX_NODES];
 static int page_thr[NP_MAX_NODES];
 
-static struct np_lock reg_lock = NP_LOCK_INITIALIZER(NP_LOCK_RANK_VMSTAT, 0);
+static struct np_lock *const reg_lock = &np_lock_page.vmstat;
 static struct np_vmstat_diffs *reg_head;
 
 static const uint8_t item_kind[NUMA_PAGE_STAT_NITEMS] = {
@@ -174,7 +174,7 @@ static void fold_all(struct np_vmstat_diffs *th)
 
 void np_vmstat_register(struct np_vmstat_diffs *th)
 {
-	np_lock(&reg_lock);
+	np_lock(reg_lock);
 	if (!th->registered) {
 		th->prev = NULL;
 		th->next = reg_head;
@@ -183,12 +183,12 @@ void np_vmstat_register(struct np_vmstat_diffs *th)
 		reg_head = th;
 		th->registered = true;
 	}
-	np_unlock(&reg_lock);
+	np_unlock(reg_lock);
 }
 
 void np_vmstat_unregister(struct np_vmstat_diffs *th)
 {
-	np_lock(&reg_lock);
+	np_lock(reg_lock);
 	/* Folding under the lock: a snapshot sees these deltas either in the thread or in the
 	 * totals, never in both and never in neither. */
 	fold_all(th);
@@ -202,7 +202,7 @@ void np_vmstat_unregister(struct np_vmstat_diffs *th)
 		th->next = th->prev = NULL;
 		th->registered = false;
 	}
-	np_unlock(&reg_lock);
+	np_unlock(reg_lock);
 }
 
 /* ---- Readers --------------------------------------------------------------------------------- */
@@ -235,25 +235,25 @@ long np_vmstat_read(int node, int item)
 long np_vmstat_snapshot(int node, int item)
 {
 	np_assert(node >= 0 && node < NP_MAX_NODES && item >= 0 && item < NUMA_PAGE_STAT_NITEMS);
-	np_lock(&reg_lock);
+	np_lock(reg_lock);
 	long v = total(node, item);
 	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
 		v += __atomic_load_n(&th->d[node][item], __ATOMIC_RELAXED);
-	np_unlock(&reg_lock);
+	np_unlock(reg_lock);
 	return clamp(item, v);
 }
 
 void np_vmstat_snapshot_node(int node, long out[NUMA_PAGE_STAT_NITEMS], bool exact)
 {
 	if (exact)
-		np_lock(&reg_lock);
+		np_lock(reg_lock);
 	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 		out[k] = total(node, k);
 	if (exact) {
 		for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
 			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 				out[k] += __atomic_load_n(&th->d[node][k], __ATOMIC_RELAXED);
-		np_unlock(&reg_lock);
+		np_unlock(reg_lock);
 	}
 	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 		out[k] = clamp(k, out[k]);
@@ -279,12 +279,12 @@ void np_vmstat_use_totals(struct np_vmstat_totals *dst)
 
 void np_vmstat_atfork_prepare(void)
 {
-	np_lock(&reg_lock);
+	np_lock(reg_lock);
 }
 
 void np_vmstat_atfork_parent(void)
 {
-	np_unlock(&reg_lock);
+	np_unlock(reg_lock);
 }
 
 /* Zeroes every event (gauges keep their level) in the totals t and in the diffs th; only
@@ -304,7 +304,7 @@ static void zero_events(struct np_vmstat_totals *t, int n, struct np_vmstat_diff
 void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 {
 	/* Only this thread exists now; the lock was held by it across fork. */
-	np_lock_atfork_child(&reg_lock, NP_LOCK_RANK_VMSTAT, 0, false);
+	np_lock_atfork_child(reg_lock, NP_LOCK_RANK_VMSTAT, 0, false);
 	/* The totals are this process's copy, as they were at the fork; the file's mapping is
 	 * shared with the parent: no more adds there, before anything below counts. */
 	__atomic_store_n(&mirror, NULL, __ATOMIC_RELEASE);
@@ -353,7 +353,7 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
  * meanwhile folds either before (and is zeroed) or after (and is kept, being newer). */
 void np_vmstat_reset_events(void)
 {
-	np_lock(&reg_lock);
+	np_lock(reg_lock);
 	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
 	struct np_vmstat_totals *m = cur_mirror();
 	zero_events(static_totals, rows_used, NULL);
@@ -361,7 +361,7 @@ void np_vmstat_reset_events(void)
 		zero_events(m, n, NULL);
 	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
 		zero_events(NULL, rows_used, th);
-	np_unlock(&reg_lock);
+	np_unlock(reg_lock);
 }
 
 NUMA_PAGE_API int numa_page_stats_reset(void)
@@ -375,7 +375,7 @@ NUMA_PAGE_API int numa_page_stats_reset(void)
 
 void np_vmstat_reset(void)
 {
-	np_lock(&reg_lock);
+	np_lock(reg_lock);
 	struct np_vmstat_totals *m = cur_mirror();
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
@@ -387,7 +387,7 @@ void np_vmstat_reset(void)
 		for (int i = 0; i < NP_MAX_NODES; i++)
 			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 				__atomic_store_n(&th->d[i][k], 0, __ATOMIC_RELAXED);
-	np_unlock(&reg_lock);
+	np_unlock(reg_lock);
 }
 
 /* ---- Items and nodes ------------------------------------------------------------------------- */

@@ -4,7 +4,8 @@
  * rank, or of the same rank at a lower or equal index, while holding one aborts with "lock
  * order broken"; a _locked function called without its lock aborts; re-creating a lock (fork
  * child) forgets it was held. In other builds the checks compile away: the test then checks
- * that the same misuse does not abort. Aborting cases run in child processes.
+ * that the same misuse does not abort. Aborting cases run in child processes. The locks fork
+ * takes share a page.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,11 +98,39 @@ static void order_is_enforced(void **state)
 	assert_false(np_test_aborts_with(reinit_forgets, NULL));
 }
 
+/* The locks fork takes lie on one page (lock.h): the parent's unlocks after a fork and the
+ * child's re-creations each copy every page they lie on. The fixed ones are that page's, with
+ * their ranks, and np_lock_new hands out its slots first, a line each, set up as asked; past
+ * them, locks of their own lines elsewhere. */
+static void fork_locks_share_one_page(void **state)
+{
+	(void)state;
+	uintptr_t page = (uintptr_t)&np_lock_page;
+	assert_int_equal(page % 4096, 0);
+	assert_int_equal(np_lock_page.vmstat.rank, NP_LOCK_RANK_VMSTAT);
+	assert_int_equal(np_lock_page.threads.rank, NP_LOCK_RANK_THREADS);
+	assert_true((uintptr_t)&np_lock_page.bootstrap - page < 4096);
+	uintptr_t last = 0;
+	for (int k = 0; k < NP_LOCK_PAGE_SLOTS + 2; k++) {
+		struct np_lock *l = np_lock_new(NP_LOCK_RANK_POOL, k % 64, true);
+		uintptr_t a = (uintptr_t)l;
+		assert_int_equal(a % NP_CACHELINE, 0);
+		assert_true(a >= last + NP_CACHELINE || k == NP_LOCK_PAGE_SLOTS);
+		assert_int_equal(a - page < 4096, k < NP_LOCK_PAGE_SLOTS);
+		assert_int_equal(l->rank, NP_LOCK_RANK_POOL);
+		assert_int_equal(l->index, k % 64);
+		np_lock(l);
+		np_unlock(l);
+		last = a;
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(in_order_is_fine),
 		cmocka_unit_test(order_is_enforced),
+		cmocka_unit_test(fork_locks_share_one_page),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1330,7 +1330,7 @@ static int shard_held;
 static void *hold_shard_until_contended(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&np_pools[0].shard[0].lock.mutex);
+	pthread_mutex_lock(&np_pools[0].shard[0].lock->mutex);
 	__atomic_store_n(&shard_held, 1, __ATOMIC_RELEASE);
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1338,7 +1338,7 @@ static void *hold_shard_until_contended(void *arg)
 		sched_yield();
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (STAT(0, pool_contended) == contended_before && t.tv_sec - t0.tv_sec < 10);
-	pthread_mutex_unlock(&np_pools[0].shard[0].lock.mutex);
+	pthread_mutex_unlock(&np_pools[0].shard[0].lock->mutex);
 	return NULL;
 }
 
@@ -2492,7 +2492,7 @@ static void contended_lock_is_counted(void **state)
 	(void)state;
 	np_test_start("2node", NULL);
 	struct np_page *run = NULL;
-	struct np_lock *lock = &np_pools[0].shard[(unsigned)np_os_current_cpu() % np_pools[0].nshards].lock;
+	struct np_lock *lock = np_pools[0].shard[(unsigned)np_os_current_cpu() % np_pools[0].nshards].lock;
 	np_lock(lock); /* the shard the other thread's CPU takes from */
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, take_one, &run), 0);
