@@ -18,6 +18,11 @@
 #define NP_NOINLINE __attribute__((noinline))
 #define NP_INLINE static inline __attribute__((always_inline))
 #define NP_COLD __attribute__((cold))
+/* On the functions a fork's child runs in its handlers: placed with the cold code, at the start
+ * of the text, where the child's first malloc runs too. fork copies no page table entry of a
+ * file mapping: each 64 KiB window of the library's text a child runs is a page fault, and the
+ * handlers lay in three (docs/perf-issue15.md section 45). */
+#define NP_FORK_CHILD NP_COLD
 /* *p = v, unless *p is v already (relaxed): for a fork child's handlers, where a write copies
  * the page, and most of what they reset is reset already (docs/perf-issue15.md section 44). */
 #define NP_RESET(p, v)                                                                             \

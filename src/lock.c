@@ -28,7 +28,7 @@ struct np_lock *np_lock_new(enum np_lock_rank rank, int index, bool adaptive)
 	return l;
 }
 
-void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive)
+NP_FORK_CHILD void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive)
 {
 	pthread_mutexattr_t a;
 	pthread_mutexattr_init(&a);
@@ -41,7 +41,7 @@ void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool ada
 	np_lock_note(l, false); /* a lock re-created in a fork child is not held */
 }
 
-void np_lock_atfork_child(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive)
+NP_FORK_CHILD void np_lock_atfork_child(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive)
 {
 #ifdef __GLIBC__
 	const pthread_mutex_t *m = &l->mutex;
@@ -61,7 +61,7 @@ void np_lock_order_broken(const struct np_lock *l)
 		 l->index, r, (unsigned long long)np_lock_held[r]);
 }
 
-void np_lock_forget_all(void)
+NP_FORK_CHILD void np_lock_forget_all(void)
 {
 	for (int r = 0; r < NP_LOCK_RANKS; r++)
 		NP_RESET(&np_lock_held[r], 0);

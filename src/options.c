@@ -603,7 +603,7 @@ static char set_buf[2][4096] NP_LARGE_BSS;
 static int set_turn, setting;
 static unsigned set_seq;
 
-void np_options_atfork_child(void)
+NP_FORK_CHILD void np_options_atfork_child(void)
 {
 	/* A set another thread was making at the fork ends here: the value in force is whole
 	 * either way (the pointer moves only once its buffer is written), and the thread that

@@ -89,7 +89,7 @@ void np_background_option_set(const char *name)
 	np_background_start();
 }
 
-void np_background_atfork_child(void)
+NP_FORK_CHILD void np_background_atfork_child(void)
 {
 	/* The C library has made its own locks new in the child before its fork handlers run:
 	 * creating a thread here waits for nothing. posix_spawn and vfork run no handlers. A
@@ -97,5 +97,6 @@ void np_background_atfork_child(void)
 	if (__atomic_load_n(&state, __ATOMIC_RELAXED) == FAILED)
 		return;
 	NP_RESET(&state, NONE);
-	np_background_start();
+	if (np_opt_load(background_thread)) /* asked here: np_background_start's text is hot */
+		np_background_start();
 }

@@ -151,7 +151,7 @@ void np_bootstrap_atfork_parent(void)
 	unlock();
 }
 
-void np_bootstrap_atfork_child(void)
+NP_FORK_CHILD void np_bootstrap_atfork_child(void)
 {
 	NP_RESET(&spin, 0);
 }

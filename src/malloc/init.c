@@ -82,7 +82,7 @@ static void fork_parent(void)
 	np_vmstat_output_atfork_parent();
 }
 
-static void fork_child(void)
+NP_FORK_CHILD static void fork_child(void)
 {
 	np_lock_forget_all(); /* every lock is re-created below; none is held any more */
 	np_options_atfork_child();

@@ -166,7 +166,7 @@ void np_place_atfork_parent(void)
 	np_unlock(place_lock);
 }
 
-void np_place_atfork_child(void)
+NP_FORK_CHILD void np_place_atfork_child(void)
 {
 	np_lock_atfork_child(place_lock, NP_LOCK_RANK_PLACE, 0, false);
 	/* Choices in flight belonged to threads that did not survive. */

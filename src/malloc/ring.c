@@ -88,7 +88,7 @@ void np_ring_count(struct np_thread *th, bool every)
  * comes back to cur. A ring caught mid-change by a fork (another thread's, or the forking
  * one's under a signal handler) may lead into a loop that misses cur: its members are each
  * counted once, found by Brent's cycle search, which only reads. At most RING_WALK_MAX. */
-static unsigned ring_members(const struct np_slab *cur)
+NP_FORK_CHILD static unsigned ring_members(const struct np_slab *cur)
 {
 	unsigned n = 0;
 	const struct np_slab *s = cur;
@@ -126,7 +126,7 @@ static unsigned ring_members(const struct np_slab *cur)
 	return mu + lam;
 }
 
-void np_ring_uncounted(const struct np_thread *th, bool in_use, int64_t bytes[NP_MAX_NODES])
+NP_FORK_CHILD void np_ring_uncounted(const struct np_thread *th, bool in_use, int64_t bytes[NP_MAX_NODES])
 {
 	for (int c = 0; c < NP_NCLASSES; c++) {
 		const struct np_slab *s = th->ring[c];

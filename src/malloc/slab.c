@@ -543,7 +543,7 @@ void np_slab_atfork_parent(void)
 		np_unlock(orphans[n].lock);
 }
 
-void np_slab_atfork_child(void)
+NP_FORK_CHILD void np_slab_atfork_child(void)
 {
 	NP_RESET(&np_slab_sweeping, 0); /* a sweep by a thread the child does not have */
 	for (int n = 0; n < np_topo_table.nnodes; n++)

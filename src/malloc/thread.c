@@ -166,7 +166,7 @@ void np_thread_forget_tls(void)
 	np_tls.exited = true;
 }
 
-void np_thread_atfork_count(void)
+NP_FORK_CHILD void np_thread_atfork_count(void)
 {
 	int64_t bytes[NP_MAX_NODES];
 	int nodes = np_topo_table.nnodes;
@@ -209,7 +209,7 @@ void np_thread_atfork_parent(void)
 	np_unlock(threads_lock);
 }
 
-void np_thread_atfork_child(void)
+NP_FORK_CHILD void np_thread_atfork_child(void)
 {
 	np_lock_atfork_child(threads_lock, NP_LOCK_RANK_THREADS, 0, false);
 	/* Only the forking thread survives. The others may have been in the middle of a fast

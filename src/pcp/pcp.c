@@ -83,7 +83,7 @@ void np_pcp_fini(struct np_pcp *pcp)
 	count_thread(pcp, pcp->home, -1);
 }
 
-void np_pcp_atfork_child(struct np_pcp *survivor)
+NP_FORK_CHILD void np_pcp_atfork_child(struct np_pcp *survivor)
 {
 	for (int n = 0; n < NP_MAX_NODES; n++) {
 		int now = survivor && survivor->home == n, had = np_pcp_threads[n];

@@ -281,7 +281,7 @@ void np_chunk_guard_leave(void)
 	__atomic_sub_fetch(&guard_count[slot], 1, __ATOMIC_RELEASE);
 }
 
-void np_chunk_guard_atfork_child(void)
+NP_FORK_CHILD void np_chunk_guard_atfork_child(void)
 {
 	/* The forking thread was not inside (fork is not called from there), nor waiting; the
 	 * other threads are gone. */

@@ -595,7 +595,7 @@ void np_huge_atfork_parent(void)
 
 /* Chunks a give_back was purging at the fork go back to the cache, counted dirty: the madvise
  * may not have run, and a calloc served by one clears only what it counts dirty. */
-void np_huge_atfork_child(void)
+NP_FORK_CHILD void np_huge_atfork_child(void)
 {
 	for (int i = 0; i < ncaches; i++)
 		if (caches[i].exists) {

@@ -956,7 +956,7 @@ void np_pool_atfork_parent(void)
 
 /* Runs a purge had out of the bins at the fork (its thread is not in the child) go back,
  * counted dirty: their madvise may not have run. */
-void np_pool_atfork_child(void)
+NP_FORK_CHILD void np_pool_atfork_child(void)
 {
 	np_chunk_guard_atfork_child();
 	for (int i = 0; i < pool_nodes; i++)

@@ -20,14 +20,20 @@
 
 int32_t np_vmstat_thr[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS] NP_LARGE_BSS;
 
-/* The totals, private to the process: what every reader reads, and what a fork copies at the
- * instant of the fork. */
-static struct np_vmstat_totals static_totals[NP_MAX_NODES] NP_LARGE_BSS;
-/* The live-view file's totals (NULL: none), which every fold adds to as well: set once by
- * np_vmstat_use_totals (release), cleared in a forked child. The file was once the totals
- * themselves; a child then took its copy from the shared pages in its fork handler, after
- * the parent's other threads had gone on folding into them. */
-static struct np_vmstat_totals *mirror;
+/* What a fork's child writes here, on one page with the first node's totals (it zeroes their
+ * events): each page it writes is a copy (docs/perf-issue15.md section 45).
+ * totals: private to the process: what every reader reads, and what a fork copies at the
+ * instant of the fork.
+ * mirror: the live-view file's totals (NULL: none), which every fold adds to as well: set once
+ * by np_vmstat_use_totals (release), cleared in a forked child. The file was once the totals
+ * themselves; a child then took its copy from the shared pages in its fork handler, after the
+ * parent's other threads had gone on folding into them.
+ * reg_head: the registry of live threads' diffs (reg_lock). */
+static struct {
+	struct np_vmstat_totals *mirror;
+	struct np_vmstat_diffs *reg_head;
+	struct np_vmstat_totals totals[NP_MAX_NODES];
+} state NP_LARGE_BSS NP_ALIGNED(4096);
 
 static int nnodes;
 /* The most nodes any init had: rows past it were never written (the zeroing of events stops
@@ -37,7 +43,6 @@ static int os_ids[NP_MAX_NODES];
 static int page_thr[NP_MAX_NODES];
 
 static struct np_lock *const reg_lock = &np_lock_page.vmstat;
-static struct np_vmstat_diffs *reg_head;
 
 static const uint8_t item_kind[NUMA_PAGE_STAT_NITEMS] = {
 #define KIND_(name, kind, desc) NP_VMSTAT_KIND_##kind,
@@ -128,19 +133,19 @@ int np_vmstat_threshold(int node)
 
 static inline struct np_vmstat_totals *cur_mirror(void)
 {
-	return __atomic_load_n(&mirror, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&state.mirror, __ATOMIC_ACQUIRE);
 }
 
 /* Adds to the totals and to the live file's copy (two adds on a path that is already rare). */
 static inline void total_add(int node, int item, long delta)
 {
-	atomic_fetch_add_explicit(&static_totals[node].v[item], delta, memory_order_relaxed);
+	atomic_fetch_add_explicit(&state.totals[node].v[item], delta, memory_order_relaxed);
 	struct np_vmstat_totals *m = cur_mirror();
 	if (m)
 		atomic_fetch_add_explicit(&m[node].v[item], delta, memory_order_relaxed);
 }
 
-void np_vmstat_add_shared(int node, int item, long delta)
+NP_FORK_CHILD void np_vmstat_add_shared(int node, int item, long delta)
 {
 	total_add(node, item, delta);
 }
@@ -177,10 +182,10 @@ void np_vmstat_register(struct np_vmstat_diffs *th)
 	np_lock(reg_lock);
 	if (!th->registered) {
 		th->prev = NULL;
-		th->next = reg_head;
-		if (reg_head)
-			reg_head->prev = th;
-		reg_head = th;
+		th->next = state.reg_head;
+		if (state.reg_head)
+			state.reg_head->prev = th;
+		state.reg_head = th;
 		th->registered = true;
 	}
 	np_unlock(reg_lock);
@@ -196,7 +201,7 @@ void np_vmstat_unregister(struct np_vmstat_diffs *th)
 		if (th->prev)
 			th->prev->next = th->next;
 		else
-			reg_head = th->next;
+			state.reg_head = th->next;
 		if (th->next)
 			th->next->prev = th->prev;
 		th->next = th->prev = NULL;
@@ -210,7 +215,7 @@ void np_vmstat_unregister(struct np_vmstat_diffs *th)
 /* The shared total. */
 static long total(int node, int item)
 {
-	return atomic_load_explicit(&static_totals[node].v[item], memory_order_relaxed);
+	return atomic_load_explicit(&state.totals[node].v[item], memory_order_relaxed);
 }
 
 static long clamp(int item, long v)
@@ -237,7 +242,7 @@ long np_vmstat_snapshot(int node, int item)
 	np_assert(node >= 0 && node < NP_MAX_NODES && item >= 0 && item < NUMA_PAGE_STAT_NITEMS);
 	np_lock(reg_lock);
 	long v = total(node, item);
-	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
+	for (struct np_vmstat_diffs *th = state.reg_head; th; th = th->next)
 		v += __atomic_load_n(&th->d[node][item], __ATOMIC_RELAXED);
 	np_unlock(reg_lock);
 	return clamp(item, v);
@@ -250,7 +255,7 @@ void np_vmstat_snapshot_node(int node, long out[NUMA_PAGE_STAT_NITEMS], bool exa
 	for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 		out[k] = total(node, k);
 	if (exact) {
-		for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
+		for (struct np_vmstat_diffs *th = state.reg_head; th; th = th->next)
 			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 				out[k] += __atomic_load_n(&th->d[node][k], __ATOMIC_RELAXED);
 		np_unlock(reg_lock);
@@ -265,7 +270,7 @@ void np_vmstat_use_totals(struct np_vmstat_totals *dst)
 {
 	if (dst == cur_mirror())
 		return;
-	__atomic_store_n(&mirror, dst, __ATOMIC_RELEASE);
+	__atomic_store_n(&state.mirror, dst, __ATOMIC_RELEASE);
 	/* Folds now add to dst too; it starts with what the totals held. A fold in flight
 	 * meanwhile may count there twice or not at all: the file is a view from outside,
 	 * already short of every thread's unfolded deltas (this runs once, at start-up). */
@@ -301,13 +306,13 @@ static void zero_events(struct np_vmstat_totals *t, int n, struct np_vmstat_diff
 			}
 }
 
-void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
+NP_FORK_CHILD void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 {
 	/* Only this thread exists now; the lock was held by it across fork. */
 	np_lock_atfork_child(reg_lock, NP_LOCK_RANK_VMSTAT, 0, false);
 	/* The totals are this process's copy, as they were at the fork; the file's mapping is
 	 * shared with the parent: no more adds there, before anything below counts. */
-	__atomic_store_n(&mirror, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&state.mirror, NULL, __ATOMIC_RELEASE);
 	/* What the threads counted outside their diffs (malloc's byte counters) joins them now:
 	 * the survivor's events are dropped below with the rest and not folded later. Counted
 	 * here, in the child, not by the prepare handler in the parent: a fork from a signal
@@ -326,7 +331,7 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	/* The rows in use only: a write of zeros to the others made pages resident in every child
 	 * (two faults a fork on one node: docs/perf-issue15.md section 39). */
 	int n = rows_used;
-	for (const struct np_vmstat_diffs *th = reg_head; th; th = th->next) {
+	for (const struct np_vmstat_diffs *th = state.reg_head; th; th = th->next) {
 		if (th == survivor) {
 			keep = true;
 			continue;
@@ -336,17 +341,16 @@ void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 				if (NP_VMSTAT_KIND_IS_GAUGE(item_kind[k]) && th->d[i][k])
 					total_add(i, k, th->d[i][k]);
 	}
-	reg_head = NULL;
 	if (survivor && keep) {
 		NP_RESET(&survivor->next, NULL);
 		NP_RESET(&survivor->prev, NULL);
-		reg_head = survivor;
 	}
+	NP_RESET(&state.reg_head, survivor && keep ? survivor : NULL);
 	/* The child's own counting starts here, as a new process's does (Linux's per-process
 	 * fault counters restart at fork too). */
 	if (survivor)
 		zero_events(NULL, n, survivor);
-	zero_events(static_totals, n, NULL);
+	zero_events(state.totals, n, NULL);
 }
 
 /* numa_page_stats_reset: events only (see numapage.h); under reg_lock so a thread that exits
@@ -356,10 +360,10 @@ void np_vmstat_reset_events(void)
 	np_lock(reg_lock);
 	int n = __atomic_load_n(&nnodes, __ATOMIC_ACQUIRE);
 	struct np_vmstat_totals *m = cur_mirror();
-	zero_events(static_totals, rows_used, NULL);
+	zero_events(state.totals, rows_used, NULL);
 	if (m)
 		zero_events(m, n, NULL);
-	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
+	for (struct np_vmstat_diffs *th = state.reg_head; th; th = th->next)
 		zero_events(NULL, rows_used, th);
 	np_unlock(reg_lock);
 }
@@ -379,11 +383,11 @@ void np_vmstat_reset(void)
 	struct np_vmstat_totals *m = cur_mirror();
 	for (int i = 0; i < NP_MAX_NODES; i++)
 		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
-			atomic_store_explicit(&static_totals[i].v[k], 0, memory_order_relaxed);
+			atomic_store_explicit(&state.totals[i].v[k], 0, memory_order_relaxed);
 			if (m && i < nnodes)
 				atomic_store_explicit(&m[i].v[k], 0, memory_order_relaxed);
 		}
-	for (struct np_vmstat_diffs *th = reg_head; th; th = th->next)
+	for (struct np_vmstat_diffs *th = state.reg_head; th; th = th->next)
 		for (int i = 0; i < NP_MAX_NODES; i++)
 			for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
 				__atomic_store_n(&th->d[i][k], 0, __ATOMIC_RELAXED);

@@ -315,7 +315,7 @@ void np_vmstat_output_run_due(void)
 		np_vmstat_shm_sweep();
 }
 
-void np_vmstat_output_atfork_child(void)
+NP_FORK_CHILD void np_vmstat_output_atfork_child(void)
 {
 	np_vmstat_shm_forget(); /* the parent's file: its totals were copied by np_vmstat_atfork_child */
 	if (!started)

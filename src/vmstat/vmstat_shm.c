@@ -149,7 +149,7 @@ void np_vmstat_shm_remove(void)
 	path[0] = '\0';
 }
 
-void np_vmstat_shm_forget(void)
+NP_FORK_CHILD void np_vmstat_shm_forget(void)
 {
 	/* Not unmapped here: most children exec or leave without publishing, and a system
 	 * call in every child cost them more than 4 KiB of address space (nothing writes
