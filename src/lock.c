@@ -5,11 +5,7 @@
 
 NP_TLS uint64_t np_lock_held[NP_LOCK_RANKS];
 
-struct np_lock_page np_lock_page = {
-	.place = NP_LOCK_INITIALIZER(NP_LOCK_RANK_PLACE, 0),
-	.vmstat = NP_LOCK_INITIALIZER(NP_LOCK_RANK_VMSTAT, 0),
-	.threads = NP_LOCK_INITIALIZER(NP_LOCK_RANK_THREADS, 0),
-};
+struct np_lock_page np_lock_page NP_LARGE_BSS;
 _Static_assert(sizeof(struct np_lock_page) == 4096, "the lock page is one 4 KiB page");
 
 /* Past the page: an orphan list and a huge cache a node, and a pool of NP_POOL_SHARDS (64)
@@ -57,7 +53,7 @@ void np_lock_order_broken(const struct np_lock *l)
 	int r = NP_LOCK_RANKS - 1;
 	while (r > 0 && !np_lock_held[r])
 		r--;
-	np_fatal("lock order broken: taking rank %d index %d while holding rank %d (mask %llx)", l->rank,
+	np_fatal("lock order broken: taking rank %u index %d while holding rank %d (mask %llx)", np_lock_rank(l),
 		 l->index, r, (unsigned long long)np_lock_held[r]);
 }
 

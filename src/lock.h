@@ -58,7 +58,20 @@ struct np_lock_page {
 	struct np_lock slot[NP_LOCK_PAGE_SLOTS];
 	int bootstrap;          /* malloc/bootstrap.c's spin lock (0: free) */
 } NP_ALIGNED(4096);
+/* In BSS, not data: a page of data with the locks' initialisers made 12 KiB more resident at
+ * start-up. All zeros is an unlocked mutex (PTHREAD_MUTEX_INITIALIZER), and the fixed locks'
+ * ranks are read from their places (np_lock_rank) until np_lock_init writes them. */
 extern struct np_lock_page np_lock_page;
+
+/* l's rank: the page's fixed locks' from their places (zero in BSS, as set up by nobody). */
+NP_INLINE unsigned np_lock_rank(const struct np_lock *l)
+{
+	if (l == &np_lock_page.vmstat)
+		return NP_LOCK_RANK_VMSTAT;
+	if (l == &np_lock_page.threads)
+		return NP_LOCK_RANK_THREADS;
+	return l->rank; /* place: rank 0, index 0, as in BSS */
+}
 
 /* A lock for good (never given back), set up as np_lock_init does. A module keeps the ones it
  * got across a second set-up of its tables (tests load several topologies): there are slots
@@ -85,10 +98,10 @@ NP_INLINE void np_lock_check(const struct np_lock *l)
 {
 	if (np_config_debug < 2)
 		return;
-	for (int r = l->rank + 1; r < NP_LOCK_RANKS; r++)
+	for (int r = (int)np_lock_rank(l) + 1; r < NP_LOCK_RANKS; r++)
 		if (np_lock_held[r])
 			np_lock_order_broken(l);
-	if (np_lock_held[l->rank] >> l->index)
+	if (np_lock_held[np_lock_rank(l)] >> l->index)
 		np_lock_order_broken(l);
 }
 
@@ -97,9 +110,9 @@ NP_INLINE void np_lock_note(const struct np_lock *l, bool held)
 	if (np_config_debug < 2)
 		return;
 	if (held)
-		np_lock_held[l->rank] |= 1ULL << l->index;
+		np_lock_held[np_lock_rank(l)] |= 1ULL << l->index;
 	else
-		np_lock_held[l->rank] &= ~(1ULL << l->index);
+		np_lock_held[np_lock_rank(l)] &= ~(1ULL << l->index);
 }
 
 NP_INLINE void np_lock(struct np_lock *l)
@@ -136,8 +149,8 @@ NP_INLINE void np_unlock(struct np_lock *l)
 /* For functions named *_locked: the caller must hold l (checked at debug_level >= 2). */
 NP_INLINE void np_assert_locked(const struct np_lock *l)
 {
-	if (np_config_debug >= 2 && !((np_lock_held[l->rank] >> l->index) & 1))
-		np_fatal("lock: a _locked function called without its lock (rank %d, index %d)", l->rank, l->index);
+	if (np_config_debug >= 2 && !((np_lock_held[np_lock_rank(l)] >> l->index) & 1))
+		np_fatal("lock: a _locked function called without its lock (rank %u, index %d)", np_lock_rank(l), l->index);
 }
 
 /* In a fork child: only the forking thread survives, and every lock is re-created. */

@@ -21,7 +21,8 @@
 int32_t np_vmstat_thr[NP_MAX_NODES][NUMA_PAGE_STAT_NITEMS] NP_LARGE_BSS;
 
 /* What a fork's child writes here, on one page with the first node's totals (it zeroes their
- * events): each page it writes is a copy (docs/perf-issue15.md section 45).
+ * events): each page it writes is a copy (docs/perf-issue15.md section 45). Aligned to what
+ * they span, not to a page: a page of its own made one more page resident at start-up.
  * totals: private to the process: what every reader reads, and what a fork copies at the
  * instant of the fork.
  * mirror: the live-view file's totals (NULL: none), which every fold adds to as well: set once
@@ -33,7 +34,8 @@ static struct {
 	struct np_vmstat_totals *mirror;
 	struct np_vmstat_diffs *reg_head;
 	struct np_vmstat_totals totals[NP_MAX_NODES];
-} state NP_LARGE_BSS NP_ALIGNED(4096);
+} state NP_LARGE_BSS NP_ALIGNED(256); /* the pointers and node 0's row: 256 bytes, on one page */
+_Static_assert(offsetof(__typeof__(state), totals[1]) <= 256, "node 0's totals within the first 256 bytes");
 
 static int nnodes;
 /* The most nodes any init had: rows past it were never written (the zeroing of events stops

@@ -107,8 +107,9 @@ static void fork_locks_share_one_page(void **state)
 	(void)state;
 	uintptr_t page = (uintptr_t)&np_lock_page;
 	assert_int_equal(page % 4096, 0);
-	assert_int_equal(np_lock_page.vmstat.rank, NP_LOCK_RANK_VMSTAT);
-	assert_int_equal(np_lock_page.threads.rank, NP_LOCK_RANK_THREADS);
+	assert_int_equal(np_lock_rank(&np_lock_page.place), NP_LOCK_RANK_PLACE);
+	assert_int_equal(np_lock_rank(&np_lock_page.vmstat), NP_LOCK_RANK_VMSTAT);
+	assert_int_equal(np_lock_rank(&np_lock_page.threads), NP_LOCK_RANK_THREADS);
 	assert_true((uintptr_t)&np_lock_page.bootstrap - page < 4096);
 	uintptr_t last = 0;
 	for (int k = 0; k < NP_LOCK_PAGE_SLOTS + 2; k++) {
