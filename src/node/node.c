@@ -313,10 +313,13 @@ bool np_node_has_room(int node, size_t pages)
 	long have = left(node);
 	size_t avail = __atomic_load_n(&r->avail, __ATOMIC_RELAXED);
 	long used = in_use(node) - __atomic_load_n(&r->in_use_at, __ATOMIC_RELAXED);
-	/* Read again once we have eaten an eighth of what was there, or the read is
-	 * ROOM_MAX_AGE_NS old (others use the node too), or when it looks too full, unless a
-	 * recent read said it is. */
-	bool stale = used > (long)NP_MAX(avail / 8, (size_t)NP_CHUNK_PAGES) ||
+	/* Read again once we have eaten an eighth of what was there or given as much back (a
+	 * free, then a trim or a purge: a node found full has room again, and the skip count
+	 * below sent the next blocks elsewhere for 64 questions), or the read is ROOM_MAX_AGE_NS
+	 * old (others use the node too), or when it looks too full, unless a recent read said
+	 * it is. */
+	long moved = NP_MAX((long)NP_MAX(avail / 8, (size_t)NP_CHUNK_PAGES), 1L);
+	bool stale = used > moved || used < -moved ||
 		     np_os_clock_ns() - __atomic_load_n(&r->read_at, __ATOMIC_RELAXED) > ROOM_MAX_AGE_NS;
 	if (stale || have < (long)pages) {
 		unsigned skip = __atomic_load_n(&r->skip, __ATOMIC_RELAXED);
