@@ -18,6 +18,7 @@
 #include "malloc/init.h"
 #include "malloc/home.h"
 #include "malloc/large.h"
+#include "malloc/ptr.h"
 #include "malloc/ring.h"
 #include "os.h"
 #include "pcp/pcp.h"
@@ -130,6 +131,16 @@ void numa_page_free(void *p)
 	np_free_fast(p);
 }
 
+/* What calloc clears: every byte malloc_usable_size reports for the new block p, not only the
+ * bytes asked for, as glibc, jemalloc, tcmalloc and mimalloc do (a program may use the whole
+ * block; calloc's block was another's before, and its slack held that one's bytes). */
+static size_t usable(const void *p)
+{
+	struct np_ptr d;
+	np_ptr_decode(p, false, &d);
+	return np_ptr_usable(&d, p);
+}
+
 void *np_calloc(size_t nmemb, size_t size)
 {
 	size_t n;
@@ -149,14 +160,15 @@ void *np_calloc(size_t nmemb, size_t size)
 				return np_enomem();
 			np_large_count(th, p, n);
 			/* Fresh or purged pages already read as zeros: only what a previous user may
-			 * have written is cleared, and of that only what is resident. */
-			np_chunk_zero(p, NP_MIN(dirty, n));
+			 * have written is cleared, and of that only what is resident; up to the usable
+			 * size (below). */
+			np_chunk_zero(p, NP_MIN(dirty, usable(p)));
 			return p;
 		}
 	}
 	void *p = np_malloc_fast(n);
-	if (p)
-		memset(p, 0, n);
+	if (p) /* a block of n's class (a slab's, the thread cache's), or the start-up allocator's */
+		memset(p, 0, np_bootstrap_state(p) == NP_BOOT_NONE ? np_class_size[np_size_class(n)] : usable(p));
 	return p;
 }
 

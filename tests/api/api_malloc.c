@@ -1473,6 +1473,36 @@ static void calloc_of_a_reused_block_faults_in_only_what_was_written(void **stat
 	}
 }
 
+/* calloc clears every byte malloc_usable_size reports, not only those asked for: a program may
+ * use the whole block (glibc, jemalloc, tcmalloc and mimalloc all clear it). A block of the same
+ * size is filled to its usable end and freed first, so the calloc that reuses it sees its old
+ * bytes if it leaves them: 2,709 of 2,748 small callocs and 28 of 28 large ones did. */
+static void calloc_clears_the_usable_size(void **state)
+{
+	(void)state;
+	size_t bad = 0, sizes = 0;
+	for (size_t n = 1; n < 32 * MiB; n = n < 4096 ? n + 1 : n * 5 / 4 + 4093) {
+		unsigned char *p = F_MALLOC(np_t_opaque(n));
+		assert_non_null(p);
+		memset(p, 0xab, F_USABLE(p));
+		F_FREE(p);
+		unsigned char *q = F_CALLOC(1, np_t_opaque(n));
+		assert_non_null(q);
+		size_t u = F_USABLE(q);
+		assert_true(u >= n);
+		for (size_t k = 0; k < u; k++)
+			if (q[k]) {
+				if (bad++ < 5)
+					print_message("calloc(%zu): byte %zu of %zu usable is %#x\n", n, k, u, q[k]);
+				break;
+			}
+		F_FREE(q);
+		sizes++;
+	}
+	print_message("%zu of %zu callocs left old bytes\n", bad, sizes);
+	assert_int_equal(bad, 0);
+}
+
 /* Under mlockall the kernel refuses to give locked pages back (madvise fails with EINVAL):
  * freed memory that the pools or the huge cache then try to purge (past the watermark, by
  * trim, by the decay) keeps its contents, and calloc must still return zeros. In a child, so
@@ -2751,6 +2781,7 @@ int main(void)
 		cmocka_unit_test(calloc_is_zeroed_after_reuse),
 		cmocka_unit_test(calloc_is_zeroed_after_slab_reuse),
 		cmocka_unit_test(calloc_of_a_reused_block_faults_in_only_what_was_written),
+		cmocka_unit_test(calloc_clears_the_usable_size),
 		cmocka_unit_test(calloc_is_zeroed_when_purges_are_refused),
 		cmocka_unit_test(calloc_overflow_is_enomem),
 		cmocka_unit_test(huge_sizes_are_enomem),
