@@ -168,7 +168,7 @@ void *np_calloc(size_t nmemb, size_t size)
 	}
 	void *p = np_malloc_fast(n);
 	if (p) /* a block of n's class (a slab's, the thread cache's), or the start-up allocator's */
-		memset(p, 0, np_bootstrap_state(p) == NP_BOOT_NONE ? np_class_size[np_size_class(n)] : usable(p));
+		memset(p, 0, !np_bootstrap_may_own(p) ? np_class_size[np_size_class(n)] : usable(p));
 	return p;
 }
 

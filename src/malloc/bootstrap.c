@@ -51,7 +51,7 @@ static size_t used_bytes;
 /* The lowest start and highest end of every region there ever was: np_bootstrap_state answers
  * for any address outside without the lock. Every free of a huge block smaller than its
  * granule asks (ptr.c), from any thread. Widened under the lock, never narrowed. */
-static uintptr_t span_lo = UINTPTR_MAX, span_hi;
+uintptr_t np_bootstrap_span_lo = UINTPTR_MAX, np_bootstrap_span_hi;
 /* The spin lock: on the lock page, which fork writes anyway (lock.h). */
 #define spin (np_lock_page.bootstrap)
 
@@ -88,10 +88,10 @@ static struct region *add_region_locked(uintptr_t start, size_t bytes)
 	r->start = start;
 	r->end = start + bytes;
 	r->next = regions;
-	if (start < __atomic_load_n(&span_lo, __ATOMIC_RELAXED))
-		__atomic_store_n(&span_lo, start, __ATOMIC_RELAXED);
-	if (start + bytes > __atomic_load_n(&span_hi, __ATOMIC_RELAXED))
-		__atomic_store_n(&span_hi, start + bytes, __ATOMIC_RELAXED);
+	if (start < __atomic_load_n(&np_bootstrap_span_lo, __ATOMIC_RELAXED))
+		__atomic_store_n(&np_bootstrap_span_lo, start, __ATOMIC_RELAXED);
+	if (start + bytes > __atomic_load_n(&np_bootstrap_span_hi, __ATOMIC_RELAXED))
+		__atomic_store_n(&np_bootstrap_span_hi, start + bytes, __ATOMIC_RELAXED);
 	__atomic_store_n(&regions, r, __ATOMIC_RELEASE);
 	return r;
 }
@@ -228,8 +228,8 @@ static enum np_boot_state state_locked(const void *p)
 enum np_boot_state np_bootstrap_state(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE) || a < __atomic_load_n(&span_lo, __ATOMIC_RELAXED) ||
-	    a >= __atomic_load_n(&span_hi, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE) || a < __atomic_load_n(&np_bootstrap_span_lo, __ATOMIC_RELAXED) ||
+	    a >= __atomic_load_n(&np_bootstrap_span_hi, __ATOMIC_RELAXED))
 		return NP_BOOT_NONE;
 	lock();
 	enum np_boot_state st = state_locked(p);
@@ -303,8 +303,8 @@ size_t np_bootstrap_release(void)
 		__atomic_store_n(&regions, NULL, __ATOMIC_RELEASE);
 		/* No block is live: the span starts afresh (else the regions unmapped here would
 		 * keep a free of anything mapped there later on the lock's path). */
-		__atomic_store_n(&span_lo, UINTPTR_MAX, __ATOMIC_RELAXED);
-		__atomic_store_n(&span_hi, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&np_bootstrap_span_lo, UINTPTR_MAX, __ATOMIC_RELAXED);
+		__atomic_store_n(&np_bootstrap_span_hi, 0, __ATOMIC_RELAXED);
 		bump = limit = 0;
 		for (unsigned k = 0; k < NCLASSES; k++)
 			free_list[k] = NULL;

@@ -27,6 +27,15 @@ enum np_boot_state {
 	NP_BOOT_INTERIOR, /* inside a region, but no block start */
 };
 enum np_boot_state np_bootstrap_state(const void *p);
+/* The lowest start and the highest end of every region there ever was (none: UINTPTR_MAX, 0). */
+extern uintptr_t np_bootstrap_span_lo, np_bootstrap_span_hi;
+/* p may be the bootstrap's (np_bootstrap_state tells): inline, for calloc's every block. */
+NP_INLINE bool np_bootstrap_may_own(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	return a >= __atomic_load_n(&np_bootstrap_span_lo, __ATOMIC_RELAXED) &&
+	       a < __atomic_load_n(&np_bootstrap_span_hi, __ATOMIC_RELAXED);
+}
 /* Frees p when it lies in a bootstrap region: back on its class's list, or unmapped; true.
  * False (nothing done) for memory that is not the bootstrap's. A second free, or a pointer
  * into a bootstrap region that is no block start, is reported and aborts. */
