@@ -4,6 +4,7 @@
 #include "lock.h"
 
 NP_TLS uint64_t np_lock_held[NP_LOCK_RANKS];
+NP_TLS unsigned np_lock_depth;
 
 struct np_lock_page np_lock_page NP_LARGE_BSS;
 _Static_assert(sizeof(struct np_lock_page) == 4096, "the lock page is one 4 KiB page");

@@ -90,6 +90,19 @@ void np_lock_atfork_child(struct np_lock *l, enum np_lock_rank rank, int index, 
 
 /* The calling thread's held locks, by rank (bit = index). */
 extern NP_TLS uint64_t np_lock_held[NP_LOCK_RANKS];
+/* Locks the calling thread holds or is taking, in every build (np_lock_held is debug only),
+ * the start-up allocator's spin lock included. fork_prepare takes none while it is not zero: a
+ * signal handler's fork that interrupted this thread inside the allocator would wait for it
+ * (with the library's background thread beside the program's one, a hang at every such fork).
+ * Raised before a take, lowered after a release: never below what the thread holds. */
+extern NP_TLS unsigned np_lock_depth;
+
+NP_INLINE void np_lock_depth_add(int d)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	np_lock_depth += (unsigned)d;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
 
 /* Checks that taking l keeps the order. */
 NP_COLD void np_lock_order_broken(const struct np_lock *l);
@@ -118,6 +131,7 @@ NP_INLINE void np_lock_note(const struct np_lock *l, bool held)
 NP_INLINE void np_lock(struct np_lock *l)
 {
 	np_lock_check(l);
+	np_lock_depth_add(1);
 	pthread_mutex_lock(&l->mutex);
 	np_lock_note(l, true);
 }
@@ -126,6 +140,7 @@ NP_INLINE void np_lock(struct np_lock *l)
  * (pool.h), which only fork takes together with the others, in shard order. */
 NP_INLINE void np_lock_nested(struct np_lock *l)
 {
+	np_lock_depth_add(1);
 	pthread_mutex_lock(&l->mutex);
 	np_lock_note(l, true);
 }
@@ -134,8 +149,11 @@ NP_INLINE void np_lock_nested(struct np_lock *l)
 NP_INLINE bool np_trylock(struct np_lock *l)
 {
 	np_lock_check(l);
-	if (pthread_mutex_trylock(&l->mutex) != 0)
+	np_lock_depth_add(1);
+	if (pthread_mutex_trylock(&l->mutex) != 0) {
+		np_lock_depth_add(-1);
 		return false;
+	}
 	np_lock_note(l, true);
 	return true;
 }
@@ -144,6 +162,7 @@ NP_INLINE void np_unlock(struct np_lock *l)
 {
 	np_lock_note(l, false);
 	pthread_mutex_unlock(&l->mutex);
+	np_lock_depth_add(-1);
 }
 
 /* For functions named *_locked: the caller must hold l (checked at debug_level >= 2). */

@@ -57,6 +57,7 @@ uintptr_t np_bootstrap_span_lo = UINTPTR_MAX, np_bootstrap_span_hi;
 
 static void lock(void)
 {
+	np_lock_depth_add(1);
 	while (__atomic_exchange_n(&spin, 1, __ATOMIC_ACQUIRE))
 		while (__atomic_load_n(&spin, __ATOMIC_RELAXED))
 			__builtin_ia32_pause();
@@ -65,6 +66,7 @@ static void lock(void)
 static void unlock(void)
 {
 	__atomic_store_n(&spin, 0, __ATOMIC_RELEASE);
+	np_lock_depth_add(-1);
 }
 
 static uintptr_t align_up(uintptr_t x, size_t a)

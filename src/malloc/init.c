@@ -54,8 +54,10 @@ static void fork_prepare(void)
 	 * handler that interrupted it inside the allocator, holding one: fork is
 	 * async-signal-safe, and taking the locks hung it (glibc's tst-mallocfork2). Nothing is
 	 * taken then, as glibc's fork takes none of its malloc's; the child re-creates them all
-	 * the same, and may only call async-signal-safe functions after such a fork. */
-	NP_RESET(&fork_locked, !single_threaded()); /* the same at every fork of a program, mostly */
+	 * the same, and may only call async-signal-safe functions after such a fork. Nor when
+	 * this thread holds one (np_lock_depth) beside other threads: the library's background
+	 * thread made a one-thread program two, and such a fork hung (fork_in_handler_background). */
+	NP_RESET(&fork_locked, !single_threaded() && np_lock_depth == 0); /* mostly the same at every fork */
 	if (!fork_locked)
 		return;
 	np_place_atfork_prepare();
@@ -84,6 +86,10 @@ static void fork_parent(void)
 
 NP_FORK_CHILD static void fork_child(void)
 {
+	/* What prepare took is re-created below, not released: its count goes too. After a fork
+	 * that took none, code a signal handler interrupted releases what it holds, and counts it. */
+	if (fork_locked)
+		NP_RESET(&np_lock_depth, 0);
 	np_lock_forget_all(); /* every lock is re-created below; none is held any more */
 	np_options_atfork_child();
 	np_bootstrap_atfork_child();
