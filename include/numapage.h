@@ -95,7 +95,8 @@ NUMA_PAGE_API int numa_page_home_node(void);
 
 /* ---- The malloc family under its own names ------------------------------------------------ */
 /* Same contracts as the C library's (numa_page_posix_memalign returns the error number and
- * leaves errno alone; numa_page_realloc(p, 0) frees p and returns NULL); memory from these is
+ * leaves errno alone; numa_page_realloc(p, 0) frees p and returns NULL; numa_page_calloc's
+ * block is zero up to its usable size, as glibc's); memory from these is
  * freed with numa_page_free (or free, when libnumapage replaces malloc). numa_page_realloc and
  * numa_page_usable_size abort on a pointer that is not this library's, as numa_page_free. */
 NUMA_PAGE_API void *numa_page_malloc(size_t size);
