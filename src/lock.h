@@ -58,9 +58,10 @@ struct np_lock_page {
 	struct np_lock slot[NP_LOCK_PAGE_SLOTS];
 	int bootstrap;          /* malloc/bootstrap.c's spin lock (0: free) */
 } NP_ALIGNED(4096);
-/* In BSS, not data: a page of data with the locks' initialisers made 12 KiB more resident at
- * start-up. All zeros is an unlocked mutex (PTHREAD_MUTEX_INITIALIZER), and the fixed locks'
- * ranks are read from their places (np_lock_rank) until np_lock_init writes them. */
+/* In BSS, not data: a page of data with the locks' initialisers made 12 KiB more of the
+ * library's data resident at start-up. All zeros is an unlocked mutex (PTHREAD_MUTEX_INITIALIZER);
+ * the fixed locks' ranks are read from their places (np_lock_rank) until np_lock_init writes
+ * them. */
 extern struct np_lock_page np_lock_page;
 
 /* l's rank: the page's fixed locks' from their places (zero in BSS, as set up by nobody). */

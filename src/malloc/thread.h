@@ -165,12 +165,13 @@ NP_INLINE struct np_thread *np_thread_for_free(void)
 }
 
 /* fork */
-/* In the child, before the statistics deltas fold or drop their events (np_vmstat_fork_hook):
- * the surviving thread's slab and byte counts into its deltas, and those of the threads that
- * did not come along into theirs (the bytes their threads' fast paths took are memory the
- * child holds), every walk bounded (np_ring_count_frozen). What the others had counted for
- * other threads' blocks they freed, in their own thread-local counter, is lost: at most
- * REMOTE_FOLD_BYTES each (free.c). */
+/* In the child, before the statistics deltas fold or drop their events (np_vmstat_fork_hook),
+ * writing no slab and no left-behind thread (each page written is a copy): the surviving
+ * thread's counted requests are dropped and its slabs' uncounted ones become a debt of its
+ * requested counter; the bytes in use of the threads that did not come along (their slabs',
+ * their counters', as np_ring_uncounted reads them) go into the totals. What the others had
+ * counted for other threads' blocks they freed, in their own thread-local counter, is lost: at
+ * most REMOTE_FOLD_BYTES each (free.c). */
 void np_thread_atfork_count(void);
 void np_thread_atfork_prepare(void);
 void np_thread_atfork_parent(void);
