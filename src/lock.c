@@ -25,6 +25,14 @@ struct np_lock *np_lock_new(enum np_lock_rank rank, int index, bool adaptive)
 	return l;
 }
 
+void np_lock_setup(struct np_lock **l, enum np_lock_rank rank, int index, bool adaptive)
+{
+	if (*l)
+		np_lock_init(*l, rank, index, adaptive);
+	else
+		*l = np_lock_new(rank, index, adaptive);
+}
+
 NP_FORK_CHILD void np_lock_init(struct np_lock *l, enum np_lock_rank rank, int index, bool adaptive)
 {
 	pthread_mutexattr_t a;

@@ -78,6 +78,8 @@ NP_INLINE unsigned np_lock_rank(const struct np_lock *l)
  * got across a second set-up of its tables (tests load several topologies): there are slots
  * for every per-node lock of NP_MAX_NODES nodes once each. */
 struct np_lock *np_lock_new(enum np_lock_rank rank, int index, bool adaptive);
+/* A module's set-up of its lock *l: np_lock_new the first time, np_lock_init after. */
+void np_lock_setup(struct np_lock **l, enum np_lock_rank rank, int index, bool adaptive);
 
 /* adaptive: a waiter spins briefly before it sleeps (PTHREAD_MUTEX_ADAPTIVE_NP), for locks
  * held for a few list operations. Also re-creates a lock in a fork child (the calling thread

@@ -229,9 +229,7 @@ static enum np_boot_state state_locked(const void *p)
 
 enum np_boot_state np_bootstrap_state(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
-	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE) || a < __atomic_load_n(&np_bootstrap_span_lo, __ATOMIC_RELAXED) ||
-	    a >= __atomic_load_n(&np_bootstrap_span_hi, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&regions, __ATOMIC_ACQUIRE) || !np_bootstrap_may_own(p))
 		return NP_BOOT_NONE;
 	lock();
 	enum np_boot_state st = state_locked(p);

@@ -318,7 +318,7 @@ bool np_node_has_room(int node, size_t pages)
 	 * below sent the next blocks elsewhere for 64 questions), or the read is ROOM_MAX_AGE_NS
 	 * old (others use the node too), or when it looks too full, unless a recent read said
 	 * it is. */
-	long moved = NP_MAX((long)NP_MAX(avail / 8, (size_t)NP_CHUNK_PAGES), 1L);
+	long moved = (long)NP_MAX(avail / 8, (size_t)NP_CHUNK_PAGES);
 	bool stale = used > moved || used < -moved ||
 		     np_os_clock_ns() - __atomic_load_n(&r->read_at, __ATOMIC_RELAXED) > ROOM_MAX_AGE_NS;
 	if (stale || have < (long)pages) {

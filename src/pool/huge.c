@@ -46,10 +46,7 @@ static size_t dirty_pages_of(const struct np_chunk *c)
 
 static void init_lock(struct cache *h, int node)
 {
-	if (h->lock)
-		np_lock_init(h->lock, NP_LOCK_RANK_HUGE, node, true);
-	else
-		h->lock = np_lock_new(NP_LOCK_RANK_HUGE, node, true);
+	np_lock_setup(&h->lock, NP_LOCK_RANK_HUGE, node, true);
 }
 
 void np_huge_init(const struct np_topo *t)

@@ -142,10 +142,7 @@ void np_pool_unlock(struct np_pool_shard *s)
  * (measured: docs/design.md, "Measurements behind the code"). */
 static void init_lock(struct np_pool_shard *s)
 {
-	if (s->lock)
-		np_lock_init(s->lock, NP_LOCK_RANK_POOL, s->node, true);
-	else
-		s->lock = np_lock_new(NP_LOCK_RANK_POOL, s->node, true);
+	np_lock_setup(&s->lock, NP_LOCK_RANK_POOL, s->node, true);
 }
 
 /* Pools some topology table has initialised (the tests load several): the ones past it were

@@ -315,9 +315,9 @@ NP_FORK_CHILD void np_vmstat_atfork_child(struct np_vmstat_diffs *survivor)
 	/* The totals are this process's copy, as they were at the fork; the file's mapping is
 	 * shared with the parent: no more adds there, before anything below counts. */
 	__atomic_store_n(&state.mirror, NULL, __ATOMIC_RELEASE);
-	/* What the threads counted outside their diffs (malloc's byte counters) joins them now:
-	 * the survivor's events are dropped below with the rest and not folded later. Counted
-	 * here, in the child, not by the prepare handler in the parent: a fork from a signal
+	/* What the threads counted outside their diffs (malloc's byte counters) is settled now
+	 * (np_vmstat_fork_hook), before the survivor's events are dropped below. Settled here, in
+	 * the child, not by the prepare handler in the parent: a fork from a signal
 	 * handler may interrupt this thread's malloc, and the parent's counts then drifted for
 	 * good (a hostile test: malloc_requested 86-238 KB off, malloc_in_use 69-187 KB left
 	 * after every free, in 3 of 4 runs). np_vmstat_fork_hook, not the read hook: its walk

@@ -91,11 +91,12 @@ NP_INLINE void np_vmstat_add(struct np_vmstat_diffs *th, int node, int item, lon
  * malloc fast path's byte counters) before an exact read, so a thread reading its own
  * statistics sees every byte it allocated. NULL: nothing to fold. */
 extern void (*np_vmstat_read_hook)(void);
-/* Set by the layer above: in a fork child, folds into their deltas what the threads counted
- * outside them (the bytes of their slabs): the surviving thread's, whose events are then
- * dropped, and those of the threads that did not come along, whose deltas then fold. Not
+/* Set by the layer above: in a fork child, before the diffs below are handled, settles what
+ * the threads counted outside their diffs (malloc's byte counters, their slabs'), reading them
+ * only: the surviving thread's requests are dropped (those its slabs hold become a debt), the
+ * bytes in use of the threads that did not come along go into the totals. Not
  * np_vmstat_read_hook: a signal handler's fork may have interrupted a change of the survivor's
- * slabs, and a full walk of them never ended. NULL: nothing to fold. */
+ * slabs, and a full walk of them never ended. NULL: nothing to settle. */
 extern void (*np_vmstat_fork_hook)(void);
 
 /* Cheap: the shared total of a dense node; lags the truth by at most threshold x live threads.
