@@ -36,6 +36,9 @@ int bench_cache_thrash(const struct bench_args *, struct bench_result *);
 int bench_alloc_test(const struct bench_args *, struct bench_result *);
 int bench_mstress(const struct bench_args *, struct bench_result *);
 int bench_fork(const struct bench_args *, struct bench_result *);
+int bench_exec(const struct bench_args *, struct bench_result *);
+/* The exec workload's child (npbench exec-child): its exit status. */
+int bench_exec_child(void);
 int bench_realloc_grow(const struct bench_args *, struct bench_result *);
 int bench_large_blocks(const struct bench_args *, struct bench_result *);
 int bench_churn(const struct bench_args *, struct bench_result *);

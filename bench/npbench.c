@@ -33,6 +33,7 @@ static const struct {
 	{"large-calloc", bench_large_calloc, "5..25 MiB zeroed blocks (calloc, malloc+memset), 3 live per thread, every page used"},
 	{"rptest", bench_rptest, "rpmalloc's rptest pattern: per-thread working sets of random sizes, batches freed by the next thread"},
 	{"fork", bench_fork, "threads with live objects fork children that allocate a little and _exit, reaped one by one"},
+	{"exec", bench_exec, "threads start short programs one after another (posix_spawn of this one, waited for)"},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])
@@ -64,6 +65,9 @@ int main(int argc, char **argv)
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 64 : 0;
 	}
+	/* The exec workload's child: a small program's life, nothing printed. */
+	if (!strcmp(argv[1], "exec-child"))
+		return bench_exec_child();
 	if (!strcmp(argv[1], "list")) {
 		for (size_t i = 0; i < NWORKLOADS; i++)
 			printf("%s\n", workloads[i].name);

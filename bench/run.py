@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 C_WORKLOADS = ["larson", "xmalloc", "cache-scratch", "cache-thrash", "alloc-test", "mstress",
-               "realloc-grow", "large-blocks", "churn", "large-calloc", "rptest", "fork"]
+               "realloc-grow", "large-blocks", "churn", "large-calloc", "rptest", "fork", "exec"]
 REAL_WORKLOADS = ["python", "gcc", "sqlite", "redis"]
 ALL_WORKLOADS = C_WORKLOADS + REAL_WORKLOADS + ["page-api"]
 
