@@ -34,13 +34,14 @@ int np_place_policy(void)
 static int allowed_cpus(const struct np_topo *t, int n, int *out)
 {
 	int k = 0;
-	const uint16_t *cpus = np_topo_node_cpu_list(t, n);
-	for (int i = 0; i < t->node[n].ncpus; i++)
-		if (t->cpu_allowed[cpus[i]]) {
+	for (int i = 0; i < t->node[n].ncpus; i++) {
+		int c = np_topo_node_cpu(t, n, i);
+		if (t->cpu[c].allowed) {
 			if (out)
-				out[k] = cpus[i];
+				out[k] = c;
 			k++;
 		}
+	}
 	return k;
 }
 
@@ -78,11 +79,10 @@ void np_place_init(void)
 /* Whether the n CPUs of mask are exactly the allowed CPUs of node `node`. */
 static bool mask_is_node(const struct np_topo *t, int node, const uint64_t *mask, int n)
 {
-	const uint16_t *cpus = np_topo_node_cpu_list(t, node);
 	int k = 0;
 	for (int i = 0; i < t->node[node].ncpus; i++) {
-		unsigned c = cpus[i];
-		if (!t->cpu_allowed[c])
+		unsigned c = (unsigned)np_topo_node_cpu(t, node, i);
+		if (!t->cpu[c].allowed)
 			continue;
 		if (c >= NP_OS_CPU_IDS || !((mask[c / 64] >> (c % 64)) & 1))
 			return false;
@@ -96,7 +96,7 @@ static bool mask_is_node(const struct np_topo *t, int node, const uint64_t *mask
 static bool mask_has_allowed(const struct np_topo *t, const uint64_t *mask)
 {
 	for (int c = 0; c < t->ncpus && c < NP_OS_CPU_IDS; c++)
-		if (t->cpu_allowed[c] && !((mask[c / 64] >> (c % 64)) & 1))
+		if (t->cpu[c].allowed && !((mask[c / 64] >> (c % 64)) & 1))
 			return false;
 	return true;
 }

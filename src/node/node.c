@@ -98,8 +98,8 @@ void np_node_init(const struct np_topo *t)
 		dealt[first]++;
 	}
 	for (int c = 0; c < t->ncpus; c++) {
-		int n = t->cpu_to_node[c];
-		if (n >= 0 && t->cpu_allowed[c] && np_pools[primary[n]].exists)
+		int n = t->cpu[c].node;
+		if (n >= 0 && t->cpu[c].allowed && np_pools[primary[n]].exists)
 			cpus_served[primary[n]]++;
 	}
 }
@@ -207,7 +207,7 @@ int np_node_target(const struct np_topo_policy *pol, int home, unsigned *rotor)
 	int best = -1;
 	for (uint64_t m = pol->nodes; m; m &= m - 1) {
 		int i = __builtin_ctzll(m);
-		if (best < 0 || topo->distance[home][i] < topo->distance[home][best])
+		if (best < 0 || topo->node[home].distance[i] < topo->node[home].distance[best])
 			best = i;
 	}
 	return best;

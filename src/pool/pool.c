@@ -157,7 +157,7 @@ void np_pool_init(const struct np_topo *t)
 	/* One shard per CPU the process may use, up to NP_POOL_SHARDS. */
 	unsigned nshards = (unsigned)NP_MAX(1, NP_MIN(t->nallowed_cpus, NP_POOL_SHARDS));
 	for (int c = 0, k = 0; c < t->ncpus && c < NP_MAX_CPUS; c++)
-		if (t->cpu_allowed[c])
+		if (t->cpu[c].allowed)
 			cpu_shard[c] = (uint8_t)(k++ % (int)nshards);
 	np_pool_purge_pages = (size_t)np_opt.purge_mb << (20 - NP_PAGE_SHIFT);
 	np_chunk_address_limit = np_os_address_limit();

@@ -32,24 +32,19 @@ void np_topo_set_desc(struct np_topo *t, const char *prefix, const char *what)
 	}
 }
 
-/* The parts of a table that its counts say are in use: the header up to cpu_to_node (the
- * counts among it), one entry per CPU id below ncpus of each CPU array, one per node below
- * nnodes of the distance rows and nodes, and the policy. np_topo_clear and np_topo_copy walk
- * this one list. */
+/* The parts of a table that its counts say are in use: the header up to the nodes (the counts
+ * and the policy among it), one entry per node below nnodes and one per CPU id below ncpus.
+ * np_topo_clear and np_topo_copy walk this one list. */
 enum part_count { ONCE, PER_CPU, PER_NODE };
 static const struct part {
 	size_t off, size; /* the first entry's offset, and one entry's bytes */
 	enum part_count count;
 } parts[] = {
 #define ARRAY_PART(field, count) {offsetof(struct np_topo, field), sizeof(((struct np_topo *)0)->field[0]), count}
-	ARRAY_PART(cpu_to_node, PER_CPU),
-	ARRAY_PART(cpu_allowed, PER_CPU),
-	ARRAY_PART(node_cpus, PER_CPU),
-	ARRAY_PART(distance, PER_NODE),
 	ARRAY_PART(node, PER_NODE),
+	ARRAY_PART(cpu, PER_CPU),
 #undef ARRAY_PART
-	{offsetof(struct np_topo, policy), sizeof(struct np_topo_policy), ONCE},
-	{0, offsetof(struct np_topo, cpu_to_node), ONCE}, /* the header, counts included: last */
+	{0, offsetof(struct np_topo, node), ONCE}, /* the header, counts included: last */
 };
 
 /* Bytes of part p in use in t, by t's counts (clamped: a half-filled table's). */
@@ -96,11 +91,11 @@ void np_topo_fallback(struct np_topo *t, int ncpus, uint64_t mem_bytes, const ch
 	t->total_mem = mem_bytes;
 	np_topo_set_desc(t, "fallback: ", why ? why : "no topology");
 	for (int c = 0; c < ncpus; c++) {
-		t->cpu_to_node[c] = 0;
-		t->cpu_allowed[c] = 1;
-		t->node_cpus[c] = (uint16_t)c;
+		t->cpu[c].node = 0;
+		t->cpu[c].allowed = 1;
+		t->cpu[c].list = (uint16_t)c;
 	}
-	t->distance[0][0] = NP_DISTANCE_LOCAL;
+	t->node[0].distance[0] = NP_DISTANCE_LOCAL;
 	struct np_topo_node *n = &t->node[0];
 	n->os_id = 0;
 	n->mem_bytes = mem_bytes;
@@ -124,8 +119,8 @@ int np_topo_cpu_node(const struct np_topo *t, int cpu)
 {
 	if (cpu >= t->ncpus && !t->is_system && t->ncpus > 0)
 		cpu %= t->ncpus;
-	if (NP_LIKELY(cpu >= 0 && cpu < t->ncpus && t->cpu_to_node[cpu] >= 0))
-		return t->cpu_to_node[cpu];
+	if (NP_LIKELY(cpu >= 0 && cpu < t->ncpus && t->cpu[cpu].node >= 0))
+		return t->cpu[cpu].node;
 	for (int i = 0; i < t->nnodes; i++)
 		if (t->node[i].has_cpus)
 			return i;
@@ -136,16 +131,16 @@ static bool nearer(const struct np_topo *t, int i, int a, int b)
 {
 	if (a == i || b == i)
 		return a == i;
-	if (t->distance[i][a] != t->distance[i][b])
-		return t->distance[i][a] < t->distance[i][b];
+	if (t->node[i].distance[a] != t->node[i].distance[b])
+		return t->node[i].distance[a] < t->node[i].distance[b];
 	return a < b;
 }
 
 int np_topo_current_node(const struct np_topo *t)
 {
 	int cpu = np_os_current_cpu();
-	if (NP_LIKELY(cpu >= 0 && cpu < t->ncpus && t->cpu_to_node[cpu] >= 0))
-		return t->cpu_to_node[cpu];
+	if (NP_LIKELY(cpu >= 0 && cpu < t->ncpus && t->cpu[cpu].node >= 0))
+		return t->cpu[cpu].node;
 	if (t->is_system) {
 		int os_node = np_os_current_os_node();
 		int dense = os_node >= 0 ? np_topo_node_index(t, os_node) : -1;
@@ -171,7 +166,7 @@ void np_topo_build_fallback(struct np_topo *t)
 			n->fallback[k] = (uint8_t)j;
 		}
 		for (int k = 0; k < n->nfallback; k++)
-			n->fallback_dist[k] = t->distance[i][n->fallback[k]];
+			n->fallback_dist[k] = t->node[i].distance[n->fallback[k]];
 	}
 }
 
@@ -202,20 +197,20 @@ const char *np_topo_check(const struct np_topo *t)
 		CHECK(n->ncpus >= 0 && listed + n->ncpus <= t->ncpus, "CPU list too long");
 		bool any_allowed = false;
 		for (int k = 0; k < n->ncpus; k++) {
-			int c = t->node_cpus[n->cpu_first + k];
+			int c = t->cpu[n->cpu_first + k].list;
 			CHECK(c < t->ncpus, "CPU id beyond ncpus in a CPU list");
-			CHECK(k == 0 || c > t->node_cpus[n->cpu_first + k - 1], "CPU list not ascending");
-			CHECK(t->cpu_to_node[c] == i, "cpu_to_node disagrees with the CPU lists");
-			any_allowed |= t->cpu_allowed[c] != 0;
+			CHECK(k == 0 || c > t->cpu[n->cpu_first + k - 1].list, "CPU list not ascending");
+			CHECK(t->cpu[c].node == i, "cpu[].node disagrees with the CPU lists");
+			any_allowed |= t->cpu[c].allowed != 0;
 		}
-		CHECK(n->cpus_allowed == any_allowed, "cpus_allowed disagrees with cpu_allowed");
+		CHECK(n->cpus_allowed == any_allowed, "cpus_allowed disagrees with cpu[].allowed");
 		listed += n->ncpus;
 		nmem += n->mem_allowed;
 		total += n->mem_bytes;
 
 		for (int j = 0; j < t->nnodes; j++) {
-			CHECK(t->distance[i][j] > 0, "zero distance");
-			CHECK(t->distance[i][i] <= t->distance[i][j], "diagonal distance not minimal");
+			CHECK(t->node[i].distance[j] > 0, "zero distance");
+			CHECK(t->node[i].distance[i] <= t->node[i].distance[j], "diagonal distance not minimal");
 		}
 
 		/* The fallback list: exactly the allowed memory nodes, self first when allowed,
@@ -228,7 +223,7 @@ const char *np_topo_check(const struct np_topo *t)
 			CHECK(t->node[j].mem_allowed, "fallback lists a node without allowed memory");
 			CHECK(!(seen >> j & 1), "fallback lists a node twice");
 			seen |= 1ULL << j;
-			CHECK(n->fallback_dist[k] == t->distance[i][j], "fallback_dist disagrees");
+			CHECK(n->fallback_dist[k] == t->node[i].distance[j], "fallback_dist disagrees");
 			if (k == 0)
 				continue;
 			int p = n->fallback[k - 1];
@@ -248,17 +243,17 @@ const char *np_topo_check(const struct np_topo *t)
 
 	int mapped = 0;
 	for (int c = 0; c < NP_MAX_CPUS; c++) {
-		int i = t->cpu_to_node[c];
-		CHECK(c < t->ncpus || (i == 0 && !t->cpu_allowed[c]), "an entry beyond ncpus is set");
+		int i = t->cpu[c].node;
+		CHECK(c < t->ncpus || (i == 0 && !t->cpu[c].allowed), "an entry beyond ncpus is set");
 		if (c >= t->ncpus)
 			continue;
-		CHECK(i >= -1 && i < t->nnodes, "cpu_to_node out of range");
-		CHECK(i >= 0 || !t->cpu_allowed[c], "an id that is no CPU is allowed");
+		CHECK(i >= -1 && i < t->nnodes, "cpu[].node out of range");
+		CHECK(i >= 0 || !t->cpu[c].allowed, "an id that is no CPU is allowed");
 		mapped += i >= 0;
-		nallowed += t->cpu_allowed[c] != 0;
+		nallowed += t->cpu[c].allowed != 0;
 	}
-	CHECK(mapped == listed, "cpu_to_node maps CPUs no list holds");
+	CHECK(mapped == listed, "cpu[].node maps CPUs no list holds");
 	CHECK(nallowed == t->nallowed_cpus, "nallowed_cpus wrong");
-	CHECK(t->ncpus == 0 || t->cpu_to_node[t->ncpus - 1] >= 0, "ncpus larger than the last CPU id + 1");
+	CHECK(t->ncpus == 0 || t->cpu[t->ncpus - 1].node >= 0, "ncpus larger than the last CPU id + 1");
 	return NULL;
 }

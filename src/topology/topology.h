@@ -37,7 +37,7 @@ struct np_topo_node {
 	int os_id;             /* the kernel's node number */
 	uint64_t mem_bytes;    /* local memory; 0 = memoryless */
 	int ncpus;             /* CPUs of this node (allowed or not) */
-	int cpu_first;         /* node_cpus[cpu_first .. cpu_first + ncpus): OS CPU ids, ascending */
+	int cpu_first;         /* cpu[cpu_first .. cpu_first + ncpus).list: OS CPU ids, ascending */
 	bool has_memory;       /* mem_bytes > 0 */
 	bool has_cpus;         /* ncpus > 0; false for a CPU-less memory node (CXL, HBM) */
 	bool mem_allowed;      /* has memory, and the process may take memory from it (cpuset, membind) */
@@ -48,6 +48,16 @@ struct np_topo_node {
 	 * groups. A node with allowed memory lists itself first. */
 	uint8_t fallback[NP_MAX_NODES];
 	uint8_t fallback_dist[NP_MAX_NODES];
+	uint8_t distance[NP_MAX_NODES]; /* SLIT row: to each node, by dense index */
+};
+
+/* Entry c of the per-CPU table: what CPU id c is, and the c-th entry of the nodes' CPU lists
+ * (np_topo_node.cpu_first). One array of them, not three, so that a machine's entries lie
+ * together at its start. */
+struct np_topo_cpu {
+	int16_t node;    /* dense node of CPU id c, -1 for an id that is no CPU */
+	uint16_t list;   /* the nodes' CPU lists, end to end */
+	uint8_t allowed; /* 1 when CPU id c is in the process's allowed set */
 };
 
 /* A memory policy (set_mempolicy(2), numactl) as the library applies it: in the dense nodes of
@@ -66,25 +76,24 @@ struct np_topo_policy {
 	uint64_t nodes;   /* dense nodes with allowed memory it names (0 for DEFAULT) */
 };
 
+/* The parts a machine uses lie at the start of each array, and the arrays after the header
+ * in the order node, cpu: a machine of up to 17 nodes and about 380 CPUs writes two of the
+ * table's pages, each a page fault at every process start (docs/perf-issue15.md, section 46). */
 struct np_topo {
 	enum np_topo_source source;
 	bool is_system;              /* source == NP_TOPO_SYSTEM */
 	int nnodes;                  /* >= 1 */
-	int ncpus;                   /* cpu_to_node[] covers OS CPU ids 0 .. ncpus-1 */
+	int ncpus;                   /* cpu[] covers OS CPU ids 0 .. ncpus-1 */
 	int nallowed_cpus;           /* CPUs in the allowed set */
 	int nmem_nodes;              /* nodes with allowed memory (>= 1) */
 	uint64_t total_mem;          /* bytes over all nodes */
 	char desc[256];              /* what was loaded: "this machine", the XML path, ... */
-	/* The dense node index of CPU ids 0 .. ncpus-1, -1 for ids that are no CPU; entries from
-	 * ncpus on are 0 and unused (np_topo_cpu_node bounds the id): nothing writes the pages
-	 * of CPU ids a machine does not have. */
-	int16_t cpu_to_node[NP_MAX_CPUS];
-	uint8_t cpu_allowed[NP_MAX_CPUS];   /* 1 when the CPU is in the process's allowed set */
-	uint16_t node_cpus[NP_MAX_CPUS];    /* CPU lists of all nodes, see np_topo_node.cpu_first */
-	uint8_t distance[NP_MAX_NODES][NP_MAX_NODES]; /* SLIT, by dense index */
-	struct np_topo_node node[NP_MAX_NODES];
 	/* The loading thread's memory policy (np_topo_read_policy), for `numapage topology`. */
 	struct np_topo_policy policy;
+	struct np_topo_node node[NP_MAX_NODES];
+	/* CPU ids 0 .. ncpus-1; entries from ncpus on are 0 and unused (np_topo_cpu_node bounds
+	 * the id): nothing writes the pages of CPU ids a machine does not have. */
+	struct np_topo_cpu cpu[NP_MAX_CPUS];
 };
 
 /* Restrictions applied on top of what hwloc reports; OS ids; NULL arrays mean "no restriction".
@@ -118,10 +127,10 @@ extern struct np_topo np_topo_table;
 int np_topo_load(struct np_topo *t, const char *spec, const struct np_topo_allow *allow);
 /* The tables np_topo_load and np_topo_fallback fill must be zero-filled (static) or filled by
  * them before: they clear only what the table's ncpus and nnodes say is in use (the header,
- * cpu_to_node, cpu_allowed and node_cpus up to ncpus, distance rows and nodes up to nnodes),
- * and write nothing beyond what the new table uses. A small machine's table then lies in five
- * of its nine pages; the others are never touched, so never resident (a read allocates a
- * page too where a kernel has no shared zero page: docs/perf-issue15.md section 15).
+ * the nodes up to nnodes, the CPU entries up to ncpus), and write nothing beyond what the new
+ * table uses. A small machine's table then lies in two of its ten pages; the others are never
+ * touched, so never resident (a read allocates a page too where a kernel has no shared zero
+ * page: docs/perf-issue15.md sections 15 and 46).
  * np_topo_clear zeroes a table that way; np_topo_copy copies one. */
 void np_topo_clear(struct np_topo *t);
 void np_topo_copy(struct np_topo *dst, const struct np_topo *src);
@@ -139,10 +148,10 @@ int np_topo_cpu_node(const struct np_topo *t, int cpu);
  * machine's topology was read, online since) is the kernel's node for it (np_os_current_os_node),
  * where np_topo_cpu_node would give the first node with CPUs. */
 int np_topo_current_node(const struct np_topo *t);
-/* The OS CPU ids of node i. */
-static inline const uint16_t *np_topo_node_cpu_list(const struct np_topo *t, int i)
+/* The k-th OS CPU id of node i (k < its ncpus), ascending in k. */
+static inline int np_topo_node_cpu(const struct np_topo *t, int i, int k)
 {
-	return &t->node_cpus[t->node[i].cpu_first];
+	return t->cpu[t->node[i].cpu_first + k].list;
 }
 
 /* The calling thread's memory policy over t's nodes: MPOL_PREFERRED(_MANY) -> PREFERRED,
@@ -155,7 +164,7 @@ void np_topo_read_policy(const struct np_topo *t, struct np_topo_policy *out);
 /* What a policy says, for messages: "interleave over nodes 0-3 (MPOL_INTERLEAVE)". */
 void np_topo_policy_describe(const struct np_topo *t, const struct np_topo_policy *pol, char *buf, size_t size);
 
-/* Checks every invariant of the table (fallback lists sorted and complete, cpu_to_node agrees
+/* Checks every invariant of the table (fallback lists sorted and complete, cpu[].node agrees
  * with the CPU lists, distances sane); returns NULL when sound, else a description. */
 const char *np_topo_check(const struct np_topo *t);
 

@@ -258,7 +258,7 @@ static bool membind_mask(unsigned long *mask)
 	return (mode & MPOL_MODE_MASK) == MPOL_BIND_MODE;
 }
 
-/* Fills t->distance from hwloc's NUMA latency matrix (the SLIT); 10 local / 20 remote where
+/* Fills the nodes' distance rows from hwloc's NUMA latency matrix (the SLIT); 10 local / 20 remote where
  * hwloc has none. A matrix that makes no sense for us (a zero, a value over 255, a diagonal that
  * is not the row's minimum) is ignored as a whole. */
 static void read_distances(struct np_topo *t, hwloc_topology_t topo, hwloc_obj_t *nodes)
@@ -266,7 +266,7 @@ static void read_distances(struct np_topo *t, hwloc_topology_t topo, hwloc_obj_t
 	int n = t->nnodes;
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++)
-			t->distance[i][j] = i == j ? NP_DISTANCE_LOCAL : NP_DISTANCE_REMOTE;
+			t->node[i].distance[j] = i == j ? NP_DISTANCE_LOCAL : NP_DISTANCE_REMOTE;
 
 	struct hwloc_distances_s *dist[4];
 	unsigned nr = NP_ARRAY_SIZE(dist);
@@ -284,7 +284,8 @@ static void read_distances(struct np_topo *t, hwloc_topology_t topo, hwloc_obj_t
 	}
 	if (d) {
 		uint8_t m[NP_MAX_NODES][NP_MAX_NODES];
-		memcpy(m, t->distance, sizeof m);
+		for (int i = 0; i < n; i++)
+			memcpy(m[i], t->node[i].distance, sizeof m[i]);
 		int idx[NP_MAX_NODES];
 		bool ok = d->nbobjs <= NP_MAX_NODES;
 		for (unsigned a = 0; a < d->nbobjs && ok; a++) {
@@ -304,8 +305,9 @@ static void read_distances(struct np_topo *t, hwloc_topology_t topo, hwloc_obj_t
 		for (int i = 0; i < n && ok; i++)
 			for (int j = 0; j < n && ok; j++)
 				ok = m[i][i] <= m[i][j];
-		if (ok) /* the rows of the n nodes: the others stay unwritten */
-			memcpy(t->distance, m, (size_t)n * sizeof m[0]);
+		if (ok) /* the rows of the n nodes */
+			for (int i = 0; i < n; i++)
+				memcpy(t->node[i].distance, m[i], sizeof m[i]);
 		else
 			np_verbose("topology: hwloc's NUMA distances are unusable; using 10/20");
 	}
@@ -391,7 +393,7 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 			np_format(why_buf, why_size, "CPU %u belongs to no NUMA node", pu->os_index);
 			return why_buf;
 		}
-		t->cpu_to_node[pu->os_index] = (int16_t)(owner + 1);
+		t->cpu[pu->os_index].node = (int16_t)(owner + 1);
 		if ((int)pu->os_index >= t->ncpus)
 			t->ncpus = (int)pu->os_index + 1;
 		npus++;
@@ -399,7 +401,7 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 	if (!npus)
 		return "hwloc found no CPU";
 	for (int c = 0; c < t->ncpus; c++)
-		t->cpu_to_node[c]--;
+		t->cpu[c].node--;
 
 	hwloc_const_cpuset_t cpus_ok = H.hwloc_topology_get_allowed_cpuset(topo);
 	hwloc_const_nodeset_t nodes_ok = H.hwloc_topology_get_allowed_nodeset(topo);
@@ -414,11 +416,11 @@ static const char *extract(struct np_topo *t, hwloc_topology_t topo, const struc
 		n->os_id = (int)nodes[i]->os_index;
 		n->cpu_first = first;
 		for (int c = 0; c < t->ncpus; c++) {
-			if (t->cpu_to_node[c] != i)
+			if (t->cpu[c].node != i)
 				continue;
-			t->node_cpus[first++] = (uint16_t)c;
+			t->cpu[first++].list = (uint16_t)c;
 			if (H.hwloc_bitmap_isset(cpus_ok, (unsigned)c) && allow_cpu(allow, c)) {
-				t->cpu_allowed[c] = 1;
+				t->cpu[c].allowed = 1;
 				t->nallowed_cpus++;
 				n->cpus_allowed = true;
 			}

@@ -112,8 +112,8 @@ static int load_one_node(struct np_topo *t, const struct np_topo_allow *allow, b
 	np_topo_set_desc(t, "", "this machine");
 	t->nallowed_cpus = 0;
 	for (int c = 0; c < t->ncpus; c++) {
-		t->cpu_allowed[c] = c < NP_OS_CPU_IDS && (mask[c / 64] >> (c % 64) & 1);
-		t->nallowed_cpus += t->cpu_allowed[c];
+		t->cpu[c].allowed = c < NP_OS_CPU_IDS && (mask[c / 64] >> (c % 64) & 1);
+		t->nallowed_cpus += t->cpu[c].allowed;
 	}
 	if (!t->nallowed_cpus)
 		return -1; /* an affinity beyond the ids we keep: let hwloc sort it out */

@@ -25,19 +25,21 @@ static const char *source_name(enum np_topo_source s)
 }
 
 /* "0-3,8,10-11" */
-static void print_cpu_ranges(FILE *out, const uint16_t *cpus, int n)
+/* Node i's CPUs as ranges: 0-3,8. */
+static void print_cpu_ranges(FILE *out, const struct np_topo *t, int i)
 {
+	int n = t->node[i].ncpus;
 	if (!n) {
 		fputs("none", out);
 		return;
 	}
 	for (int k = 0; k < n;) {
 		int e = k;
-		while (e + 1 < n && cpus[e + 1] == cpus[e] + 1)
+		while (e + 1 < n && np_topo_node_cpu(t, i, e + 1) == np_topo_node_cpu(t, i, e) + 1)
 			e++;
-		fprintf(out, "%s%d", k ? "," : "", cpus[k]);
+		fprintf(out, "%s%d", k ? "," : "", np_topo_node_cpu(t, i, k));
 		if (e > k)
-			fprintf(out, "-%d", cpus[e]);
+			fprintf(out, "-%d", np_topo_node_cpu(t, i, e));
 		k = e + 1;
 	}
 }
@@ -77,7 +79,7 @@ static void print_text(const struct np_topo *t, FILE *out)
 		fprintf(out, "node %d: memory ", n->os_id);
 		print_size(out, n->mem_bytes);
 		fputs(", cpus ", out);
-		print_cpu_ranges(out, np_topo_node_cpu_list(t, i), n->ncpus);
+		print_cpu_ranges(out, t, i);
 		if (!n->has_memory)
 			fputs(" [memoryless]", out);
 		if (!n->has_cpus)
@@ -100,7 +102,7 @@ static void print_text(const struct np_topo *t, FILE *out)
 	for (int i = 0; i < t->nnodes; i++) {
 		fprintf(out, "  %4d", t->node[i].os_id);
 		for (int j = 0; j < t->nnodes; j++)
-			fprintf(out, " %4d", t->distance[i][j]);
+			fprintf(out, " %4d", t->node[i].distance[j]);
 		fputc('\n', out);
 	}
 
@@ -143,12 +145,11 @@ static void print_json(const struct np_topo *t, FILE *out)
 			n->has_cpus ? "false" : "true");
 		fprintf(out, "\"mem_allowed\": %s, \"cpus_allowed\": %s,\n     \"cpus\": [",
 			n->mem_allowed ? "true" : "false", n->cpus_allowed ? "true" : "false");
-		const uint16_t *cpus = np_topo_node_cpu_list(t, i);
 		for (int k = 0; k < n->ncpus; k++)
-			fprintf(out, "%s%d", k ? ", " : "", cpus[k]);
+			fprintf(out, "%s%d", k ? ", " : "", np_topo_node_cpu(t, i, k));
 		fputs("],\n     \"distances\": [", out);
 		for (int j = 0; j < t->nnodes; j++)
-			fprintf(out, "%s%d", j ? ", " : "", t->distance[i][j]);
+			fprintf(out, "%s%d", j ? ", " : "", t->node[i].distance[j]);
 		fputs("],\n     \"fallback\": [", out);
 		for (int k = 0; k < n->nfallback; k++)
 			fprintf(out, "%s%d", k ? ", " : "", t->node[n->fallback[k]].os_id);

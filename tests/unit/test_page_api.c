@@ -140,7 +140,7 @@ static void check_pools(void)
 static bool in_nearest_group(int home, int served)
 {
 	const struct np_topo_node *nd = &T->node[home];
-	return T->distance[home][served] == nd->fallback_dist[0] && T->node[served].mem_allowed;
+	return T->node[home].distance[served] == nd->fallback_dist[0] && T->node[served].mem_allowed;
 }
 
 /* Runs fn(arg) on a new thread whose (fake) CPU is cpu from its first instruction on. */
@@ -192,7 +192,7 @@ static void every_cpu_gets_nearest_memory(void **state)
 {
 	(void)state;
 	for (int cpu = 0; cpu < T->ncpus; cpu++) {
-		int d = T->cpu_to_node[cpu];
+		int d = T->cpu[cpu].node;
 		if (d < 0)
 			continue;
 		struct probe pr = {.size = PAGE};

@@ -341,7 +341,7 @@ static void fallback_of_every_fixture_node(void **state)
 			const struct np_topo_node *nd = &t->node[n];
 			int want = expected_first(n);
 			/* The primary is one of the nearest memory nodes. */
-			assert_int_equal(t->distance[n][want], nd->fallback_dist[0]);
+			assert_int_equal(t->node[n].distance[want], nd->fallback_dist[0]);
 			if (nd->nfallback == 1 || nd->fallback_dist[1] != nd->fallback_dist[0])
 				assert_int_equal(want, nd->fallback[0]);
 			long hit = STAT(want, numa_hit), miss = STAT(want, numa_miss);

@@ -182,10 +182,9 @@ static void inherited_placement_mask_placed_again(void **state)
 	run_workers(1, counts); /* placed, its mask set to its node's CPUs */
 	int k = np_topo_node_index(t, last_home);
 	assert_true(k >= 0 && k < t->nnodes);
-	const uint16_t *cpus = np_topo_node_cpu_list(t, k);
 	for (int i = 0; i < t->node[k].ncpus && pin_set_n < 64; i++)
-		if (t->cpu_allowed[cpus[i]])
-			pin_set[pin_set_n++] = cpus[i];
+		if (t->cpu[np_topo_node_cpu(t, k, i)].allowed)
+			pin_set[pin_set_n++] = np_topo_node_cpu(t, k, i);
 	run_workers(3, counts); /* main and three more on four nodes: one each */
 	pin_set_n = 0;
 	np_fake_os_affinity_moves(false, 0);

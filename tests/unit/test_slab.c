@@ -406,7 +406,7 @@ static void released_slab_is_no_remote_free(void **state)
 	(void)state;
 	int cpu1 = -1;
 	for (int c = 0; c < np_topo_table.ncpus && cpu1 < 0; c++)
-		if (np_topo_table.cpu_to_node[c] == 1)
+		if (np_topo_table.cpu[c].node == 1)
 			cpu1 = c;
 	assert_true(cpu1 >= 0);
 	size_t pages = np_class_slab_bytes(10) >> NP_PAGE_SHIFT; /* 224 B */
