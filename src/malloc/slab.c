@@ -31,6 +31,10 @@ struct orphan_list {
 	struct np_slab *decay_at[NP_NCLASSES];
 };
 static struct orphan_list orphans[NP_MAX_NODES] NP_LARGE_BSS;
+/* Set (relaxed, never cleared) when the first orphan is listed: until then a thread's slab
+ * miss does not read the lists, a page of their table that a program whose threads never
+ * exit would take a page fault on (a read allocates it where there is no shared zero page). */
+static bool orphans_listed;
 /* The orphans' decay passes (np_slab_decay_orphans): when the last began, how many (the count
  * np_slab_orphan stamps on a slab it lists), and the list the pass under way goes on with (node
  * * NP_NCLASSES + class; past the last: none under way). Relaxed atomics, written by the
@@ -290,6 +294,8 @@ static void set_head_locked(struct orphan_list *l, unsigned c, struct np_slab *s
 /* s at the head of its list of l (l's lock held). */
 static void list_locked(struct orphan_list *l, struct np_slab *s)
 {
+	if (!__atomic_load_n(&orphans_listed, __ATOMIC_RELAXED))
+		__atomic_store_n(&orphans_listed, true, __ATOMIC_RELAXED);
 	s->next = l->head[s->cls];
 	s->prev = NULL;
 	if (s->next)
@@ -351,7 +357,8 @@ bool np_slab_adopt_listed(struct np_slab *s, struct np_thread *owner)
 struct np_slab *np_slab_adopt(int node, unsigned cls, struct np_thread *owner)
 {
 	struct orphan_list *l = &orphans[node];
-	if (!__atomic_load_n(&l->head[cls], __ATOMIC_RELAXED)) /* racy peek: a hint, checked under the lock */
+	if (!__atomic_load_n(&orphans_listed, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&l->head[cls], __ATOMIC_RELAXED)) /* racy peeks: hints, checked under the lock */
 		return NULL;
 	pthread_once(&orphans_once, orphans_init);
 	np_lock(l->lock);
