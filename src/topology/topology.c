@@ -12,7 +12,8 @@
 #include "os.h"
 #include "topology/topology_hwloc.h"
 
-struct np_topo np_topo_table NP_LARGE_BSS;
+/* Page-aligned, so that a small machine's entries lie in two pages (topology.h). */
+struct np_topo np_topo_table NP_LARGE_BSS NP_ALIGNED(4096);
 
 const char *np_topo_errtext(int err)
 {

@@ -77,8 +77,9 @@ struct np_topo_policy {
 };
 
 /* The parts a machine uses lie at the start of each array, and the arrays after the header
- * in the order node, cpu: a machine of up to 17 nodes and about 380 CPUs writes two of the
- * table's pages, each a page fault at every process start (docs/perf-issue15.md, section 46). */
+ * in the order node, cpu: a machine of up to 16 nodes and about 290 CPUs writes two of the
+ * pages of a page-aligned table (np_topo_table is), each a page fault at every process start
+ * (docs/perf-issue15.md, section 46). */
 struct np_topo {
 	enum np_topo_source source;
 	bool is_system;              /* source == NP_TOPO_SYSTEM */
