@@ -7,7 +7,9 @@
  * The file is unlinked at exit; the mapping stays until the process ends, because other threads
  * may still be counting while atexit handlers run. A process killed before its exit handler,
  * or a forked child leaving with _exit, leaves its file behind: np_vmstat_shm_sweep removes
- * the caller's files of dead processes, quietly, when a process starts (exec, not fork).
+ * the caller's files of dead processes, quietly, when a process starts (exec, not fork); a
+ * forked child's only once the process it was forked from is gone too, or in that process's
+ * own sweep (numapage run reads such a file when its job is over).
  */
 #include "vmstat.h"
 
@@ -271,6 +273,14 @@ static void sweep_one(const char *name, void *ctx)
 		return;
 	if (legacy && (n != (long)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC || h.pid_ns != sw->ns))
 		return; /* not one the library wrote in this namespace */
+	/* A forked child's, while the process it was forked from lives (not us: a parent's own
+	 * sweep, every 64 forks, bounds what its children leave): `numapage run --stats` reads the
+	 * file of a child that ended with _exit and was reaped by its parent once the job is
+	 * over, and another process's start took it first (a child's counts missing from the
+	 * job). Gone with the parent, at the next sweep. */
+	if (n == (long)sizeof h && h.magic == NP_VMSTAT_SHM_MAGIC && h.parent > 0 && h.parent != sw->self &&
+	    np_os_pid_alive(h.parent) != 0)
+		return;
 	/* A process may have taken the pid since the liveness check, and replaced the file with
 	 * its own (a review, with the sweep of a forking parent): asked again after the read,
 	 * and only the file read is removed. */

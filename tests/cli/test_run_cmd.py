@@ -270,6 +270,21 @@ os.waitpid(pid, 0)
     assert sum(n['malloc_requested'] for n in child['nodes']) >= 30000 * 1000, child
     assert not os.path.exists(live_file(child['pid']))
     assert 'ended without an exit report' in p.stderr, p.stderr
+    # The same child, and then the job starts another program: its start sweeps /dev/shm of
+    # the files of processes that are gone, the reaped child's among them, before the job
+    # ends. The child is counted all the same (it was lost: 2 processes, not 3).
+    swept_py = reaped_py + '''
+import subprocess
+subprocess.run(['/bin/true'], check=True)
+'''
+    out = os.path.join(tmp, 'swept.json')
+    p = run('run', '--stats', '--per-process', '--json', out, '--', PY, '-c', swept_py)
+    j = json.load(open(out))
+    procs = j['per_process']
+    assert j['processes'] == 3 and len(procs) == 3, j
+    child = [x for x in procs if x['parent'] != 0]
+    assert len(child) == 1 and sum(n['malloc_requested'] for n in child[0]['nodes']) >= 30000 * 1000, procs
+    assert not os.path.exists(live_file(child[0]['pid']))
     # A command name with a tab and a byte that is not UTF-8 comes back as it was written:
     # JSON escapes are decoded (the tab came back as 'u0009').
     odd = os.path.join(tmp, 'tab\there')

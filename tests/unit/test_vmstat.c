@@ -1057,6 +1057,51 @@ static void files_of_other_pid_namespaces_are_left_alone(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* A forked child's file, left by a child that ended with _exit and was reaped by its parent,
+ * stays while that parent lives: `numapage run --stats` reads it when the job is over, and
+ * another process's start swept it first (a child's counts missing from the job: the cli test
+ * run_tool). The parent's own sweep removes it (the sweep every 64 forks bounds a forking
+ * parent's leftovers), and so does any once the parent is gone. */
+static void a_dead_childs_file_stays_while_its_parent_lives(void **state)
+{
+	(void)state;
+	unsigned me = np_os_euid();
+	uint64_t ns = np_os_pid_ns();
+	int sv[2];
+	assert_int_equal(pipe(sv), 0);
+	pid_t parent = fork();
+	assert_true(parent >= 0);
+	if (parent == 0) { /* lives until the pipe closes */
+		close(sv[1]);
+		char c;
+		while (read(sv[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(sv[0]);
+	char theirs[128], mine[128];
+	np_vmstat_shm_path(theirs, sizeof theirs, me, dead_pid(), ns);
+	np_vmstat_shm_path(mine, sizeof mine, me, dead_pid(), ns);
+	struct np_vmstat_shm_header h = {.magic = NP_VMSTAT_SHM_MAGIC, .version = NP_VMSTAT_SHM_VERSION, .pid_ns = ns};
+	h.parent = parent;
+	int fd = open(theirs, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &h, sizeof h), (ssize_t)sizeof h);
+	close(fd);
+	h.parent = np_os_pid(); /* a child of the sweeping process itself */
+	fd = open(mine, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &h, sizeof h), (ssize_t)sizeof h);
+	close(fd);
+	np_vmstat_shm_sweep();
+	assert_int_equal(access(theirs, F_OK), 0); /* its parent lives: kept */
+	assert_int_equal(access(mine, F_OK), -1);  /* our own child's: the parent's sweep */
+	close(sv[1]);
+	assert_int_equal(waitpid(parent, NULL, 0), parent);
+	np_vmstat_shm_sweep();
+	assert_int_equal(access(theirs, F_OK), -1); /* its parent gone: removed */
+}
+
 /* A file of the library before the namespace was in the name (numapage.<uid>.<pid>), left by
  * a process that is gone: removed when its header says this namespace (they stayed for good
  * after an upgrade: a hostile test), kept when it says another. */
@@ -1157,6 +1202,7 @@ int main(void)
 		cmocka_unit_test_setup(sweep_removes_only_own_files, setup),
 		cmocka_unit_test_setup(files_of_other_pid_namespaces_are_left_alone, setup),
 		cmocka_unit_test_setup(live_file_names_parse_only_as_written, setup),
+		cmocka_unit_test_setup(a_dead_childs_file_stays_while_its_parent_lives, setup),
 		cmocka_unit_test_setup(sweep_removes_files_of_the_old_name, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
 		cmocka_unit_test(json_strings_are_utf8),

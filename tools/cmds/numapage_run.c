@@ -14,7 +14,9 @@
  * (PR_SET_CHILD_SUBREAPER), so a daemon that leaves its parent is still the job's, and it
  * waits until every process of the job has exited. A process it reaps that ended without its
  * report (_exit, a signal) is counted from the totals it left in its live-view file (/dev/shm),
- * less what its threads had not folded yet. Then it prints the sums (and, with
+ * less what its threads had not folded yet; so is one that another process of the job forked
+ * and reaped, once the job is over: a thread holds the job's live files open meanwhile
+ * (lib/livekeep.h), since another program's start sweeps the files of processes that are gone. Then it prints the sums (and, with
  * --per-process, each process) as a numastat-like table on stderr, and JSON to FILE (- is
  * standard output). The exit status is the command's: 128 + N when signal N killed it, 127
  * when it does not exist, 126 when it cannot be executed, 125 when libnumapage could not be
@@ -37,6 +39,7 @@
 
 #include "../cmds.h"
 #include "../lib/livefile.h"
+#include "../lib/livekeep.h"
 #include "../lib/procs.h"
 #include "../lib/tstats.h"
 #include "json.h"
@@ -290,25 +293,17 @@ static const char *job_command(const struct job *j, int pid)
 	return NULL;
 }
 
-/* Reads the live file of process pid into the leftovers and removes it; true when it was read.
- * job NULL: pid is our zombie, its command its own. Else pid is gone, and its file is taken
- * only when it names a parent in the job (whose command it shows: a forked child runs its
- * parent's program) and is of our pid namespace; other files are left alone. */
-static bool read_leftover_file(pid_t pid, const struct job *job)
+/* Reads the live file of process pid open at fd (status st, name path) into the leftovers;
+ * true when it was read. job NULL: pid is our zombie, its command its own. Else pid is gone,
+ * and its file is taken only when it names a parent in the job (whose command it shows: a
+ * forked child runs its parent's program) and is of our pid namespace. */
+static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const char *path, const struct job *job)
 {
-	char path[128];
-	unsigned me = (unsigned)geteuid();
-	np_vmstat_shm_path(path, sizeof path, me, pid, np_os_pid_ns());
-	struct stat st;
-	int fd = np_livefile_open(path, me, &st);
-	if (fd < 0)
-		return false; /* it reported (the file goes at exit), it did not publish, or the name
-			       * holds something that is not our file (planted: not ours to read or remove) */
 	/* The load refuses another pid namespace's file (a container's sharing /dev/shm): its
 	 * pids are not ours, so neither its gone-ness nor its parent means anything here. */
 	static struct np_livefile f;
 	struct leftover *l = calloc(1, sizeof *l);
-	bool read = l && np_livefile_load(&f, fd, &st, path, me, pid, 0) == NP_LIVEFILE_OK;
+	bool read = l && np_livefile_load(&f, fd, st, path, (unsigned)geteuid(), pid, 0) == NP_LIVEFILE_OK;
 	const char *parent_command = read && job ? job_command(job, f.parent) : NULL;
 	if (read && job && !parent_command) {
 		np_livefile_free(&f);
@@ -328,6 +323,23 @@ static bool read_leftover_file(pid_t pid, const struct job *job)
 		l = NULL;
 	}
 	free(l);
+	return read;
+}
+
+/* The same for the file named for pid, which is then removed (when read, or for our zombie);
+ * other files are left alone. */
+static bool read_leftover_file(pid_t pid, const struct job *job)
+{
+	char path[128];
+	unsigned me = (unsigned)geteuid();
+	np_vmstat_shm_path(path, sizeof path, me, pid, np_os_pid_ns());
+	struct stat st;
+	int fd = np_livefile_open(path, me, &st);
+	if (fd < 0)
+		return false; /* it reported (the file goes at exit), it did not publish, or the name
+			       * holds something that is not our file (planted: not ours to read or remove) */
+	np_livekeep_taken(&st); /* the watcher's copy of it is not read again */
+	bool read = read_leftover_at(pid, fd, &st, path, job);
 	close(fd);
 	/* Our regular file under our name: sticky /dev/shm lets nobody swap it meanwhile. */
 	if (read || !job)
@@ -367,6 +379,13 @@ static void adopt_forked_leftovers(const struct job *j)
 				more |= read_leftover_file(pid, j);
 		}
 		closedir(d);
+		/* The files whose names went before the job ended (another process's sweep): the
+		 * watcher kept them open (livekeep.h). */
+		int pid, fd;
+		struct stat st;
+		while (np_livekeep_next(&pid, &fd, &st))
+			if (!job_command(j, pid))
+				more |= read_leftover_at(pid, fd, &st, "(removed)", j);
 	}
 }
 
@@ -559,6 +578,8 @@ int np_cmd_run(int argc, char **argv)
 		/* Orphans of the job (a daemon whose parent exited) become our children, so the
 		 * job ends when its last process does. */
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+		/* Before the job starts: none of its live files comes before the watch. */
+		np_livekeep_watch((unsigned)geteuid(), np_os_pid_ns(), dir);
 	}
 	/* The child tells us through this pipe (closed on a successful exec) why exec failed. */
 	int ep[2];
@@ -581,6 +602,8 @@ int np_cmd_run(int argc, char **argv)
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	close(ep[1]);
+	if (stats)
+		np_livekeep_start();
 	int exec_errno = 0;
 	ssize_t got;
 	while ((got = read(ep[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
@@ -590,6 +613,8 @@ int np_cmd_run(int argc, char **argv)
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	int status = wait_job(pid, stats);
+	/* Before the reports are read and removed: the watcher looks for them. */
+	np_livekeep_stop();
 	if (got == (ssize_t)sizeof exec_errno) {
 		fprintf(stderr, "numapage run: cannot run %s: %s\n", argv[optind], strerror(exec_errno));
 		if (stats)
@@ -622,6 +647,7 @@ int np_cmd_run(int argc, char **argv)
 	if (j.bad)
 		fprintf(stderr, "numapage run: %d report%s of the job could not be read\n", j.bad, j.bad == 1 ? "" : "s");
 	adopt_forked_leftovers(&j);
+	np_livekeep_free();
 	int left = add_leftovers(&j);
 	if (left)
 		fprintf(stderr, "numapage run: %d process%s of the job ended without an exit report (_exit or a "

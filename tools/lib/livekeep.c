@@ -1,0 +1,240 @@
+/* livekeep.c — the live files of a job, held open from their creation: see livekeep.h. */
+#include "livekeep.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "livefile.h"
+#include "vmstat/vmstat.h"
+
+enum state { OPEN, HANDED, TAKEN };
+
+struct kept {
+	int pid, fd;
+	struct stat st;
+	enum state state;
+};
+
+static struct {
+	unsigned uid;
+	uint64_t ns;
+	const char *reports;
+	int ino, stop[2];
+	pthread_t thread;
+	bool running;
+	/* The table, which the watcher writes while the job runs and numapage run's zombie reads
+	 * mark (np_livekeep_taken) meanwhile. */
+	pthread_mutex_t lock;
+	struct kept *k;
+	size_t n, cap;
+} w = {.ino = -1, .stop = {-1, -1}, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The uid and pid of one of our live files named name, or false. */
+static bool ours(const char *name, int *pid)
+{
+	unsigned uid;
+	uint64_t ns;
+	return np_vmstat_shm_parse_name(name, &uid, pid, &ns) && uid == w.uid && ns == w.ns;
+}
+
+static void created(const char *name)
+{
+	int pid;
+	if (!ours(name, &pid))
+		return;
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", NP_VMSTAT_SHM_DIR, name);
+	struct stat st;
+	int fd = np_livefile_open(path, w.uid, &st);
+	if (fd < 0)
+		return; /* gone already, or not a file of ours; or out of descriptors: not kept */
+	pthread_mutex_lock(&w.lock);
+	if (w.n == w.cap) {
+		size_t cap = w.cap ? 2 * w.cap : 64;
+		struct kept *k = realloc(w.k, cap * sizeof *k);
+		if (!k) {
+			pthread_mutex_unlock(&w.lock);
+			close(fd);
+			return;
+		}
+		w.k = k;
+		w.cap = cap;
+	}
+	w.k[w.n++] = (struct kept){.pid = pid, .fd = fd, .st = st, .state = OPEN};
+	pthread_mutex_unlock(&w.lock);
+}
+
+/* A name of ours went: its process removed it at its exit (after its report, in a process of
+ * the job), numapage run did after reading its zombie's, or a sweep did (its process gone, no
+ * report). The newest open file of that pid is let go unless it is the last: kept while its
+ * process is gone and its report is not there. A program of the user's outside the job that
+ * exits so is let go too; one that is swept is kept until the job ends. */
+static void deleted(const char *name)
+{
+	int pid;
+	if (!ours(name, &pid))
+		return;
+	char report[PATH_MAX];
+	snprintf(report, sizeof report, "%s/%d.json", w.reports, pid);
+	bool alive = kill(pid, 0) == 0 || errno == EPERM;
+	if (!alive && access(report, F_OK) != 0)
+		return;
+	pthread_mutex_lock(&w.lock);
+	for (size_t i = w.n; i-- > 0;)
+		if (w.k[i].pid == pid && w.k[i].state == OPEN) {
+			close(w.k[i].fd);
+			w.k[i] = w.k[--w.n];
+			break;
+		}
+	pthread_mutex_unlock(&w.lock);
+}
+
+/* Reads what the inotify descriptor holds now; false when it holds nothing (or failed). */
+static bool take_events(void)
+{
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t len = read(w.ino, buf, sizeof buf);
+	if (len <= 0)
+		return false;
+	for (char *p = buf; p < buf + len;) {
+		const struct inotify_event *e = (const struct inotify_event *)(void *)p;
+		if (e->len && (e->mask & IN_CREATE))
+			created(e->name);
+		else if (e->len && (e->mask & IN_DELETE))
+			deleted(e->name);
+		p += sizeof *e + e->len;
+	}
+	return true;
+}
+
+static void *watch(void *arg)
+{
+	(void)arg;
+	struct pollfd fds[2] = {{.fd = w.ino, .events = POLLIN}, {.fd = w.stop[0], .events = POLLIN}};
+	for (;;) {
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[0].revents & POLLIN)
+			take_events();
+		if (fds[1].revents)
+			break;
+	}
+	while (take_events()) /* what came before the stop (the descriptor is non-blocking) */
+		;
+	return NULL;
+}
+
+bool np_livekeep_watch(unsigned uid, uint64_t ns, const char *reports)
+{
+	w.uid = uid;
+	w.ns = ns;
+	w.reports = reports;
+	w.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (w.ino < 0)
+		return false;
+	if (inotify_add_watch(w.ino, NP_VMSTAT_SHM_DIR, IN_CREATE | IN_DELETE | IN_ONLYDIR) < 0) {
+		close(w.ino);
+		w.ino = -1;
+		return false;
+	}
+	return true;
+}
+
+static void unwatch(void)
+{
+	if (w.ino >= 0)
+		close(w.ino);
+	if (w.stop[0] >= 0)
+		close(w.stop[0]);
+	if (w.stop[1] >= 0)
+		close(w.stop[1]);
+	w.ino = w.stop[0] = w.stop[1] = -1;
+}
+
+bool np_livekeep_start(void)
+{
+	if (w.ino < 0)
+		return false;
+	if (pipe2(w.stop, O_CLOEXEC) != 0) {
+		unwatch();
+		return false;
+	}
+	/* Our own limit only (the job was started with its own): one descriptor for each process
+	 * of the job that runs at once or ended without a report. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	/* The job's signals are not the watcher's: they go to the thread that waits. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	w.running = pthread_create(&w.thread, NULL, watch, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!w.running)
+		unwatch();
+	return w.running;
+}
+
+void np_livekeep_stop(void)
+{
+	if (!w.running)
+		return;
+	char c = 0;
+	while (write(w.stop[1], &c, 1) < 0 && errno == EINTR)
+		;
+	pthread_join(w.thread, NULL);
+	w.running = false;
+	unwatch();
+}
+
+/* Called once the watcher has stopped: no lock. */
+bool np_livekeep_next(int *pid, int *fd, struct stat *st)
+{
+	for (size_t i = 0; i < w.n; i++) {
+		struct kept *k = &w.k[i];
+		if (k->state != OPEN || !(kill(k->pid, 0) != 0 && errno == ESRCH))
+			continue;
+		k->state = HANDED;
+		/* Its status now: it was opened at its creation, before its size was set. */
+		if (fstat(k->fd, st) != 0)
+			continue;
+		*pid = k->pid;
+		*fd = k->fd;
+		return true;
+	}
+	return false;
+}
+
+void np_livekeep_taken(const struct stat *st)
+{
+	pthread_mutex_lock(&w.lock);
+	for (size_t i = 0; i < w.n; i++)
+		if (w.k[i].st.st_dev == st->st_dev && w.k[i].st.st_ino == st->st_ino)
+			w.k[i].state = TAKEN;
+	pthread_mutex_unlock(&w.lock);
+}
+
+void np_livekeep_free(void)
+{
+	np_livekeep_stop();
+	for (size_t i = 0; i < w.n; i++)
+		close(w.k[i].fd);
+	free(w.k);
+	w.k = NULL;
+	w.n = w.cap = 0;
+}

@@ -1,0 +1,41 @@
+/*
+ * livekeep.h — the live files of a job, held open from their creation (numapage run --stats).
+ *
+ * A process of the job that ends without its report (_exit, a signal) and is reaped by its own
+ * parent leaves only its live file in /dev/shm, which numapage run reads once the job is over.
+ * Until then any process of the same user that starts with libnumapage sweeps the files of
+ * processes that are gone, and a parent sweeps its children's every 64 forks: such a child's
+ * counts were lost. A thread watches /dev/shm (inotify) while the job runs and opens every new
+ * live file of our user and pid namespace; an open descriptor keeps the file's data after
+ * anyone removes its name. A file is let go when its name goes while its process lives (it
+ * removed its own file at exit, after its report) or its report is in the job's report
+ * directory, so only the files of running processes and of those that ended without a report
+ * and were swept stay open.
+ */
+#ifndef NP_TOOL_LIVEKEEP_H
+#define NP_TOOL_LIVEKEEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* Watches /dev/shm for the files of uid in pid namespace ns (reports: the job's report
+ * directory, <pid>.json): before the job is started, so that none of its files comes before
+ * the watch. The events wait in the kernel until np_livekeep_start. False when it cannot (no
+ * inotify): nothing is kept, and the job's leftovers are read by name alone, as before. */
+bool np_livekeep_watch(unsigned uid, uint64_t ns, const char *reports);
+/* Starts the thread that opens the files (after the job's fork: the descriptor limit it
+ * raises is numapage run's own). False when it cannot: nothing is kept. */
+bool np_livekeep_start(void);
+/* Takes in what is queued and stops the watcher: call once the job is over. */
+void np_livekeep_stop(void);
+/* Once np_livekeep_stop has returned: a kept file of a process that is gone and that no read
+ * took yet: its pid, descriptor and status (valid until np_livekeep_free); false when there
+ * is none left. Each is handed out once. */
+bool np_livekeep_next(int *pid, int *fd, struct stat *st);
+/* The file open at st (device and inode) was read by name: it is not handed out again. */
+void np_livekeep_taken(const struct stat *st);
+/* Closes everything kept. */
+void np_livekeep_free(void);
+
+#endif
