@@ -285,6 +285,28 @@ subprocess.run(['/bin/true'], check=True)
     child = [x for x in procs if x['parent'] != 0]
     assert len(child) == 1 and sum(n['malloc_requested'] for n in child[0]['nodes']) >= 30000 * 1000, procs
     assert not os.path.exists(live_file(child[0]['pid']))
+    # Children that each fork and reap a grandchild, all ending with _exit, and two programs
+    # after the job's Python has ended, whose starts sweep all their files: a grandchild's
+    # file is read only once its parent's is, in a later pass over the kept files (18 of 20
+    # grandchildren were counted: a helper).
+    grand_py = '''
+import os
+for i in range(20):
+    if os.fork() == 0:
+        a = [bytes(1000) for _ in range(3000)]
+        pid = os.fork()
+        if pid == 0:
+            b = [bytes(1000) for _ in range(3000)]
+            os._exit(0)
+        os.waitpid(pid, 0)
+        os._exit(0)
+    os.wait()
+'''
+    out = os.path.join(tmp, 'grand.json')
+    run('run', '--stats', '--json', out, '--', '/bin/sh', '-c',
+        '"$0" -c "$1" && /bin/true && /bin/true', PY, grand_py)
+    j = json.load(open(out))
+    assert j['processes'] == 1 + 1 + 20 + 20 + 2, j['processes']
     # A command name with a tab and a byte that is not UTF-8 comes back as it was written:
     # JSON escapes are decoded (the tab came back as 'u0009').
     odd = os.path.join(tmp, 'tab\there')

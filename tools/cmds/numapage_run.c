@@ -383,9 +383,11 @@ static void adopt_forked_leftovers(const struct job *j)
 		 * watcher kept them open (livekeep.h). */
 		int pid, fd;
 		struct stat st;
-		while (np_livekeep_next(&pid, &fd, &st))
-			if (!job_command(j, pid))
-				more |= read_leftover_at(pid, fd, &st, "(removed)", j);
+		for (size_t i = 0; np_livekeep_get(&i, &pid, &fd, &st); i++)
+			if (!job_command(j, pid) && read_leftover_at(pid, fd, &st, "(removed)", j)) {
+				np_livekeep_take(i);
+				more = true;
+			}
 	}
 }
 

@@ -16,6 +16,7 @@
 #define NP_TOOL_LIVEKEEP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -29,10 +30,13 @@ bool np_livekeep_watch(unsigned uid, uint64_t ns, const char *reports);
 bool np_livekeep_start(void);
 /* Takes in what is queued and stops the watcher: call once the job is over. */
 void np_livekeep_stop(void);
-/* Once np_livekeep_stop has returned: a kept file of a process that is gone and that no read
- * took yet: its pid, descriptor and status (valid until np_livekeep_free); false when there
- * is none left. Each is handed out once. */
-bool np_livekeep_next(int *pid, int *fd, struct stat *st);
+/* Once np_livekeep_stop has returned: from the i-th on, the first kept file whose process is
+ * gone and that no read took yet; *i is its index, and its pid, descriptor and status are
+ * valid until np_livekeep_free. False when there is none from *i on. A file the caller could
+ * not use yet (its parent not known to be the job's before a later pass) is offered again. */
+bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st);
+/* The file at index i was read: not offered again. */
+void np_livekeep_take(size_t i);
 /* The file open at st (device and inode) was read by name: it is not handed out again. */
 void np_livekeep_taken(const struct stat *st);
 /* Closes everything kept. */
