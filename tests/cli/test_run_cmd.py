@@ -307,6 +307,15 @@ for i in range(20):
         '"$0" -c "$1" && /bin/true && /bin/true', PY, grand_py)
     j = json.load(open(out))
     assert j['processes'] == 1 + 1 + 20 + 20 + 2, j['processes']
+    # A program the job's shell started (fork, exec) that ends with _exit, reaped by the shell:
+    # its file says it was started by exec, not whose it was; it was not counted (a helper).
+    out = os.path.join(tmp, 'exec_exit.json')
+    run('run', '--stats', '--per-process', '--json', out, '--', '/bin/sh', '-c',
+        '"$0" -c "import os; a = [bytes(1000) for _ in range(3000)]; os._exit(0)"; /bin/true', PY)
+    j = json.load(open(out))
+    assert j['processes'] == 3, j['processes']
+    py = [x for x in j['per_process'] if x['command'] == 'python3']
+    assert len(py) == 1 and sum(n['malloc_requested'] for n in py[0]['nodes']) >= 3000 * 1000, j['per_process']
     # A command name with a tab and a byte that is not UTF-8 comes back as it was written:
     # JSON escapes are decoded (the tab came back as 'u0009').
     odd = os.path.join(tmp, 'tab\there')

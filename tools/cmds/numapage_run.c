@@ -296,8 +296,11 @@ static const char *job_command(const struct job *j, int pid)
 /* Reads the live file of process pid open at fd (status st, name path) into the leftovers;
  * true when it was read. job NULL: pid is our zombie, its command its own. Else pid is gone,
  * and its file is taken only when it names a parent in the job (whose command it shows: a
- * forked child runs its parent's program) and is of our pid namespace. */
-static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const char *path, const struct job *job)
+ * forked child runs its parent's program), or member is the command the watcher saw when the
+ * file was made by a process of the job (livekeep.h; a program started by exec names no
+ * parent; "" or NULL: none); and only one of our pid namespace. */
+static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const char *path, const struct job *job,
+			     const char *member)
 {
 	/* The load refuses another pid namespace's file (a container's sharing /dev/shm): its
 	 * pids are not ours, so neither its gone-ness nor its parent means anything here. */
@@ -305,6 +308,8 @@ static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const cha
 	struct leftover *l = calloc(1, sizeof *l);
 	bool read = l && np_livefile_load(&f, fd, st, path, (unsigned)geteuid(), pid, 0) == NP_LIVEFILE_OK;
 	const char *parent_command = read && job ? job_command(job, f.parent) : NULL;
+	if (read && job && !parent_command && member && member[0])
+		parent_command = member; /* its own command, seen while it ran */
 	if (read && job && !parent_command) {
 		np_livefile_free(&f);
 		read = false;
@@ -338,8 +343,9 @@ static bool read_leftover_file(pid_t pid, const struct job *job)
 	if (fd < 0)
 		return false; /* it reported (the file goes at exit), it did not publish, or the name
 			       * holds something that is not our file (planted: not ours to read or remove) */
-	np_livekeep_taken(&st); /* the watcher's copy of it is not read again */
-	bool read = read_leftover_at(pid, fd, &st, path, job);
+	bool read = read_leftover_at(pid, fd, &st, path, job, NULL);
+	if (read)
+		np_livekeep_taken(&st); /* the watcher's copy of it is not read again */
 	close(fd);
 	/* Our regular file under our name: sticky /dev/shm lets nobody swap it meanwhile. */
 	if (read || !job)
@@ -383,10 +389,17 @@ static void adopt_forked_leftovers(const struct job *j)
 		 * watcher kept them open (livekeep.h). */
 		int pid, fd;
 		struct stat st;
-		for (size_t i = 0; np_livekeep_get(&i, &pid, &fd, &st); i++)
-			if (!job_command(j, pid) && read_leftover_at(pid, fd, &st, "(removed)", j)) {
+		const char *comm;
+		for (size_t i = 0; np_livekeep_get(&i, &pid, &fd, &st, &comm); i++)
+			if (!job_command(j, pid) && read_leftover_at(pid, fd, &st, "(kept)", j, comm)) {
 				np_livekeep_take(i);
 				more = true;
+				/* Its name, where no sweep took it yet (and it is still this file). */
+				char path[128];
+				struct stat now;
+				np_vmstat_shm_path(path, sizeof path, me, pid, my_ns);
+				if (lstat(path, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+					unlink(path);
 			}
 	}
 }

@@ -24,6 +24,7 @@ struct kept {
 	int pid, fd;
 	struct stat st;
 	enum state state;
+	char comm[64]; /* its command when it was made (a process of the job, then alive) */
 };
 
 static struct {
@@ -69,8 +70,9 @@ static void created(const char *name)
 	int pid;
 	/* Only the job's: another program of the user's may end before its removal of the file
 	 * is seen here, and its file would stay open until the job ends (a helper: 288
-	 * descriptors after 3,000 programs beside a job). One gone already is kept. */
-	if (!ours(name, &pid) || in_job(pid) == 0)
+	 * descriptors after 3,000 programs beside a job). */
+	int member;
+	if (!ours(name, &pid) || (member = in_job(pid)) == 0)
 		return;
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/%s", NP_VMSTAT_SHM_DIR, name);
@@ -78,6 +80,18 @@ static void created(const char *name)
 	int fd = np_livefile_open(path, w.uid, &st);
 	if (fd < 0)
 		return; /* gone already, or not a file of ours; or out of descriptors: not kept */
+	char comm[64] = "";
+	np_proc_comm(pid, comm, sizeof comm);
+	if (member < 0) {
+		/* Gone before we looked: kept only as a forked child of a process of the job (a
+		 * helper saw outside programs' children that ended so kept to the job's end). */
+		struct np_vmstat_shm_header h;
+		if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC ||
+		    h.parent <= 0 || in_job(h.parent) != 1) {
+			close(fd);
+			return;
+		}
+	}
 	pthread_mutex_lock(&w.lock);
 	if (w.n == w.cap) {
 		size_t cap = w.cap ? 2 * w.cap : 64;
@@ -90,7 +104,9 @@ static void created(const char *name)
 		w.k = k;
 		w.cap = cap;
 	}
-	w.k[w.n++] = (struct kept){.pid = pid, .fd = fd, .st = st, .state = OPEN};
+	w.k[w.n] = (struct kept){.pid = pid, .fd = fd, .st = st, .state = OPEN};
+	memcpy(w.k[w.n].comm, comm, sizeof comm);
+	w.n++;
 	pthread_mutex_unlock(&w.lock);
 }
 
@@ -112,11 +128,8 @@ static void deleted(const char *name)
 	for (size_t i = w.n; i-- > 0;) {
 		if (w.k[i].pid != pid || w.k[i].state != OPEN)
 			continue;
-		/* Swept: kept when it is a forked child's (the header names its parent); a process
-		 * started by exec that ended without a report is our zombie, read by name. */
-		struct np_vmstat_shm_header h;
-		if (!alive && !reported && pread(w.k[i].fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.parent > 0)
-			break;
+		if (!alive && !reported)
+			break; /* swept: a process of the job that ended without a report */
 		close(w.k[i].fd);
 		memmove(&w.k[i], &w.k[i + 1], (w.n - i - 1) * sizeof w.k[0]);
 		w.n--;
@@ -229,7 +242,7 @@ void np_livekeep_stop(void)
 }
 
 /* Called once the watcher has stopped: no lock. */
-bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st)
+bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st, const char **comm)
 {
 	for (; *i < w.n; (*i)++) {
 		struct kept *k = &w.k[*i];
@@ -240,6 +253,7 @@ bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st)
 			continue;
 		*pid = k->pid;
 		*fd = k->fd;
+		*comm = k->comm;
 		return true;
 	}
 	return false;

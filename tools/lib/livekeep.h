@@ -6,11 +6,13 @@
  * Until then any process of the same user that starts with libnumapage sweeps the files of
  * processes that are gone, and a parent sweeps its children's every 64 forks: such a child's
  * counts were lost. A thread watches /dev/shm (inotify) while the job runs and opens every new
- * live file of our user and pid namespace; an open descriptor keeps the file's data after
- * anyone removes its name. A file is let go when its name goes while its process lives (it
- * removed its own file at exit, after its report) or its report is in the job's report
- * directory, so only the files of running processes and of those that ended without a report
- * and were swept stay open.
+ * live file of a process of the job (one that descends from numapage run, the job's
+ * subreaper); an open descriptor keeps the file's data after anyone removes its name. A file
+ * is let go when its name goes while its process lives (it removed its own file at exit,
+ * after its report) or its report is in the job's report directory, so only the files of
+ * running processes and of those that ended without a report and were swept stay open. A
+ * kept file is known to be the job's, so it is counted even when its header cannot say whose
+ * it is (a program started by exec that a process of the job reaped).
  */
 #ifndef NP_TOOL_LIVEKEEP_H
 #define NP_TOOL_LIVEKEEP_H
@@ -31,10 +33,10 @@ bool np_livekeep_start(void);
 /* Takes in what is queued and stops the watcher: call once the job is over. */
 void np_livekeep_stop(void);
 /* Once np_livekeep_stop has returned: from the i-th on, the first kept file whose process is
- * gone and that no read took yet; *i is its index, and its pid, descriptor and status are
- * valid until np_livekeep_free. False when there is none from *i on. A file the caller could
- * not use yet (its parent not known to be the job's before a later pass) is offered again. */
-bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st);
+ * gone and that no read took yet; *i is its index, and its pid, descriptor, status and the
+ * process's command when the file was made ("" when it was gone by then) are valid until
+ * np_livekeep_free. False when there is none from *i on. A file not taken is offered again. */
+bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st, const char **comm);
 /* The file at index i was read: not offered again. */
 void np_livekeep_take(size_t i);
 /* The file open at st (device and inode) was read by name: it is not handed out again. */
