@@ -15,12 +15,13 @@
  * waits until every process of the job has exited. A process it reaps that ended without its
  * report (_exit, a signal) is counted from the totals it left in its live-view file (/dev/shm),
  * less what its threads had not folded yet; so is one that another process of the job forked
- * and reaped, once the job is over: a thread holds the job's live files open meanwhile
- * (lib/livekeep.h), since another program's start sweeps the files of processes that are gone. Then it prints the sums (and, with
- * --per-process, each process) as a numastat-like table on stderr, and JSON to FILE (- is
- * standard output). The exit status is the command's: 128 + N when signal N killed it, 127
- * when it does not exist, 126 when it cannot be executed, 125 when libnumapage could not be
- * loaded (nothing was run) or, with --stats, no process of the job loaded it.
+ * (or started) and reaped, once the job is over: a thread holds the job's live files open
+ * meanwhile (lib/livekeep.h), since another program's start sweeps the files of processes
+ * that are gone. Then it prints the sums (and, with --per-process, each process) as a
+ * numastat-like table on stderr, and JSON to FILE (- is standard output). The exit status is
+ * the command's: 128 + N when signal N killed it, 127 when it does not exist, 126 when it
+ * cannot be executed, 125 when libnumapage could not be loaded (nothing was run) or, with
+ * --stats, no process of the job loaded it.
  */
 #include <dirent.h>
 #include <dlfcn.h>

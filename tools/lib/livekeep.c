@@ -110,11 +110,10 @@ static void created(const char *name)
 	pthread_mutex_unlock(&w.lock);
 }
 
-/* A name of ours went: its process removed it at its exit (after its report, in a process of
- * the job), numapage run did after reading its zombie's, or a sweep did (its process gone, no
- * report). The newest open file of that pid is let go unless it is the last: kept while its
- * process is gone and its report is not there. A program of the user's outside the job that
- * exits so is let go too; one that is swept is kept until the job ends. */
+/* A name of a kept file went: its process removed it at its exit (alive still, its report
+ * written first), numapage run did after reading its zombie's (alive: a zombie), or a sweep
+ * did (its process gone, no report). The newest kept file of that pid is let go, but for a
+ * sweep's: that one is the reason for keeping it. */
 static void deleted(const char *name)
 {
 	int pid;
