@@ -288,19 +288,47 @@ subprocess.run(['/bin/true'], check=True)
     # Children that each fork and reap a grandchild, all ending with _exit, and two programs
     # after the job's Python has ended, whose starts sweep all their files: a grandchild's
     # file is read only once its parent's is, in a later pass over the kept files (18 of 20
-    # grandchildren were counted: a helper).
+    # grandchildren were counted: a helper). Each process waits until numapage run holds its
+    # child's file before it ends (the file is safe from sweeps only while its parent lives):
+    # no scheduling luck in it, whatever else starts beside the test.
     grand_py = '''
-import os
+import os, sys, time
+def run_pid():
+    with open('/proc/%d/stat' % os.getppid()) as f:  # our parent is the shell, its parent numapage run
+        return int(f.read().rsplit(')', 1)[1].split()[1])
+RUN = run_pid()
+def held(pid):
+    prefix = '/dev/shm/numapage.%d.%d.' % (os.geteuid(), pid)
+    for fd in os.listdir('/proc/%d/fd' % RUN):
+        try:
+            if os.readlink('/proc/%d/fd/%s' % (RUN, fd)).startswith(prefix):
+                return True
+        except OSError:
+            pass
+    return False
+def wait_held(pid):
+    for _ in range(6000):
+        if held(pid):
+            return
+        time.sleep(0.01)
+    os._exit(9)
+kids = []
 for i in range(20):
-    if os.fork() == 0:
+    pid = os.fork()
+    if pid == 0:
         a = [bytes(1000) for _ in range(3000)]
-        pid = os.fork()
-        if pid == 0:
+        g = os.fork()
+        if g == 0:
             b = [bytes(1000) for _ in range(3000)]
             os._exit(0)
-        os.waitpid(pid, 0)
+        os.waitpid(g, 0)
+        wait_held(g)
         os._exit(0)
-    os.wait()
+    if os.waitpid(pid, 0)[1] != 0:
+        sys.exit('a child did not see its child held')
+    kids.append(pid)
+for pid in kids:
+    wait_held(pid)
 '''
     out = os.path.join(tmp, 'grand.json')
     run('run', '--stats', '--json', out, '--', '/bin/sh', '-c',
