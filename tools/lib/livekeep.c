@@ -121,7 +121,7 @@ static void deleted(const char *name)
 		return;
 	char report[PATH_MAX];
 	snprintf(report, sizeof report, "%s/%d.json", w.reports, pid);
-	bool alive = kill(pid, 0) == 0 || errno == EPERM;
+	bool alive = np_proc_alive(pid);
 	bool reported = !alive && access(report, F_OK) == 0;
 	pthread_mutex_lock(&w.lock);
 	for (size_t i = w.n; i-- > 0;) {
@@ -245,7 +245,7 @@ bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st, const char *
 {
 	for (; *i < w.n; (*i)++) {
 		struct kept *k = &w.k[*i];
-		if (k->state != OPEN || !(kill(k->pid, 0) != 0 && errno == ESRCH))
+		if (k->state != OPEN || np_proc_alive(k->pid))
 			continue;
 		/* Its status now: it was opened at its creation, before its size was set. */
 		if (fstat(k->fd, st) != 0)
