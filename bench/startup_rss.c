@@ -149,7 +149,14 @@ static void snapshot(const char *when)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1) {
+	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+		/* An option is not a file name: "--help" once became a file of that name. */
+		static const char usage[] = "usage: startup_rss [out-file]  (run with the allocator in LD_PRELOAD)\n";
+		if (write(2, usage, sizeof usage - 1) < 0)
+			return 2;
+		return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+	}
+	if (argc == 2) {
 		out = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (out < 0) {
 			perror(argv[1]);
