@@ -144,9 +144,6 @@ int np_os_node_avail(int node, struct np_os_node_mem *m);
  * of its bits 1 (reclaim), 2 (write dirty pages out) and 4 (unmap mapped pages) the kernel
  * reclaims the node's own page cache first (node_reclaim). */
 int np_os_node_reclaim_mode(void);
-/* The memory OS node `node` has (MemTotal of the same file, as hwloc reports a node's size).
- * 0 or -errno (no such file: a kernel without NUMA). */
-int np_os_node_size(int node, uint64_t *total_bytes);
 /* The calling thread's OS thread id. */
 int np_os_tid(void);
 

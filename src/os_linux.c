@@ -588,19 +588,6 @@ static int read_node_meminfo(int node, char *buf, size_t size)
 	return read_small_file(path, buf, size);
 }
 
-int np_os_node_size(int node, uint64_t *total_bytes)
-{
-	char buf[256];
-	int rc = read_node_meminfo(node, buf, sizeof buf);
-	if (rc < 0)
-		return rc;
-	int64_t total_kb = meminfo_field(buf, "MemTotal");
-	if (total_kb < 0)
-		return -EIO;
-	*total_bytes = (uint64_t)total_kb << 10;
-	return 0;
-}
-
 /* A meminfo field in bytes, 0 when absent. */
 static uint64_t meminfo_bytes(const char *buf, const char *key)
 {

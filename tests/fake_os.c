@@ -715,25 +715,6 @@ void np_os_write(int fd, const char *buf, size_t len)
 
 void np_os_yield(void) { sched_yield(); }
 
-/* The real node's size: the one-node table is compared with hwloc's view of this machine. */
-int np_os_node_size(int node, uint64_t *total_bytes)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -ENOENT;
-	unsigned long long kb = 0;
-	int found = 0;
-	while (!found && fgets(line, sizeof line, f)) {
-		const char *k = strstr(line, "MemTotal:");
-		found = k && sscanf(k + 9, "%llu", &kb) == 1;
-	}
-	fclose(f);
-	*total_bytes = (uint64_t)kb << 10;
-	return found ? 0 : -EIO;
-}
-
 static bool library_fails;
 
 void np_fake_os_fail_library(bool fail) { library_fails = fail; }

@@ -77,7 +77,8 @@ static int loaded(struct np_topo *t)
 /*
  * A machine with one node needs no discovery, nor libnuma (its binds and policies would name
  * node 0, where memory goes anyway): every CPU is node 0's, node 0 has all the memory
- * (its MemTotal, as hwloc reads it), and the distance is 10. Where /sys/devices/system/node
+ * (the kernel's total, which is node 0's MemTotal that hwloc reads: a system call, where the
+ * node's meminfo file took 14 us to read, the kernel formatting thirty lines), and the distance is 10. Where /sys/devices/system/node
  * lists node0 alone (np_os_node_max), hwloc is not run at all: its discovery (thousands of sysfs files on a large machine, a few for
  * each CPU even with caches filtered out) was about 80% of a small program's start-up time, and
  * the library code it runs a third of a megabyte of its resident memory (docs/perf-issue15.md).
@@ -103,10 +104,7 @@ static int load_one_node(struct np_topo *t, const struct np_topo_allow *allow, b
 			ncpus = c + 1;
 			break;
 		}
-	uint64_t mem = 0;
-	if (np_os_node_size(0, &mem) < 0 || !mem)
-		mem = np_os_memory_bytes(); /* no node files: a kernel without NUMA */
-	np_topo_fallback(t, ncpus > 0 ? ncpus : 1, mem, NULL);
+	np_topo_fallback(t, ncpus > 0 ? ncpus : 1, np_os_memory_bytes(), NULL);
 	t->source = NP_TOPO_SYSTEM;
 	t->is_system = true;
 	np_topo_set_desc(t, "", "this machine");
