@@ -51,6 +51,13 @@ def run(*args, rc=0, env=None, timeout=120, **kw):
     return p
 
 
+def run_job(name, *cmd, opts=('--per-process',), rc=0, env=None):
+    """numapage run --stats OPTS --json <tmp>/NAME.json -- CMD: its process and the JSON report."""
+    out = os.path.join(tmp, name + '.json')
+    p = run('run', '--stats', *opts, '--json', out, '--', *cmd, rc=rc, env=env)
+    return p, json.load(open(out))
+
+
 def job_procs(stderr):
     m = re.search(r'per-node statistics of the job, (\d+) process', stderr)
     assert m, stderr
@@ -111,12 +118,10 @@ try:
     assert 'sh was killed by signal 9' in p.stderr and 'loadable' not in p.stderr, p.stderr
     # A program that ends with _exit (no exit report) is counted from the totals it left in
     # /dev/shm, and its own status is kept; so is one killed by a signal.
-    out = os.path.join(tmp, 'exit.json')
     for code, rc in (('os._exit(3)', 3), ('os.kill(os.getpid(), 9)', 137)):
-        p = run('run', '--stats', '--json', out, '--', PY, '-c',
-                'import os\nkeep = [bytes(2000) for _ in range(20000)]\n' + code, rc=rc)
+        p, j = run_job('exit', PY, '-c', 'import os\nkeep = [bytes(2000) for _ in range(20000)]\n' + code, opts=(),
+                       rc=rc)
         assert 'ended without an exit report' in p.stderr and 'no process' not in p.stderr, p.stderr
-        j = json.load(open(out))
         assert j['processes'] == 1 and j['per_process'][0]['command'] == 'python3', j
         assert sum(n['malloc_requested'] for n in j['nodes']) >= 20000 * 2000 // 2, j
         assert not os.path.exists(live_file(j['per_process'][0]['pid']))
@@ -178,11 +183,10 @@ try:
         vf + '.tmp', vf + '.tmp', vf)
     other = 'import os, sys, time\nwhile not os.path.exists(%r) or os.getppid() != int(sys.argv[1]): time.sleep(0.01)\n' \
             'print(os.getpid(), flush=True)\nos.kill(os.getpid(), 9)' % vf
-    out = os.path.join(tmp, 'race.json')
-    p = run('run', '--stats', '--json', out, '--', 'sh', '-c', '"$0" -c "$1" & "$0" -c "$2" $PPID & exit 0', PY,
-            victim, other, env={'LD_PRELOAD': SHIM, 'NP_SHIM_VICTIM_FILE': vf})
+    p, j = run_job('race', 'sh', '-c', '"$0" -c "$1" & "$0" -c "$2" $PPID & exit 0', PY, victim, other, opts=(),
+                   env={'LD_PRELOAD': SHIM, 'NP_SHIM_VICTIM_FILE': vf})
     vpid, opid = int(open(vf).read()), int(p.stdout)
-    pids = [x['pid'] for x in json.load(open(out))['per_process']]
+    pids = [x['pid'] for x in j['per_process']]
     assert vpid in pids and opid in pids and job_procs(p.stderr) == 3, (vpid, opid, pids, p.stderr)
     assert not os.path.exists(live_file(vpid))
 
@@ -218,10 +222,8 @@ if pid == 0:
 _, status = os.waitpid(pid, 0)
 sys.exit(os.waitstatus_to_exitcode(status))
 '''
-    out = os.path.join(tmp, 'fork.json')
-    p = run('run', '--stats', '--per-process', '-r', '--json', out, '--', PY, '-c', fork_py)
+    p, j = run_job('fork', PY, '-c', fork_py, opts=('--per-process', '-r'))
     assert job_procs(p.stderr) == 2, p.stderr
-    j = json.load(open(out))
     procs = j['per_process']
     assert len(procs) == 2, j
     parent, child = sorted(procs, key=lambda x: x['parent'])
@@ -242,9 +244,8 @@ if os.fork() == 0:
     os._exit(0)
 sys.exit(0)
 '''
-    out = os.path.join(tmp, 'orphan.json')
-    p = run('run', '--stats', '--per-process', '--json', out, '--', PY, '-c', orphan_py)
-    procs = json.load(open(out))['per_process']
+    p, j = run_job('orphan', PY, '-c', orphan_py)
+    procs = j['per_process']
     assert len(procs) == 2, procs
     first, orphan = sorted(procs, key=lambda x: x['parent'])
     assert first['parent'] == 0 and orphan['parent'] == first['pid'], procs
@@ -260,9 +261,7 @@ if pid == 0:
     os._exit(0)
 os.waitpid(pid, 0)
 '''
-    out = os.path.join(tmp, 'reaped.json')
-    p = run('run', '--stats', '--per-process', '--json', out, '--', PY, '-c', reaped_py)
-    j = json.load(open(out))
+    p, j = run_job('reaped', PY, '-c', reaped_py)
     procs = j['per_process']
     assert j['processes'] == 2 and len(procs) == 2, j
     first, child = sorted(procs, key=lambda x: x['parent'])
@@ -277,9 +276,7 @@ os.waitpid(pid, 0)
 import subprocess
 subprocess.run(['/bin/true'], check=True)
 '''
-    out = os.path.join(tmp, 'swept.json')
-    p = run('run', '--stats', '--per-process', '--json', out, '--', PY, '-c', swept_py)
-    j = json.load(open(out))
+    p, j = run_job('swept', PY, '-c', swept_py)
     procs = j['per_process']
     assert j['processes'] == 3 and len(procs) == 3, j
     child = [x for x in procs if x['parent'] != 0]
@@ -330,17 +327,12 @@ for i in range(20):
 for pid in kids:
     wait_held(pid)
 '''
-    out = os.path.join(tmp, 'grand.json')
-    run('run', '--stats', '--json', out, '--', '/bin/sh', '-c',
-        '"$0" -c "$1" && /bin/true && /bin/true', PY, grand_py)
-    j = json.load(open(out))
+    _, j = run_job('grand', '/bin/sh', '-c', '"$0" -c "$1" && /bin/true && /bin/true', PY, grand_py, opts=())
     assert j['processes'] == 1 + 1 + 20 + 20 + 2, j['processes']
     # A program the job's shell started (fork, exec) that ends with _exit, reaped by the shell:
     # its file says it was started by exec, not whose it was; it was not counted (a helper).
-    out = os.path.join(tmp, 'exec_exit.json')
-    run('run', '--stats', '--per-process', '--json', out, '--', '/bin/sh', '-c',
-        '"$0" -c "import os; a = [bytes(1000) for _ in range(3000)]; os._exit(0)"; /bin/true', PY)
-    j = json.load(open(out))
+    _, j = run_job('exec_exit', '/bin/sh', '-c',
+                   '"$0" -c "import os; a = [bytes(1000) for _ in range(3000)]; os._exit(0)"; /bin/true', PY)
     assert j['processes'] == 3, j['processes']
     py = [x for x in j['per_process'] if x['command'] == 'python3']
     assert len(py) == 1 and sum(n['malloc_requested'] for n in py[0]['nodes']) >= 3000 * 1000, j['per_process']
