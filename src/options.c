@@ -88,6 +88,8 @@ static const struct row rows[] = {
 	 "interleave main-thread mallocs of at least this many bytes made before other threads exist", true},
 	{"SHM", K_BOOL, OFF(shm), 1, 0, 1, NULL, "1",
 	 "publish per-node totals for `numapage stat PID`", false},
+	{"SHM_KEEPER", K_LONG, OFF(shm_keeper), 0, 0, INT_MAX, NULL, "0 (none)",
+	 "set by `numapage run --stats` to its pid: while it lives, the live file of a process of its job that ends without its report stays for it to read", false},
 	{"THP", K_BOOL, OFF(thp), 0, 0, 1, NULL, "0",
 	 "1: ask the kernel for transparent huge pages (MADV_HUGEPAGE) on the memory mapped from then on: faster where the TLB is the cost, more resident memory where 2 MiB ranges are touched in part", true},
 };

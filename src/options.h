@@ -39,6 +39,8 @@ struct np_options {
 	int place;                   /* NUMAPAGE_PLACE: enum np_place_policy */
 	long interleave_above;       /* NUMAPAGE_INTERLEAVE_ABOVE: bytes, 0 = off */
 	int shm;                     /* NUMAPAGE_SHM: publish live stats for `numapage stat` */
+	long shm_keeper;             /* NUMAPAGE_SHM_KEEPER: the process that reads the live file
+					once this one is gone (numapage run --stats); 0: none */
 	int thp;                     /* NUMAPAGE_THP: 0/1, ask for 2 MiB pages on new chunks */
 	int background_thread;       /* NUMAPAGE_BACKGROUND_THREAD: 0/1, a thread makes the decay's
 					looks (malloc/background.h) */

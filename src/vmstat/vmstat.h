@@ -229,7 +229,9 @@ struct np_vmstat_shm_header {
 	uint64_t pid_ns;       /* the publisher's pid namespace (np_os_pid_ns; 0: unknown): pid is its
 				  pid there, and only a process of that namespace may judge it gone */
 	int32_t parent;        /* the process it was forked from (0: started by exec); version 3 */
-	int32_t reserved;      /* 0 */
+	int32_t keeper;        /* the process that reads this file once its publisher is gone
+				  (NUMAPAGE_SHM_KEEPER: numapage run --stats); 0: none. Was 0 in
+				  every file of version 3 before it */
 };
 
 struct np_vmstat_shm_name {
@@ -264,7 +266,8 @@ void np_vmstat_shm_forget(void);
 /* Removes, without a word (NUMAPAGE_VERBOSE=1 names them), the files of this user's processes
  * that are gone: a process killed before its exit handler ran, or a forked child that left
  * with _exit. At start-up (not in forked children: see np_vmstat_output_atfork_child), and in
- * a parent every NP_VMSTAT_SHM_SWEEP_FORKS forks.
+ * a parent every NP_VMSTAT_SHM_SWEEP_FORKS forks. A file whose keeper (header.keeper) lives
+ * stays, unless the caller is that keeper.
  * Returns how many were removed. Does not allocate. */
 int np_vmstat_shm_sweep(void);
 /* Whether this process publishes, and the path (NULL when not). */

@@ -7,9 +7,8 @@
  * The file is unlinked at exit; the mapping stays until the process ends, because other threads
  * may still be counting while atexit handlers run. A process killed before its exit handler,
  * or a forked child leaving with _exit, leaves its file behind: np_vmstat_shm_sweep removes
- * the caller's files of dead processes, quietly, when a process starts (exec, not fork); a
- * forked child's only once the process it was forked from is gone too, or in that process's
- * own sweep (numapage run reads such a file when its job is over).
+ * the caller's files of dead processes, quietly, when a process starts (exec, not fork); one
+ * whose keeper (NUMAPAGE_SHM_KEEPER, numapage run --stats) lives stays for the keeper to read.
  */
 #include "vmstat.h"
 
@@ -18,6 +17,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "options.h"
 #include "os.h"
 
 /* Every name must fit its slot in the file. */
@@ -118,6 +118,7 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 	h->node_stride = (uint32_t)sizeof(struct np_vmstat_totals);
 	h->pid_ns = ns;
 	h->parent = parent;
+	h->keeper = (int32_t)np_opt.shm_keeper;
 	for (int i = 0; i < n; i++) {
 		h->os_id[i] = np_vmstat_os_id(i);
 		h->threshold[i] = np_vmstat_threshold(i);
@@ -273,13 +274,15 @@ static void sweep_one(const char *name, void *ctx)
 		return;
 	if (legacy && (n != (long)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC || h.pid_ns != sw->ns))
 		return; /* not one the library wrote in this namespace */
-	/* A forked child's, while the process it was forked from lives (not us: a parent's own
-	 * sweep, every 64 forks, bounds what its children leave): `numapage run --stats` reads the
-	 * file of a child that ended with _exit and was reaped by its parent once the job is
-	 * over, and another process's start took it first (a child's counts missing from the
-	 * job). Gone with the parent, at the next sweep. */
-	if (n == (long)sizeof h && h.magic == NP_VMSTAT_SHM_MAGIC && h.parent > 0 && h.parent != sw->self &&
-	    np_os_pid_alive(h.parent) != 0)
+	/* A file its keeper is to read, while the keeper lives: `numapage run --stats` reads the
+	 * files of the processes of its job that ended without their report (_exit, a signal)
+	 * once the job is over, and another process's start took them first (counts missing
+	 * from the job: a child reaped by its own parent, a grandchild whose parent had ended).
+	 * Gone with the keeper, at the next sweep. Until this field, such a file stayed only
+	 * while the process it was forked from lived, and a watcher in numapage run had to open
+	 * the others before any sweep: under load it did not always. */
+	if (n == (long)sizeof h && h.magic == NP_VMSTAT_SHM_MAGIC && h.keeper > 0 && h.keeper != sw->self &&
+	    np_os_pid_alive(h.keeper) != 0)
 		return;
 	/* A process may have taken the pid since the liveness check, and replaced the file with
 	 * its own (a review, with the sweep of a forking parent): asked again after the read,

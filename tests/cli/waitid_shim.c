@@ -6,6 +6,8 @@
  * A reaping that takes any zombie (waitpid(-1)) then takes the victim, whose leftover file was
  * never read; one that reaps the zombie it looked at does not. Once only; any other waitid
  * (the job's own programs load this too) goes straight to the kernel.
+ * With NP_SHIM_NO_INOTIFY set, inotify_init1 fails (ENOSYS): numapage run then has no watcher
+ * (livekeep.h), as on a kernel without inotify or past the user's limit of instances.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -14,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -57,4 +61,13 @@ int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 		nanosleep(&ts, NULL);
 	}
 	return rc;
+}
+
+int inotify_init1(int flags)
+{
+	if (getenv("NP_SHIM_NO_INOTIFY")) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return (int)syscall(SYS_inotify_init1, flags);
 }

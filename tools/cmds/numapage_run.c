@@ -296,10 +296,11 @@ static const char *job_command(const struct job *j, int pid)
 
 /* Reads the live file of process pid open at fd (status st, name path) into the leftovers;
  * true when it was read. job NULL: pid is our zombie, its command its own. Else pid is gone,
- * and its file is taken only when it names a parent in the job (whose command it shows: a
- * forked child runs its parent's program), or member is the command the watcher saw when the
- * file was made by a process of the job (livekeep.h; a program started by exec names no
- * parent; "" or NULL: none); and only one of our pid namespace. */
+ * and its file is taken only when it names us as its keeper (NUMAPAGE_SHM_KEEPER: a process
+ * of the job), a parent in the job, or member is the command the watcher saw when the file
+ * was made by a process of the job (livekeep.h; "" or NULL: none); and only one of our pid
+ * namespace. Its command: its parent's where that is in the job (a forked child runs its
+ * parent's program), else the watcher's, else unknown ("?"). */
 static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const char *path, const struct job *job,
 			     const char *member)
 {
@@ -311,6 +312,8 @@ static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const cha
 	const char *parent_command = read && job ? job_command(job, f.parent) : NULL;
 	if (read && job && !parent_command && member && member[0])
 		parent_command = member; /* its own command, seen while it ran */
+	if (read && job && !parent_command && f.keeper == (int)getpid())
+		parent_command = "?"; /* ours, but nobody saw what it ran */
 	if (read && job && !parent_command) {
 		np_livefile_free(&f);
 		read = false;
@@ -344,7 +347,7 @@ static bool read_leftover_file(pid_t pid, const struct job *job)
 	if (fd < 0)
 		return false; /* it reported (the file goes at exit), it did not publish, or the name
 			       * holds something that is not our file (planted: not ours to read or remove) */
-	bool read = read_leftover_at(pid, fd, &st, path, job, NULL);
+	bool read = read_leftover_at(pid, fd, &st, path, job, job ? np_livekeep_comm(&st) : NULL);
 	if (read)
 		np_livekeep_taken(&st); /* the watcher's copy of it is not read again */
 	close(fd);
@@ -362,9 +365,9 @@ static void read_leftover(pid_t pid)
 /*
  * A child that a process of the job forked and that ended with _exit or a signal, reaped by
  * its own parent, never became our zombie: its live file stayed in /dev/shm, and its counts
- * were missing from the job. The file names the process it was forked from (header version
- * 3), so once the job is over, the files of our uid whose process is gone and whose parent is
- * a process of the job (or such a child: the scan repeats while it finds some) are read as
+ * were missing from the job. The file names us as its keeper, and the process it was forked
+ * from, so once the job is over, the files of our uid whose process is gone and that name us
+ * or a parent in the job (or such a child: the scan repeats while it finds some) are read as
  * leftovers and removed. A dead process's pid cannot name a live one's file: only gone pids
  * are taken.
  */
@@ -591,6 +594,11 @@ int np_cmd_run(int argc, char **argv)
 		char spec[sizeof dir + 16];
 		snprintf(spec, sizeof spec, "json:%s/%%p.json", dir);
 		setenv("NUMAPAGE_STATS", spec, 1);
+		/* The job's live files name us: no process's start removes one while we live, and
+		 * those of processes that end without their report are ours to read (below). */
+		char keeper[16];
+		snprintf(keeper, sizeof keeper, "%d", (int)getpid());
+		setenv("NUMAPAGE_SHM_KEEPER", keeper, 1);
 		/* Orphans of the job (a daemon whose parent exited) become our children, so the
 		 * job ends when its last process does. */
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);

@@ -13,7 +13,8 @@
  * changes of the interval. Before looking, it removes the caller's stale files without a word:
  * those of processes that are gone, or whose pid now belongs to a process that does not map
  * them (or, when its maps cannot be read, belongs to another user); never a zombie's, whose file
- * is its last report, for its parent. A file published in another pid namespace (a container
+ * is its last report, for its parent, nor a gone process's whose keeper (numapage run --stats)
+ * lives, which reads it when its job is over. A file published in another pid namespace (a container
  * sharing /dev/shm) is no process's here. Command names go to the terminal with their control
  * characters as '?' (any user names its own processes; root may read them all).
  * Anyone can create names in /dev/shm: only a regular file whose name is the library's exactly,
@@ -86,6 +87,8 @@ enum verdict {
 	FOREIGN, /* published in another pid namespace sharing /dev/shm (a container's): its pid
 		  * names another process here, or none, and nothing here says whether its
 		  * publisher is gone */
+	KEPT,    /* of a process that is gone, for its keeper to read (header.keeper lives:
+		  * numapage run --stats, once its job is over): neither listed nor removed */
 };
 
 /* One read of the header decides both; staleness is judged only for the caller's files (mine). */
@@ -104,7 +107,7 @@ static enum verdict judge(int pid, unsigned uid, const char *path, bool mine)
 	if (!mine)
 		return LISTED;
 	if (!np_proc_alive(pid))
-		return STALE;
+		return whole && h.keeper > 0 && np_proc_alive(h.keeper) ? KEPT : STALE;
 	if (np_proc_ended(pid))
 		return LISTED; /* a zombie: its file is its last word, for its parent (numapage run) */
 	if (!whole)

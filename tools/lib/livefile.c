@@ -110,6 +110,7 @@ enum np_livefile_err np_livefile_load(struct np_livefile *f, int fd, const struc
 	f->uid = uid;
 	f->pid = pid;
 	f->parent = h.parent > 0 ? h.parent : 0;
+	f->keeper = h.keeper > 0 ? h.keeper : 0;
 	f->dev = st->st_dev;
 	f->ino = st->st_ino;
 	f->size = h.size;

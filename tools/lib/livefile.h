@@ -26,6 +26,7 @@ struct np_livefile {
 	unsigned uid;
 	int pid;
 	int parent;            /* the process it was forked from (0: started by exec) */
+	int keeper;            /* the process to read it once it is gone (numapage run); 0: none */
 	dev_t dev;
 	ino_t ino;
 	size_t size;           /* the header's size: what each read takes */

@@ -264,6 +264,17 @@ void np_livekeep_take(size_t i)
 		w.k[i].state = TAKEN;
 }
 
+const char *np_livekeep_comm(const struct stat *st)
+{
+	const char *comm = NULL;
+	pthread_mutex_lock(&w.lock);
+	for (size_t i = 0; i < w.n && !comm; i++)
+		if (w.k[i].st.st_dev == st->st_dev && w.k[i].st.st_ino == st->st_ino && w.k[i].comm[0])
+			comm = w.k[i].comm;
+	pthread_mutex_unlock(&w.lock);
+	return comm;
+}
+
 void np_livekeep_taken(const struct stat *st)
 {
 	pthread_mutex_lock(&w.lock);

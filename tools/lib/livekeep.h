@@ -3,16 +3,18 @@
  *
  * A process of the job that ends without its report (_exit, a signal) and is reaped by its own
  * parent leaves only its live file in /dev/shm, which numapage run reads once the job is over.
- * Until then any process of the same user that starts with libnumapage sweeps the files of
- * processes that are gone, and a parent sweeps its children's every 64 forks: such a child's
- * counts were lost. A thread watches /dev/shm (inotify) while the job runs and opens every new
- * live file of a process of the job (one that descends from numapage run, the job's
- * subreaper); an open descriptor keeps the file's data after anyone removes its name. A file
- * is let go when its name goes while its process lives (it removed its own file at exit,
- * after its report) or its report is in the job's report directory, so only the files of
- * running processes and of those that ended without a report and were swept stay open. A
- * kept file is known to be the job's, so it is counted even when its header cannot say whose
- * it is (a program started by exec that a process of the job reaped).
+ * The file names numapage run as its keeper (NUMAPAGE_SHM_KEEPER), and no sweep takes a file
+ * whose keeper lives. This watcher is what is left for a file made without a keeper (a program
+ * that cleared that variable but kept LD_PRELOAD), and it sees the command of each process of
+ * the job while it runs, which the file does not hold. A thread watches /dev/shm (inotify)
+ * while the job runs and opens every new live file of a process of the job (one that descends
+ * from numapage run, the job's subreaper); an open descriptor keeps the file's data after
+ * anyone removes its name. A file is let go when its name goes while its process lives (it
+ * removed its own file at exit, after its report) or its report is in the job's report
+ * directory, so only the files of running processes and of those that ended without a report
+ * and were swept stay open. A kept file is known to be the job's, so it is counted even when
+ * its header cannot say whose it is (a program started by exec that a process of the job
+ * reaped).
  */
 #ifndef NP_TOOL_LIVEKEEP_H
 #define NP_TOOL_LIVEKEEP_H
@@ -37,6 +39,10 @@ void np_livekeep_stop(void);
  * process's command when the file was made ("" when it was gone by then) are valid until
  * np_livekeep_free. False when there is none from *i on. A file not taken is offered again. */
 bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st, const char **comm);
+/* Once np_livekeep_stop has returned: the command the watcher saw when the file open at st
+ * (device and inode) was made, or NULL when it holds no such file (or saw none); valid until
+ * np_livekeep_free. */
+const char *np_livekeep_comm(const struct stat *st);
 /* The file at index i was read: not offered again. */
 void np_livekeep_take(size_t i);
 /* The file open at st (device and inode) was read by name: it is not handed out again. */
