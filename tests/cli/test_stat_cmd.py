@@ -227,6 +227,22 @@ try:
     r = stat(sleeper.pid, rc=1)
     assert 'does not use libnumapage' in r.stderr, r.stderr
     assert not os.path.exists(fake), fake
+    # The same file naming a keeper that lives (numapage run --stats, header.keeper) stays for
+    # it: a process that is exiting maps nothing either, and a stat loop beside a job took the
+    # files of its children that ended with _exit (a helper: 1 to 4 of 20 lost in 15 of 20
+    # jobs). Once the keeper is gone, it is stale again.
+    keeper = subprocess.Popen(['sleep', '30'])
+    try:
+        with open(fake, 'wb') as f:
+            f.write(hdr[:-4] + struct.pack('<i', keeper.pid) + b'\0' * (4096 - len(hdr)))
+        os.chmod(fake, 0o600)
+        r = stat(sleeper.pid, rc=1)
+        assert os.path.exists(fake), 'a kept file was removed'
+    finally:
+        keeper.kill()
+        keeper.wait()
+    r = stat(sleeper.pid, rc=1)
+    assert not os.path.exists(fake), fake
 finally:
     sleeper.kill()
     sleeper.wait()

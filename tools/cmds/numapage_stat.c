@@ -106,18 +106,24 @@ static enum verdict judge(int pid, unsigned uid, const char *path, bool mine)
 		return FOREIGN;
 	if (!mine)
 		return LISTED;
+	/* Every stale verdict below gives way to a keeper that lives: a process that is exiting
+	 * (its memory gone, not yet a zombie) maps nothing, and its file looked stale; with a
+	 * `numapage stat` loop beside a job of 20 children ending with _exit, 1 to 4 were lost
+	 * in 15 of 20 jobs (a helper). A file at a pid taken since is read by its keeper's job,
+	 * or let go when the keeper ends. */
+	bool kept = whole && h.keeper > 0 && h.keeper != getpid() && np_proc_alive(h.keeper);
 	if (!np_proc_alive(pid))
-		return whole && h.keeper > 0 && np_proc_alive(h.keeper) ? KEPT : STALE;
+		return kept ? KEPT : STALE;
 	if (np_proc_ended(pid))
 		return LISTED; /* a zombie: its file is its last word, for its parent (numapage run) */
 	if (!whole)
 		return LISTED; /* being created right now */
 	int maps = np_proc_maps_file(pid, path);
 	if (maps >= 0)
-		return maps == 0 ? STALE : LISTED;
+		return maps > 0 ? LISTED : kept ? KEPT : STALE;
 	/* Its maps cannot be read (another user's process, or one that is not dumpable): a process
 	 * whose effective uid is not the file's did not publish it. */
-	return np_proc_uid(pid) != uid ? STALE : LISTED;
+	return np_proc_uid(pid) == uid ? LISTED : kept ? KEPT : STALE;
 }
 
 /* Lists the files, removing the caller's stale ones quietly: a leftover is housekeeping, not
