@@ -951,12 +951,20 @@ static void live_file_lifecycle(void **state)
 /* A pid that no process has (its child has been reaped). */
 static int dead_pid(void)
 {
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(0);
-	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	return (int)pid;
+	/* One whose live-file name is free: another job of this user may hold a file at a pid
+	 * that was reused since (numapage run keeps its gone processes' files until it ends), and
+	 * a test that plants a file there found the name taken (CI beside a helper's jobs). */
+	for (int tries = 0;; tries++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(0);
+		assert_int_equal(waitpid(pid, NULL, 0), pid);
+		char path[128];
+		np_vmstat_shm_path(path, sizeof path, np_os_euid(), (int)pid, np_os_pid_ns());
+		if (access(path, F_OK) != 0 || tries == 1000)
+			return (int)pid;
+	}
 }
 
 /* The start-up sweep removes the files this user's dead processes left, and nothing else with
