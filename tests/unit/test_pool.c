@@ -2496,11 +2496,17 @@ static void contended_lock_is_counted(void **state)
 	np_lock(lock); /* the shard the other thread's CPU takes from */
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, take_one, &run), 0);
-	struct timespec ts = {0, 50 * 1000 * 1000};
-	nanosleep(&ts, NULL);
-	assert_null(run); /* still waiting */
+	/* Until the take has found the lock taken (it counts before it waits): a state to reach,
+	 * not a nap it is hoped to be reached in. The minute only turns a take that never comes
+	 * into a failure, checked once the lock is let go (not with it held: a hang). */
+	struct timespec ts = {0, 1000 * 1000};
+	for (int ms = 0; STAT(0, pool_contended) == 0 && ms < 60 * 1000; ms++)
+		nanosleep(&ts, NULL);
+	bool counted = STAT(0, pool_contended) == 1, waiting = run == NULL;
 	np_unlock(lock);
 	pthread_join(t, NULL);
+	assert_true(counted);
+	assert_true(waiting); /* still waiting while the lock was held */
 	assert_non_null(run);
 	assert_int_equal(STAT(0, pool_contended), 1);
 	np_pool_put_run(run, NULL);
