@@ -337,6 +337,54 @@ sys.exit('%d of the files of gone children still in /dev/shm' % sum(os.path.exis
 '''
     _, j = run_job('many', PY, '-c', many_py, opts=())
     assert j['processes'] == 101, j['processes']
+    # A run inside a run's job: each counts its own job. The inner job's children that end
+    # with _exit name the inner run as their keeper; the outer run's watcher holds their files
+    # too, but neither removes their names nor counts them (a helper: the inner job lost up to
+    # 14 of 101 processes to the outer's harvest, and the outer counted 16 to 102). The inner
+    # run here has no watcher (names only) and its job lasts a second after its children end,
+    # so the outer's harvest has had its turns.
+    nest_py = '''
+import os, time
+for i in range(10):
+    pid = os.fork()
+    if pid == 0:
+        a = [bytes(1000) for _ in range(3000)]
+        os._exit(0)
+    os.waitpid(pid, 0)
+time.sleep(1)
+'''
+    inner = os.path.join(tmp, 'inner.json')
+    p, j = run_job('outer', 'env', 'NP_SHIM_NO_INOTIFY=1', EXE, 'run', '--stats', '--json', inner, '--', PY, '-c',
+                   nest_py, opts=(), env={'LD_PRELOAD': SHIM})
+    assert json.load(open(inner))['processes'] == 11, (json.load(open(inner))['processes'], p.stderr)
+    # The outer job: the inner numapage run and the child it forks to try loading the library.
+    assert {x['command'] for x in j['per_process']} == {'numapage'}, j['per_process']
+    # A gone process of the job whose pid an outside program takes after the watcher removed
+    # the gone one's name (a helper: its counts dropped in 8 of 9 runs; the watcher let go of
+    # its file at the newcomer's removal of its own, and skipped it at the end since the pid
+    # lived). Pids are steered with ns_last_pid in a pid namespace of the test's own, and
+    # /dev/shm is a tmpfs of its own: root only.
+    unshare = shutil.which('unshare')
+    if os.geteuid() == 0 and unshare:
+        sync = tempfile.mkdtemp(prefix='numapage-pidreuse.')
+        job_sh = ('echo 499 > /proc/sys/kernel/ns_last_pid; "$0" -c "import os; a = [bytes(1000) for _ in range(3000)]; '
+                  'os._exit(0)" & wait; : > "$1/f1"; while [ ! -e "$1/f2" ]; do sleep 0.01; done; sleep 0.5')
+        outer_sh = ('"$0" run --stats --json "$1/r.json" -- /bin/sh -c "$2" "$3" "$1" 2>/dev/null & '
+                    'while [ ! -e "$1/f1" ]; do sleep 0.01; done; sleep 0.6; '
+                    'echo 499 > /proc/sys/kernel/ns_last_pid; LD_PRELOAD="$4" /bin/true; : > "$1/f2"; wait')
+        r = subprocess.run([unshare, '-m', '/bin/sh', '-c', 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"', 'sh',
+                            unshare, '-pf', '--mount-proc', '/bin/sh', '-c', outer_sh, EXE, sync, job_sh, PY, LIB],
+                           capture_output=True, text=True, env=BASE, timeout=120)
+        if r.returncode == 0 and os.path.exists(os.path.join(sync, 'r.json')):
+            j = json.load(open(os.path.join(sync, 'r.json')))
+            leaf = [x for x in j['per_process'] if x['pid'] == 500]
+            assert len(leaf) == 1 and sum(n['malloc_requested'] for n in leaf[0]['nodes']) >= 3000 * 1000, \
+                j['per_process']
+        else:
+            print('SKIP pid reuse check: cannot make a pid namespace here:', r.stderr.strip()[-200:])
+        shutil.rmtree(sync, ignore_errors=True)
+    else:
+        print('SKIP pid reuse check: needs root and unshare')
     # The same shapes with no watcher (the shim makes inotify fail in numapage run, as on a
     # kernel without it or past the user's inotify limit): a grandchild that ends with _exit,
     # reaped by its parent, which then ends normally, and two programs whose starts sweep; and

@@ -309,6 +309,12 @@ static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const cha
 	static struct np_livefile f;
 	struct leftover *l = calloc(1, sizeof *l);
 	bool read = l && np_livefile_load(&f, fd, st, path, (unsigned)geteuid(), pid, 0) == NP_LIVEFILE_OK;
+	/* Another keeper's (a numapage run inside the job, which counts its own job): not ours,
+	 * or this job would count a part of that one, as much as our watcher happened to hold. */
+	if (read && job && f.keeper > 0 && f.keeper != (int)getpid()) {
+		np_livefile_free(&f);
+		read = false;
+	}
 	const char *parent_command = read && job ? job_command(job, f.parent) : NULL;
 	if (read && job && !parent_command && member && member[0])
 		parent_command = member; /* its own command, seen while it ran */

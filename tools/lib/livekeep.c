@@ -126,7 +126,10 @@ static void deleted(const char *name)
 	bool reported = !alive && access(report, F_OK) == 0;
 	pthread_mutex_lock(&w.lock);
 	for (size_t i = w.n; i-- > 0;) {
-		if (w.k[i].pid != pid || w.k[i].state != OPEN)
+		/* Not one whose name we removed: this name is a later process's with the same pid
+		 * (a helper: a gone process's counts dropped when an outside program took its pid
+		 * and ended normally). */
+		if (w.k[i].pid != pid || w.k[i].state != OPEN || w.k[i].unnamed)
 			continue;
 		if (!alive && !reported)
 			break; /* swept: a process of the job that ended without a report */
@@ -164,10 +167,17 @@ static bool take_events(void)
  * of the file we hold is removed (its inode, under sticky /dev/shm). */
 static void harvest(void)
 {
+	int me = (int)getpid();
 	pthread_mutex_lock(&w.lock);
 	for (size_t i = 0; i < w.n; i++) {
 		struct kept *k = &w.k[i];
 		if (k->state != OPEN || k->unnamed || np_proc_alive(k->pid))
+			continue;
+		/* Only a file whose keeper we are: another's (a numapage run inside our job) is its
+		 * keeper's to read by name; a helper saw such an inner job lose up to 14 of 101. */
+		struct np_vmstat_shm_header h;
+		if (pread(k->fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC ||
+		    h.keeper != me)
 			continue;
 		char path[PATH_MAX];
 		np_vmstat_shm_path(path, sizeof path, w.uid, k->pid, w.ns);
@@ -274,7 +284,8 @@ bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st, const char *
 {
 	for (; *i < w.n; (*i)++) {
 		struct kept *k = &w.k[*i];
-		if (k->state != OPEN || np_proc_alive(k->pid))
+		/* Gone; one whose name we removed was gone then, whoever has its pid now. */
+		if (k->state != OPEN || (!k->unnamed && np_proc_alive(k->pid)))
 			continue;
 		/* Its status now: it was opened at its creation, before its size was set. */
 		if (fstat(k->fd, st) != 0)
