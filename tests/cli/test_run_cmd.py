@@ -366,12 +366,18 @@ time.sleep(1)
     # /dev/shm is a tmpfs of its own: root only.
     unshare = shutil.which('unshare')
     if os.geteuid() == 0 and unshare:
+        # The two shells meet at FIFOs (no process started while the pid is steered: a review
+        # saw the job's polling `sleep` take pid 500), and the outer one waits for the leaf's
+        # name to go (the harvest) with a loop of builtins.
         sync = tempfile.mkdtemp(prefix='numapage-pidreuse.')
+        os.mkfifo(os.path.join(sync, 'f1'))
+        os.mkfifo(os.path.join(sync, 'f2'))
         job_sh = ('echo 499 > /proc/sys/kernel/ns_last_pid; "$0" -c "import os; a = [bytes(1000) for _ in range(3000)]; '
-                  'os._exit(0)" & wait; : > "$1/f1"; while [ ! -e "$1/f2" ]; do sleep 0.01; done; sleep 0.5')
-        outer_sh = ('"$0" run --stats --json "$1/r.json" -- /bin/sh -c "$2" "$3" "$1" 2>/dev/null & '
-                    'while [ ! -e "$1/f1" ]; do sleep 0.01; done; sleep 0.6; '
-                    'echo 499 > /proc/sys/kernel/ns_last_pid; LD_PRELOAD="$4" /bin/true; : > "$1/f2"; wait')
+                  'os._exit(0)" & wait; echo > "$1/f1"; read x < "$1/f2"; sleep 0.5')
+        outer_sh = ('ns=$(stat -L -c %i /proc/self/ns/pid); '
+                    '"$0" run --stats --json "$1/r.json" -- /bin/sh -c "$2" "$3" "$1" 2>/dev/null & '
+                    'read x < "$1/f1"; while [ -e /dev/shm/numapage.0.500.$ns ]; do :; done; '
+                    'echo 499 > /proc/sys/kernel/ns_last_pid; LD_PRELOAD="$4" /bin/true; echo > "$1/f2"; wait')
         r = subprocess.run([unshare, '-m', '/bin/sh', '-c', 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"', 'sh',
                             unshare, '-pf', '--mount-proc', '/bin/sh', '-c', outer_sh, EXE, sync, job_sh, PY, LIB],
                            capture_output=True, text=True, env=BASE, timeout=120)

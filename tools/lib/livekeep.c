@@ -24,7 +24,8 @@ struct kept {
 	int pid, fd;
 	struct stat st;
 	enum state state;
-	bool unnamed; /* its name is gone (we removed it, or anyone did: see harvest) */
+	bool unnamed; /* its name is gone, and no deletion event is to be matched to it (harvest) */
+	bool foreign; /* its header names another keeper, or none: not ours to harvest */
 	char comm[64]; /* its command when it was made (a process of the job, then alive) */
 };
 
@@ -84,11 +85,12 @@ static void created(const char *name)
 	char comm[64] = "";
 	np_proc_comm(pid, comm, sizeof comm);
 	if (member < 0) {
-		/* Gone before we looked: kept only as a forked child of a process of the job (a
-		 * helper saw outside programs' children that ended so kept to the job's end). */
+		/* Gone before we looked: kept only when it names us as its keeper or a parent of
+		 * the job (a helper saw outside programs' children that ended so kept to the job's
+		 * end). */
 		struct np_vmstat_shm_header h;
 		if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC ||
-		    h.parent <= 0 || in_job(h.parent) != 1) {
+		    (h.keeper != (int)getpid() && (h.parent <= 0 || in_job(h.parent) != 1))) {
 			close(fd);
 			return;
 		}
@@ -112,9 +114,11 @@ static void created(const char *name)
 }
 
 /* A name of a kept file went: its process removed it at its exit (alive still, its report
- * written first), numapage run did after reading its zombie's (alive: a zombie), or a sweep
- * did (its process gone, no report). The newest kept file of that pid is let go, but for a
- * sweep's: that one is the reason for keeping it. */
+ * written first), numapage run did after reading its zombie's (alive: a zombie), the harvest
+ * did (its process gone, no report: marked unnamed, and not matched here), or someone else
+ * did with no report written (a library without the keeper, a newcomer at the pid). The
+ * newest named kept file of that pid is let go, but for one without a report: that one is
+ * the reason for keeping it. */
 static void deleted(const char *name)
 {
 	int pid;
@@ -177,14 +181,27 @@ static void harvest(void)
 		 * keeper's to read by name; a helper saw such an inner job lose up to 14 of 101. */
 		struct np_vmstat_shm_header h;
 		if (pread(k->fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != NP_VMSTAT_SHM_MAGIC ||
-		    h.keeper != me)
+		    h.keeper != me) {
+			k->foreign = true; /* read once */
 			continue;
+		}
 		char path[PATH_MAX];
 		np_vmstat_shm_path(path, sizeof path, w.uid, k->pid, w.ns);
 		struct stat now;
-		if (lstat(path, &now) != 0 || now.st_dev != k->st.st_dev || now.st_ino != k->st.st_ino ||
-		    unlink(path) == 0)
+		if (lstat(path, &now) != 0) {
+			/* Its process removed it at exit after its report, and the event is on its way
+			 * (deleted() lets the file go); without a report, someone else took the name. A
+			 * review saw reported files marked here and held to the job's end. */
+			char report[PATH_MAX];
+			snprintf(report, sizeof report, "%s/%d.json", w.reports, k->pid);
+			k->unnamed = access(report, F_OK) != 0;
+		} else if (now.st_dev != k->st.st_dev || now.st_ino != k->st.st_ino) {
+			k->unnamed = true; /* a later process's name now */
+		} else if (unlink(path) == 0) {
+			/* Between the look and the unlink a newcomer with this pid could have put its
+			 * own file there (a window of two system calls, on a reused pid): not checked. */
 			k->unnamed = true;
+		}
 	}
 	pthread_mutex_unlock(&w.lock);
 }

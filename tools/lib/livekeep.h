@@ -6,7 +6,9 @@
  * The file names numapage run as its keeper (NUMAPAGE_SHM_KEEPER), and no sweep takes a file
  * whose keeper lives. This watcher is what is left for a file made without a keeper (a program
  * that cleared that variable but kept LD_PRELOAD), and it sees the command of each process of
- * the job while it runs, which the file does not hold. A thread watches /dev/shm (inotify)
+ * the job while it runs, which the file does not hold; and it removes the names of the job's
+ * files whose processes are gone while the job runs (every 250 ms), so that /dev/shm, which
+ * every process start reads, does not fill up. A thread watches /dev/shm (inotify)
  * while the job runs and opens every new live file of a process of the job (one that descends
  * from numapage run, the job's subreaper); an open descriptor keeps the file's data after
  * anyone removes its name. A file is let go when its name goes while its process lives (it
@@ -35,7 +37,8 @@ bool np_livekeep_start(void);
 /* Takes in what is queued and stops the watcher: call once the job is over. */
 void np_livekeep_stop(void);
 /* Once np_livekeep_stop has returned: from the i-th on, the first kept file whose process is
- * gone and that no read took yet; *i is its index, and its pid, descriptor, status and the
+ * gone (or was when the harvest removed its name: its pid may be another's now) and that no
+ * read took yet; *i is its index, and its pid, descriptor, status and the
  * process's command when the file was made ("" when it was gone by then) are valid until
  * np_livekeep_free. False when there is none from *i on. A file not taken is offered again. */
 bool np_livekeep_get(size_t *i, int *pid, int *fd, struct stat *st, const char **comm);
