@@ -374,14 +374,16 @@ time.sleep(1)
         os.mkfifo(os.path.join(sync, 'f2'))
         job_sh = ('echo 499 > /proc/sys/kernel/ns_last_pid; "$0" -c "import os; a = [bytes(1000) for _ in range(3000)]; '
                   'os._exit(0)" & wait; echo > "$1/f1"; read x < "$1/f2"; sleep 0.5')
-        outer_sh = ('ns=$(stat -L -c %i /proc/self/ns/pid); '
-                    '"$0" run --stats --json "$1/r.json" -- /bin/sh -c "$2" "$3" "$1" 2>/dev/null & '
-                    'read x < "$1/f1"; while [ -e /dev/shm/numapage.0.500.$ns ]; do :; done; '
-                    'echo 499 > /proc/sys/kernel/ns_last_pid; LD_PRELOAD="$4" /bin/true; echo > "$1/f2"; wait')
+        outer_sh = (': > "$1/in_ns"; ns=$(stat -L -c %i /proc/self/ns/pid); '
+                    '"$0" run --stats --json "$1/r.json" -- /bin/sh -c "$2" "$3" "$1" 2>/dev/null & rp=$!; '
+                    'read x < "$1/f1"; i=0; while [ -e /dev/shm/numapage.0.500.$ns ] && [ $i -lt 5000000 ]; '
+                    'do i=$((i + 1)); done; '
+                    'echo 499 > /proc/sys/kernel/ns_last_pid; LD_PRELOAD="$4" /bin/true; echo > "$1/f2"; wait $rp')
         r = subprocess.run([unshare, '-m', '/bin/sh', '-c', 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"', 'sh',
                             unshare, '-pf', '--mount-proc', '/bin/sh', '-c', outer_sh, EXE, sync, job_sh, PY, LIB],
                            capture_output=True, text=True, env=BASE, timeout=120)
-        if r.returncode == 0 and os.path.exists(os.path.join(sync, 'r.json')):
+        if os.path.exists(os.path.join(sync, 'in_ns')):  # the namespace was made: numapage run must work
+            assert r.returncode == 0, (r.returncode, r.stderr)
             j = json.load(open(os.path.join(sync, 'r.json')))
             leaf = [x for x in j['per_process'] if x['pid'] == 500]
             assert len(leaf) == 1 and sum(n['malloc_requested'] for n in leaf[0]['nodes']) >= 3000 * 1000, \

@@ -175,7 +175,7 @@ static void harvest(void)
 	pthread_mutex_lock(&w.lock);
 	for (size_t i = 0; i < w.n; i++) {
 		struct kept *k = &w.k[i];
-		if (k->state != OPEN || k->unnamed || np_proc_alive(k->pid))
+		if (k->state != OPEN || k->unnamed || k->foreign || np_proc_alive(k->pid))
 			continue;
 		/* Only a file whose keeper we are: another's (a numapage run inside our job) is its
 		 * keeper's to read by name; a helper saw such an inner job lose up to 14 of 101. */
