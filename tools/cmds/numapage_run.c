@@ -600,8 +600,9 @@ int np_cmd_run(int argc, char **argv)
 		char spec[sizeof dir + 16];
 		snprintf(spec, sizeof spec, "json:%s/%%p.json", dir);
 		setenv("NUMAPAGE_STATS", spec, 1);
-		/* The job's live files name us: no process's start removes one while we live, and
-		 * those of processes that end without their report are ours to read (below). */
+		/* The job's live files name us: no sweep removes one while we live (a process that
+		 * takes a gone one's pid still replaces its file), and those of processes that end
+		 * without their report are ours to read (below). */
 		char keeper[16];
 		snprintf(keeper, sizeof keeper, "%d", (int)getpid());
 		setenv("NUMAPAGE_SHM_KEEPER", keeper, 1);
