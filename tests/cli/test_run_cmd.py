@@ -58,6 +58,11 @@ def run_job(name, *cmd, opts=('--per-process',), rc=0, env=None):
     return p, json.load(open(out))
 
 
+def requested(x):
+    """malloc_requested of a report or of one process in it, summed over its nodes."""
+    return sum(n['malloc_requested'] for n in x['nodes'])
+
+
 def job_procs(stderr):
     m = re.search(r'per-node statistics of the job, (\d+) process', stderr)
     assert m, stderr
@@ -123,7 +128,7 @@ try:
                        rc=rc)
         assert 'ended without an exit report' in p.stderr and 'no process' not in p.stderr, p.stderr
         assert j['processes'] == 1 and j['per_process'][0]['command'] == 'python3', j
-        assert sum(n['malloc_requested'] for n in j['nodes']) >= 20000 * 2000 // 2, j
+        assert requested(j) >= 20000 * 2000 // 2, j
         assert not os.path.exists(live_file(j['per_process'][0]['pid']))
     busybox = shutil.which('busybox')
     if busybox and 'not a dynamic' in subprocess.run(['ldd', busybox], capture_output=True, text=True).stdout + \
@@ -138,7 +143,7 @@ try:
     p = run('run', '--json', '-', '--', PY, '-c', 'x = [bytes(1000) for _ in range(1000)]')
     j = json.loads(p.stdout)
     assert j['processes'] == 1 and j['per_process'][0]['command'] == 'python3', j
-    assert sum(n['malloc_requested'] for n in j['nodes']) > 100000, j
+    assert requested(j) > 100000, j
     assert not os.path.exists('-')
     # A program that writes its title over its command line (PostgreSQL, nginx, sshd) is named
     # as it started (a helper's test: backends reported "al] idle").
@@ -228,11 +233,10 @@ sys.exit(os.waitstatus_to_exitcode(status))
     assert len(procs) == 2, j
     parent, child = sorted(procs, key=lambda x: x['parent'])
     assert parent['parent'] == 0 and child['parent'] == parent['pid'], procs
-    req = lambda x: sum(n['malloc_requested'] for n in x['nodes'])
     # The child counts what it allocated after the fork (objects above pymalloc's 512 bytes
     # come from malloc), not its parent's history again.
-    assert req(child) >= 30000 * 1000 and req(child) < req(parent), (req(child), req(parent))
-    assert sum(n['malloc_requested'] for n in j['nodes']) == req(parent) + req(child), j
+    assert requested(child) >= 30000 * 1000 and requested(child) < requested(parent), (requested(child), requested(parent))
+    assert requested(j) == requested(parent) + requested(child), j
     assert 'forked from %d' % parent['pid'] in p.stderr, p.stderr
     # A child that outlives its parent and ends with _exit (no report: its live file is read)
     # was forked all the same (it said parent 0, as for a process started by exec).
@@ -266,7 +270,7 @@ os.waitpid(pid, 0)
     assert j['processes'] == 2 and len(procs) == 2, j
     first, child = sorted(procs, key=lambda x: x['parent'])
     assert first['parent'] == 0 and child['parent'] == first['pid'] and child['command'] == first['command'], procs
-    assert sum(n['malloc_requested'] for n in child['nodes']) >= 30000 * 1000, child
+    assert requested(child) >= 30000 * 1000, child
     assert not os.path.exists(live_file(child['pid']))
     assert 'ended without an exit report' in p.stderr, p.stderr
     # The same child, and then the job starts another program: its start sweeps /dev/shm of
@@ -280,7 +284,7 @@ subprocess.run(['/bin/true'], check=True)
     procs = j['per_process']
     assert j['processes'] == 3 and len(procs) == 3, j
     child = [x for x in procs if x['parent'] != 0]
-    assert len(child) == 1 and sum(n['malloc_requested'] for n in child[0]['nodes']) >= 30000 * 1000, procs
+    assert len(child) == 1 and requested(child[0]) >= 30000 * 1000, procs
     assert not os.path.exists(live_file(child[0]['pid']))
     # Children that each fork and reap a grandchild, all ending with _exit, and two programs
     # after the job's Python has ended, whose starts sweep all their files (18 of 20
@@ -310,7 +314,7 @@ for i in range(20):
                    '"$0" -c "import os; a = [bytes(1000) for _ in range(3000)]; os._exit(0)"; /bin/true', PY)
     assert j['processes'] == 3, j['processes']
     py = [x for x in j['per_process'] if x['command'] == 'python3']
-    assert len(py) == 1 and sum(n['malloc_requested'] for n in py[0]['nodes']) >= 3000 * 1000, j['per_process']
+    assert len(py) == 1 and requested(py[0]) >= 3000 * 1000, j['per_process']
     # Children that end with _exit, reaped, while the job goes on: their files name numapage
     # run as keeper, so no sweep takes them, and the watcher removes their names once they are
     # gone (it holds the files open, read at the end): /dev/shm does not fill up for the whole
@@ -386,7 +390,7 @@ time.sleep(1)
             assert r.returncode == 0, (r.returncode, r.stderr)
             j = json.load(open(os.path.join(sync, 'r.json')))
             leaf = [x for x in j['per_process'] if x['pid'] == 500]
-            assert len(leaf) == 1 and sum(n['malloc_requested'] for n in leaf[0]['nodes']) >= 3000 * 1000, \
+            assert len(leaf) == 1 and requested(leaf[0]) >= 3000 * 1000, \
                 j['per_process']
         else:
             print('SKIP pid reuse check: cannot make a pid namespace here:', r.stderr.strip()[-200:])
@@ -419,7 +423,7 @@ else:
     p, j = run_job('blind_grand', '/bin/sh', '-c', '"$0" -c "$1" && "$2" stat . >/dev/null 2>&1; /bin/true && /bin/true',
                    PY, kid_py, EXE, env=blind)
     assert j['processes'] == 1 + 1 + 1 + 1 + 1 + 2, (j['processes'], p.stderr)
-    grand = [x for x in j['per_process'] if x['parent'] != 0 and sum(n['malloc_requested'] for n in x['nodes']) >= 5000 * 1000]
+    grand = [x for x in j['per_process'] if x['parent'] != 0 and requested(x) >= 5000 * 1000]
     assert len(grand) == 1, j['per_process']
     assert not os.path.exists(live_file(grand[0]['pid']))
     _, j = run_job('blind_exec_exit', '/bin/sh', '-c',

@@ -113,6 +113,14 @@ static void created(const char *name)
 	pthread_mutex_unlock(&w.lock);
 }
 
+/* Whether process pid wrote its report into the job's report directory (<pid>.json). */
+static bool has_report(int pid)
+{
+	char report[PATH_MAX];
+	snprintf(report, sizeof report, "%s/%d.json", w.reports, pid);
+	return access(report, F_OK) == 0;
+}
+
 /* A name of a kept file went: its process removed it at its exit (alive still, its report
  * written first), numapage run did after reading its zombie's (alive: a zombie), the harvest
  * did (its process gone, no report: marked unnamed, and not matched here), or someone else
@@ -124,10 +132,8 @@ static void deleted(const char *name)
 	int pid;
 	if (!ours(name, &pid))
 		return;
-	char report[PATH_MAX];
-	snprintf(report, sizeof report, "%s/%d.json", w.reports, pid);
 	bool alive = np_proc_alive(pid);
-	bool reported = !alive && access(report, F_OK) == 0;
+	bool reported = !alive && has_report(pid);
 	pthread_mutex_lock(&w.lock);
 	for (size_t i = w.n; i-- > 0;) {
 		/* Not one whose name we removed: this name is a later process's with the same pid
@@ -192,9 +198,7 @@ static void harvest(void)
 			/* Its process removed it at exit after its report, and the event is on its way
 			 * (deleted() lets the file go); without a report, someone else took the name. A
 			 * review saw reported files marked here and held to the job's end. */
-			char report[PATH_MAX];
-			snprintf(report, sizeof report, "%s/%d.json", w.reports, k->pid);
-			k->unnamed = access(report, F_OK) != 0;
+			k->unnamed = !has_report(k->pid);
 		} else if (now.st_dev != k->st.st_dev || now.st_ino != k->st.st_ino) {
 			k->unnamed = true; /* a later process's name now */
 		} else if (unlink(path) == 0) {
