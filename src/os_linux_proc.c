@@ -25,9 +25,9 @@
 
 #include "os_errno.h"
 
-FILE *np_os_create_report(const char *path)
+FILE *np_os_create_report(const char *path, bool exclusive)
 {
-	int fd = np_nc_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	int fd = np_nc_open(path, O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return NULL;
 	FILE *f = fdopen(fd, "w");

@@ -550,9 +550,9 @@ void np_fake_os_fail_shm(int neg_errno)
 	__atomic_store_n(&shm_fail, neg_errno, __ATOMIC_SEQ_CST);
 }
 
-FILE *np_os_create_report(const char *path)
+FILE *np_os_create_report(const char *path, bool exclusive)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	int fd = open(path, O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0666);
 	return fd < 0 ? NULL : fdopen(fd, "w");
 }
 

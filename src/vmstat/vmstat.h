@@ -206,6 +206,10 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
  */
 #define NP_VMSTAT_SHM_DIR "/dev/shm"
 #define NP_VMSTAT_SHM_PREFIX "numapage."
+/* Names an exit report named for its pid takes after its own, taken one: <name>.1 to
+ * <name>.99 (vmstat_print.c; numapage run's watcher reads them in that order). */
+#define NP_VMSTAT_REPORT_TAKEN_MAX 99
+
 /* Forks between two sweeps of a forking parent (np_vmstat_output_atfork_parent). */
 #define NP_VMSTAT_SHM_SWEEP_FORKS 64
 #define NP_VMSTAT_SHM_MAGIC 0x31544154534e504eULL /* "NPNSTAT1" little-endian */
@@ -272,6 +276,11 @@ void np_vmstat_shm_forget(void);
 int np_vmstat_shm_sweep(void);
 /* Whether this process publishes, and the path (NULL when not). */
 const char *np_vmstat_shm_published(void);
+/* The inode number of the file this process publishes in (0 when none): with the pid, it tells
+ * this process's file from that of another process that had the pid before or after it (the
+ * exit report names it: `numapage run` counts a file left at a pid that reported only when the
+ * report is another file's). */
+uint64_t np_vmstat_shm_inode(void);
 
 /* Makes every fold add to dst (the shm totals) as well from now on, and copies the totals into
  * it. Readers in the process read the totals, never dst: a forked child keeps them as they

@@ -350,9 +350,10 @@ static bool append(char *path, size_t size, size_t *n, const char *s, size_t len
 
 /* NUMAPAGE_STATS=json:<path>: "%p" becomes the pid, so every process of a job started with one
  * setting (numapage run --stats) writes its own file; a forked child of a path without "%p"
- * writes <path>.<pid> rather than over its parent's report. False when the whole path does not
- * fit in size (nothing is written then: a cut path would name some other file). */
-static bool report_path(const char *spec, char *path, size_t size)
+ * writes <path>.<pid> rather than over its parent's report. *for_pid: the name holds the pid
+ * (either way). False when the whole path does not fit in size (nothing is written then: a cut
+ * path would name some other file). */
+static bool report_path(const char *spec, char *path, size_t size, bool *for_pid)
 {
 	size_t n = 0;
 	bool had_pid = false;
@@ -369,18 +370,47 @@ static bool report_path(const char *spec, char *path, size_t size)
 			return false;
 	}
 	path[n] = '\0';
+	*for_pid = had_pid || parent_pid;
 	if (!had_pid && parent_pid)
 		return append(path, size, &n, piece, np_format(piece, sizeof piece, ".%d", np_os_pid()));
 	return true;
+}
+
+/* The report's file at path, as np_os_create_report makes it. A name that holds the pid is
+ * another process's report when it exists already: one that had this pid before (pids wrap: a
+ * long build under `numapage run --stats`, which reads them all) or an exec'd predecessor's.
+ * It is left as it is, and the report goes under the first free name of <path>.1 to
+ * <path>.99 (NP_VMSTAT_REPORT_TAKEN_MAX; path then says which; size: its buffer). Until this, the
+ * report emptied and replaced it, and the job lost that process without a word. */
+static FILE *create_report(char *path, size_t size, bool for_pid)
+{
+	FILE *f = np_os_create_report(path, for_pid);
+	size_t n = strlen(path);
+	for (int k = 1; !f && for_pid && errno == EEXIST && k <= NP_VMSTAT_REPORT_TAKEN_MAX; k++) {
+		char piece[16];
+		path[n] = '\0';
+		size_t m = n;
+		if (!append(path, size, &m, piece, np_format(piece, sizeof piece, ".%d", k)))
+			break; /* errno stays EEXIST */
+		f = np_os_create_report(path, true);
+	}
+	if (!f) {
+		int e = errno;
+		path[n] = '\0'; /* the name the warning gives */
+		errno = e;
+	}
+	return f;
 }
 
 static int write_json_report(FILE *f)
 {
 	struct snapshot v;
 	take_snapshot(&v);
-	/* Who wrote it, for `numapage run --per-process`: pid, command, and the process it was
-	 * forked from (0: it was started by exec). */
-	fprintf(f, "{\"pid\":%d,\"parent\":%d,\"command\":", np_os_pid(), parent_pid);
+	/* Who wrote it, for `numapage run --per-process`: pid, the process it was forked from (0:
+	 * it was started by exec), the inode of its live file (0: none; `numapage run` tells a file
+	 * left at the same pid by another process from this one's), and its command. */
+	fprintf(f, "{\"pid\":%d,\"parent\":%d,\"live\":%llu,\"command\":", np_os_pid(), parent_pid,
+		(unsigned long long)np_vmstat_shm_inode());
 	np_json_string(f, command);
 	fputc(',', f);
 	np_vmstat_print_json_nodes(f, v.n, v.os_ids, NUMA_PAGE_STAT_NITEMS, v.names, v.values);
@@ -403,15 +433,19 @@ static NP_NOINLINE void exit_report_write(void)
 		break;
 	case NP_STATS_JSON: {
 		char path[4096];
-		if (!report_path(s + 5, path, sizeof path)) {
+		bool for_pid;
+		if (!report_path(s + 5, path, sizeof path, &for_pid)) {
 			np_warn("NUMAPAGE_STATS: the report's path is longer than %zu bytes; no report written",
 				sizeof path - 1);
 			break;
 		}
-		FILE *f = np_os_create_report(path);
+		FILE *f = create_report(path, sizeof path, for_pid);
 		if (!f) {
 			if (errno == ELOOP)
 				np_warn("NUMAPAGE_STATS: %s is a symbolic link; not followed, no report written", path);
+			else if (errno == EEXIST)
+				np_warn("NUMAPAGE_STATS: %s and the names after it up to .%d are taken; no report written",
+					path, NP_VMSTAT_REPORT_TAKEN_MAX);
 			else
 				np_warn("NUMAPAGE_STATS: cannot write %s (errno %d)", path, errno);
 			break;

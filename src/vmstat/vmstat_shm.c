@@ -172,6 +172,11 @@ const char *np_vmstat_shm_published(void)
 	return map && path[0] ? path : NULL;
 }
 
+uint64_t np_vmstat_shm_inode(void)
+{
+	return np_vmstat_shm_published() ? path_ino : 0;
+}
+
 /* ---- Leftovers ------------------------------------------------------------------------------ */
 
 /* The decimal number at s up to end (or NUL), as np_format writes it (digits, no sign, no

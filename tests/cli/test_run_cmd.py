@@ -397,6 +397,26 @@ time.sleep(1)
         shutil.rmtree(sync, ignore_errors=True)
     else:
         print('SKIP pid reuse check: needs root and unshare')
+    # Three processes of one job with the same pid (pids wrap: a long build under pid_max
+    # 32768), two that report and one that ends with _exit: each counts. The second report
+    # wrote over the first's %p.json, and the file left by the third was taken for the file of
+    # a process that had reported: the job lost two of the three without a word.
+    if os.geteuid() == 0 and unshare:
+        sync = tempfile.mkdtemp(prefix='numapage-pidreport.')
+        job_sh = ('for n in 3000 5000 7000; do echo 499 > /proc/sys/kernel/ns_last_pid; '
+                  '"$0" -c "import os; a = [bytes(1000) for _ in range($n)]; $n == 7000 and os._exit(0)" & wait; done')
+        outer_sh = ': > "$1/in_ns"; exec "$0" run --stats --json "$1/r.json" -- /bin/sh -c "$2" "$3"'
+        r = subprocess.run([unshare, '-m', '/bin/sh', '-c', 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"', 'sh',
+                            unshare, '-pf', '--mount-proc', '/bin/sh', '-c', outer_sh, EXE, sync, job_sh, PY],
+                           capture_output=True, text=True, env=BASE, timeout=120)
+        if os.path.exists(os.path.join(sync, 'in_ns')):
+            assert r.returncode == 0, (r.returncode, r.stderr)
+            j = json.load(open(os.path.join(sync, 'r.json')))
+            at500 = sorted(requested(x) // 1000000 for x in j['per_process'] if x['pid'] == 500)
+            assert len(at500) == 3 and at500[0] >= 3 and at500[1] >= 5 and at500[2] >= 7, j['per_process']
+        else:
+            print('SKIP pid reuse report check: cannot make a pid namespace here:', r.stderr.strip()[-200:])
+        shutil.rmtree(sync, ignore_errors=True)
     # The same shapes with no watcher (the shim makes inotify fail in numapage run, as on a
     # kernel without it or past the user's inotify limit): a grandchild that ends with _exit,
     # reaped by its parent, which then ends normally, and two programs whose starts sweep; and
@@ -638,6 +658,19 @@ sys.stdin.readline()
     os.symlink(victim, link)
     p = subprocess.run([OPTION_API, 'report', link], capture_output=True, text=True, env=BASE)
     assert open(victim).read() == 'keep\n' and 'is a symbolic link; not followed' in p.stderr, p
+    # A report named for its pid whose name is taken (an earlier process's report with that
+    # pid: pids wrap) goes under the next free name, <name>.1, and leaves the other as it was.
+    # It was emptied and written over. Likewise a name taken by a symbolic link.
+    rdir = tempfile.mkdtemp(prefix='numapage-taken.', dir=tmp)
+    taker = ('import os, sys; d = sys.argv[1]; p = os.getpid(); open("%s/%d.json" % (d, p), "w").write("earlier\\n"); '
+             'os.symlink("%s/victim" % d, "%s/%d.json.1" % (d, p)); a = [bytes(1000) for _ in range(2000)]; print(p)')
+    p = subprocess.run([PY, '-c', taker, rdir], capture_output=True, text=True, check=True,
+                       env=dict(BASE, LD_PRELOAD=LIB, NUMAPAGE_STATS='json:%s/%%p.json' % rdir))
+    pid = int(p.stdout)
+    assert sorted(os.listdir(rdir)) == ['%d.json' % pid, '%d.json.1' % pid, '%d.json.2' % pid], (os.listdir(rdir), p.stderr)
+    assert open(os.path.join(rdir, '%d.json' % pid)).read() == 'earlier\n'
+    rep = json.load(open(os.path.join(rdir, '%d.json.2' % pid)))
+    assert rep['pid'] == pid and requested(rep) >= 2000 * 1000, rep
     # A path of 4,080 bytes is written under its own name (paths past 4,071 were cut to a
     # shorter one, silently); one too long for the report's 4,096 is refused with a warning.
     deep = tmp

@@ -294,6 +294,28 @@ static const char *job_command(const struct job *j, int pid)
 	return NULL;
 }
 
+/* Whether report r is of the process whose live file had inode ino: it names that file, or
+ * does not say (a library before the field). One that names another file, or none (it did not
+ * publish), is of another process that had the same pid: pids wrap, and in a long job the
+ * report of one and the file of a later one that ended with _exit are two processes. */
+static bool same_process(const struct np_treport *r, unsigned long long ino)
+{
+	return r->live < 0 || (unsigned long long)r->live == ino;
+}
+
+/* Whether the counts of process pid, whose live file has inode ino, are in the job already: its
+ * report, or that file read. */
+static bool counted(const struct job *j, int pid, unsigned long long ino)
+{
+	for (int i = 0; i < kept(j); i++)
+		if (j->procs[i].pid == pid && same_process(&j->procs[i], ino))
+			return true;
+	for (struct leftover *l = leftovers; l; l = l->next)
+		if (l->r.pid == pid && (unsigned long long)l->r.live == ino)
+			return true;
+	return false;
+}
+
 /* Reads the live file of process pid open at fd (status st, name path) into the leftovers;
  * true when it was read. job NULL: pid is our zombie, its command its own. Else pid is gone,
  * and its file is taken only when it names us as its keeper (NUMAPAGE_SHM_KEEPER: a process
@@ -326,6 +348,7 @@ static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const cha
 	}
 	if (read) {
 		l->r.pid = pid;
+		l->r.live = (long long)st->st_ino;
 		l->r.parent = f.parent; /* a forked child that ended with _exit, or killed */
 		if (parent_command)
 			snprintf(l->r.command, sizeof l->r.command, "%s", parent_command);
@@ -353,6 +376,10 @@ static bool read_leftover_file(pid_t pid, const struct job *job)
 	if (fd < 0)
 		return false; /* it reported (the file goes at exit), it did not publish, or the name
 			       * holds something that is not our file (planted: not ours to read or remove) */
+	if (job && counted(job, pid, (unsigned long long)st.st_ino)) {
+		close(fd); /* its report is in (it was killed after writing it), or it was read */
+		return false;
+	}
 	bool read = read_leftover_at(pid, fd, &st, path, job, job ? np_livekeep_comm(&st) : NULL);
 	if (read)
 		np_livekeep_taken(&st); /* the watcher's copy of it is not read again */
@@ -391,7 +418,7 @@ static void adopt_forked_leftovers(const struct job *j)
 			int pid;
 			uint64_t ns;
 			if (np_vmstat_shm_parse_name(e->d_name, &uid, &pid, &ns) && uid == me && ns == my_ns &&
-			    !job_command(j, pid) && kill(pid, 0) != 0 && errno == ESRCH)
+			    kill(pid, 0) != 0 && errno == ESRCH)
 				more |= read_leftover_file(pid, j);
 		}
 		closedir(d);
@@ -401,7 +428,8 @@ static void adopt_forked_leftovers(const struct job *j)
 		struct stat st;
 		const char *comm;
 		for (size_t i = 0; np_livekeep_get(&i, &pid, &fd, &st, &comm); i++)
-			if (!job_command(j, pid) && read_leftover_at(pid, fd, &st, "(kept)", j, comm)) {
+			if (!counted(j, pid, (unsigned long long)st.st_ino) &&
+			    read_leftover_at(pid, fd, &st, "(kept)", j, comm)) {
 				np_livekeep_take(i);
 				more = true;
 				/* Its name, where no sweep took it yet (and it is still this file). */
@@ -422,7 +450,7 @@ static int add_leftovers(struct job *j)
 		next = l->next;
 		bool reported = false;
 		for (int i = 0; i < kept(j); i++)
-			reported |= j->procs[i].pid == l->r.pid;
+			reported |= j->procs[i].pid == l->r.pid && same_process(&j->procs[i], (unsigned long long)l->r.live);
 		if (!reported) {
 			np_tstats_add(&j->total, &l->r.stats);
 			if (j->nprocs < j->cap)

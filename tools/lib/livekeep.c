@@ -16,6 +16,7 @@
 
 #include "livefile.h"
 #include "procs.h"
+#include "tstats.h"
 #include "vmstat/vmstat.h"
 
 enum state { OPEN, TAKEN };
@@ -113,12 +114,30 @@ static void created(const char *name)
 	pthread_mutex_unlock(&w.lock);
 }
 
-/* Whether process pid wrote its report into the job's report directory (<pid>.json). */
-static bool has_report(int pid)
+/* Whether process pid, whose live file has inode ino, wrote its report into the job's report
+ * directory: <pid>.json, or <pid>.json.1 and on where processes that had the pid before took
+ * those (the library takes the first free name). A report that names another live file is
+ * such a process's; one that does not say (a library before the field, or one being written
+ * now) is taken as this one's. Until the field, any report at the pid was. */
+static bool has_report(int pid, ino_t ino)
 {
-	char report[PATH_MAX];
-	snprintf(report, sizeof report, "%s/%d.json", w.reports, pid);
-	return access(report, F_OK) == 0;
+	for (int k = 0; k <= NP_VMSTAT_REPORT_TAKEN_MAX; k++) {
+		char report[PATH_MAX];
+		int n = snprintf(report, sizeof report, "%s/%d.json", w.reports, pid);
+		if (k && n > 0 && (size_t)n < sizeof report)
+			snprintf(report + n, sizeof report - (size_t)n, ".%d", k);
+		int fd = open(report, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			return false;
+		char text[512]; /* "live" comes before the command */
+		ssize_t got = read(fd, text, sizeof text - 1);
+		close(fd);
+		text[got > 0 ? got : 0] = '\0';
+		long long live = np_tstats_report_live(text);
+		if (live < 0 || (unsigned long long)live == (unsigned long long)ino)
+			return true;
+	}
+	return false;
 }
 
 /* A name of a kept file went: its process removed it at its exit (alive still, its report
@@ -133,7 +152,6 @@ static void deleted(const char *name)
 	if (!ours(name, &pid))
 		return;
 	bool alive = np_proc_alive(pid);
-	bool reported = !alive && has_report(pid);
 	pthread_mutex_lock(&w.lock);
 	for (size_t i = w.n; i-- > 0;) {
 		/* Not one whose name we removed: this name is a later process's with the same pid
@@ -141,7 +159,7 @@ static void deleted(const char *name)
 		 * and ended normally). */
 		if (w.k[i].pid != pid || w.k[i].state != OPEN || w.k[i].unnamed)
 			continue;
-		if (!alive && !reported)
+		if (!alive && !has_report(pid, w.k[i].st.st_ino))
 			break; /* swept: a process of the job that ended without a report */
 		close(w.k[i].fd);
 		memmove(&w.k[i], &w.k[i + 1], (w.n - i - 1) * sizeof w.k[0]);
@@ -198,7 +216,7 @@ static void harvest(void)
 			/* Its process removed it at exit after its report, and the event is on its way
 			 * (deleted() lets the file go); without a report, someone else took the name. A
 			 * review saw reported files marked here and held to the job's end. */
-			k->unnamed = !has_report(k->pid);
+			k->unnamed = !has_report(k->pid, k->st.st_ino);
 		} else if (now.st_dev != k->st.st_dev || now.st_ino != k->st.st_ino) {
 			k->unnamed = true; /* a later process's name now */
 		} else if (unlink(path) == 0) {

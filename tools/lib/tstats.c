@@ -170,6 +170,11 @@ static int parse_node(struct np_tstats *s, const char *p, const char *end)
 	return 0;
 }
 
+long long np_tstats_report_live(const char *text)
+{
+	return top_int(text, strstr(text, "\"nodes\""), "\"live\"", -1);
+}
+
 int np_tstats_parse_report(const char *text, struct np_treport *r)
 {
 	memset(r, 0, sizeof *r);
@@ -178,6 +183,7 @@ int np_tstats_parse_report(const char *text, struct np_treport *r)
 		return -1;
 	r->pid = (int)top_int(text, nodes, "\"pid\"", 0);
 	r->parent = (int)top_int(text, nodes, "\"parent\"", 0);
+	r->live = np_tstats_report_live(text);
 	const char *c = strstr(text, "\"command\"");
 	if (c && c < nodes && (c = strchr(c + 9, '"'))) {
 		c++;

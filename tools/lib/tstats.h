@@ -35,10 +35,15 @@ void np_tstats_json_nodes(FILE *out, const struct np_tstats *s);
  * command are absent from reports of older versions: then 0 and ""). 0, or -1 if malformed. */
 struct np_treport {
 	int pid, parent;
+	/* The inode of the process's live file ("live"; 0: it published none; -1: the report
+	 * does not say, from a library before the field) */
+	long long live;
 	char command[64];
 	struct np_tstats stats;
 };
 int np_tstats_parse_report(const char *text, struct np_treport *r);
+/* The "live" of a report's text (struct np_treport), without parsing the rest. */
+long long np_tstats_report_live(const char *text);
 
 /* Table options: MiB, columns folded to the width of the terminal on fd (or $COLUMNS). */
 void np_tstats_opts_init(struct np_vmstat_table_opts *o, int fd);
