@@ -38,6 +38,8 @@ struct row {
 	/* K_STR: the forms a value may take (checked where it is set), and how to say them. */
 	bool (*valid)(const char *value);
 	const char *forms;
+	/* K_LONG: a plain decimal number, no k/m/g (a pid). */
+	bool plain;
 };
 
 int np_options_stats_kind(const char *value)
@@ -89,7 +91,8 @@ static const struct row rows[] = {
 	{"SHM", K_BOOL, OFF(shm), 1, 0, 1, NULL, "1",
 	 "publish per-node totals for `numapage stat PID`", false},
 	{"SHM_KEEPER", K_LONG, OFF(shm_keeper), 0, 0, INT_MAX, NULL, "0 (none)",
-	 "set by `numapage run --stats` to its pid: while it lives, the live file of a process of its job that ends without its report stays for it to read", false},
+	 "set by `numapage run --stats` to its pid: while it lives, the live file of a process of its job that ends without its report stays for it to read", false,
+	 NULL, NULL, true},
 	{"THP", K_BOOL, OFF(thp), 0, 0, 1, NULL, "0",
 	 "1: ask the kernel for transparent huge pages (MADV_HUGEPAGE) on the memory mapped from then on: faster where the TLB is the cost, more resident memory where 2 MiB ranges are touched in part", true},
 };
@@ -145,9 +148,10 @@ int np_options_find(const char *name)
 	return name ? find_len(name, strlen(name)) : -1;
 }
 
-static int parse_long(const char *s, long *out)
+static int parse_long(const char *s, long *out, bool suffix)
 {
-	/* Decimal with an optional k/m/g suffix (powers of 1024). strtol does not allocate. */
+	/* Decimal with an optional k/m/g suffix (powers of 1024) where suffix allows it. strtol
+	 * does not allocate. */
 	char *end;
 	int saved = errno;
 	errno = 0;
@@ -157,7 +161,7 @@ static int parse_long(const char *s, long *out)
 	if (end == s || range)
 		return -1;
 	int shift = 0;
-	switch (*end) {
+	switch (suffix ? *end : '\0') {
 	case 'k': case 'K': shift = 10; end++; break;
 	case 'm': case 'M': shift = 20; end++; break;
 	case 'g': case 'G': shift = 30; end++; break;
@@ -196,7 +200,7 @@ static int parse(const struct row *r, const char *text, union value *v)
 		return -1;
 	case K_BOOL:
 	case K_LONG:
-		if (parse_long(text, &l) != 0 || l < r->min || l > r->max)
+		if (parse_long(text, &l, !r->plain) != 0 || l < r->min || l > r->max)
 			return -1;
 		if (r->kind == K_BOOL)
 			v->i = (int)l;
@@ -254,7 +258,7 @@ static void accepted(const struct row *r, char *buf, size_t size)
 		np_format(buf, size, "0 or 1");
 		break;
 	case K_LONG:
-		np_format(buf, size, "a number from %ld to %ld (k, m, g: x 1024^n)", r->min, r->max);
+		np_format(buf, size, "a number from %ld to %ld%s", r->min, r->max, r->plain ? "" : " (k, m, g: x 1024^n)");
 		break;
 	case K_STR:
 		np_format(buf, size, "%s", r->forms ? r->forms : "");

@@ -97,6 +97,11 @@ static void rejects_bad_values_and_keeps_default(void **state)
 	assert_int_equal(np_opt.bind, NP_BIND_PREFERRED);
 	assert_int_equal(np_options_set("VERBOSE", "2"), -1);
 	assert_int_equal(np_options_set("NO_SUCH_OPTION", "1"), -1);
+	/* A pid is a plain number: "4k" named process 4096 (a review of the keeper). */
+	assert_int_equal(np_options_set("SHM_KEEPER", "4k"), -1);
+	assert_int_equal(np_opt.shm_keeper, 0);
+	assert_int_equal(np_options_set("SHM_KEEPER", "4096"), 0);
+	assert_int_equal(np_opt.shm_keeper, 4096);
 }
 
 static void table_is_documented(void **state)
