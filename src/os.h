@@ -193,6 +193,9 @@ int np_os_unlink(const char *path);
 /* Unlinks path only when it is, itself (a symlink is not followed), a regular file owned by
  * uid, and (ino not 0) still the file of inode ino: 0, -EPERM when it is not, or -errno. */
 int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino);
+/* Renames path to to on the same rules, and only where nothing holds to (no file is ever
+ * replaced): 0, -EPERM when path is not that file, -EEXIST when to is taken, or -errno. */
+int np_os_rename_own(const char *path, const char *to, unsigned uid, uint64_t ino);
 /* ---- Process-level facts and isolation ---- */
 /* True when the process runs with elevated privileges it did not get from its caller
  * (setuid/setgid or file capabilities: getauxval(AT_SECURE)); then nothing in the
@@ -245,6 +248,10 @@ int np_os_pid(void);
  * something only among processes that share it. 0 when it cannot be read (no /proc). */
 uint64_t np_os_pid_ns(void);
 unsigned np_os_euid(void);
+/* When the calling process started, in clock ticks after boot (/proc/self/stat's starttime):
+ * the same before and after an exec, another for another process that has the pid later. 0
+ * when it cannot be read. */
+uint64_t np_os_start_time(void);
 /* Loads the shared library soname (dlopen: resolved now, its symbols local to it, never
  * unloaded), or finds it loaded. NULL when it cannot be, with the loader's reason in why (cut
  * to why_size). The loader allocates, through malloc. */

@@ -114,7 +114,9 @@ int np_os_unlink(const char *path)
 	RETURN_ERRNO(unlink(path));
 }
 
-int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
+/* 0 when path is, itself, a regular file owned by uid and (ino not 0) the file of inode ino;
+ * -EPERM when it is not, or -errno. */
+static int own_file(const char *path, unsigned uid, uint64_t ino)
 {
 	SAVE_ERRNO;
 	struct stat st;
@@ -123,6 +125,30 @@ int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
 	errno = saved_errno_;
 	if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || (ino && (uint64_t)st.st_ino != ino))
 		return -EPERM;
+	return 0;
+}
+
+int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
+{
+	int rc = own_file(path, uid, ino);
+	return rc ? rc : np_os_unlink(path);
+}
+
+int np_os_rename_own(const char *path, const char *to, unsigned uid, uint64_t ino)
+{
+	int rc = own_file(path, uid, ino);
+	if (rc)
+		return rc;
+	SAVE_ERRNO;
+	if (renameat2(AT_FDCWD, path, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		RETURN_ERRNO(-1);
+	/* A file system without RENAME_NOREPLACE: a second name, which link refuses to replace,
+	 * then the first one gone. */
+	errno = saved_errno_;
+	if (link(path, to) != 0)
+		RETURN_ERRNO(-1);
 	return np_os_unlink(path);
 }
 
@@ -156,6 +182,31 @@ uint64_t np_os_pid_ns(void)
 	uint64_t ino = stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 	errno = saved_errno_;
 	return ino;
+}
+
+uint64_t np_os_start_time(void)
+{
+	SAVE_ERRNO;
+	char buf[1024];
+	int fd = np_nc_open("/proc/self/stat", O_RDONLY | O_CLOEXEC, 0);
+	ssize_t n = fd >= 0 ? np_nc_read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		np_nc_close(fd);
+	errno = saved_errno_;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the command in parentheses (which may hold both and spaces): the state is field
+	 * 3, the start time field 22. */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return 0;
+	uint64_t t = 0;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		t = t * 10 + (uint64_t)(*p - '0');
+	return t;
 }
 
 int np_os_pid(void)

@@ -592,6 +592,19 @@ int np_os_unlink(const char *path)
 	return rc;
 }
 
+int np_os_rename_own(const char *path, const char *to, unsigned uid, uint64_t ino)
+{
+	struct stat st;
+	int saved = errno;
+	int rc = fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	if (!rc && (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || (ino && (uint64_t)st.st_ino != ino)))
+		rc = -EPERM;
+	if (!rc && renameat2(AT_FDCWD, path, AT_FDCWD, to, RENAME_NOREPLACE) != 0)
+		rc = -errno;
+	errno = saved;
+	return rc;
+}
+
 int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
 {
 	struct stat st;
@@ -606,6 +619,8 @@ int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
 }
 
 int np_os_pid(void) { return (int)getpid(); }
+/* Another for every process, the same for one process (as the kernel's start time). */
+uint64_t np_os_start_time(void) { return 1000 + (uint64_t)getpid(); }
 
 bool np_os_on_signal_stack(void)
 {

@@ -268,6 +268,18 @@ void np_vmstat_snapshot_node(int node, long out[NUMA_PAGE_STAT_NITEMS], bool exa
 
 /* ---- The live file mirrors the totals --------------------------------------------------------- */
 
+void np_vmstat_add_events_before_exec(const struct np_vmstat_totals *node_totals, const int32_t *os_id, int n)
+{
+	for (int j = 0; j < n; j++) {
+		int i = np_vmstat_node_index(os_id[j]);
+		if (i < 0)
+			continue; /* a node this process no longer has (another topology given) */
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++)
+			if (!NP_VMSTAT_KIND_IS_GAUGE(item_kind[k]))
+				atomic_fetch_add_explicit(&state.totals[i].v[k], node_totals[j].v[k], memory_order_relaxed);
+	}
+}
+
 void np_vmstat_use_totals(struct np_vmstat_totals *dst)
 {
 	if (dst == cur_mirror())

@@ -213,7 +213,7 @@ int np_vmstat_print_table_opts(FILE *out, const struct np_vmstat_table_opts *o, 
 /* Forks between two sweeps of a forking parent (np_vmstat_output_atfork_parent). */
 #define NP_VMSTAT_SHM_SWEEP_FORKS 64
 #define NP_VMSTAT_SHM_MAGIC 0x31544154534e504eULL /* "NPNSTAT1" little-endian */
-#define NP_VMSTAT_SHM_VERSION 3
+#define NP_VMSTAT_SHM_VERSION 4
 #define NP_VMSTAT_SHM_NAME_LEN 32
 
 struct np_vmstat_shm_header {
@@ -236,6 +236,11 @@ struct np_vmstat_shm_header {
 	int32_t keeper;        /* the process that reads this file once its publisher is gone
 				  (NUMAPAGE_SHM_KEEPER: numapage run --stats); 0: none. Was 0 in
 				  every file of version 3 before it */
+	uint64_t start;        /* when a keeper is named: the publisher's start time (np_os_start_time),
+				  which tells its own file before an exec from a gone process's at
+				  its pid; 0 otherwise. Version 4 (stop 70): the header grew by it,
+				  so readers of version 3 refuse these files, and these readers
+				  version 3's */
 };
 
 struct np_vmstat_shm_name {
@@ -258,10 +263,19 @@ size_t np_vmstat_shm_path(char *buf, size_t size, unsigned uid, int pid, uint64_
  * zero, a uid of at most UINT_MAX, a pid of 1 to INT_MAX and a namespace of at most
  * UINT64_MAX. Anything else is no process's. */
 bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_t *ns);
+/* The same for a file set aside, <name>.<inode>: the file a gone process left at the pid of a
+ * process that published after it (a pid used again), while a keeper that lives was to read
+ * it; that keeper reads it too, and a sweep judges it by its pid and keeper. Not a live view:
+ * `numapage stat` shows no such file. */
+bool np_vmstat_shm_parse_aside(const char *name, unsigned *uid, int *pid, uint64_t *ns);
 /* Creates and fills the file (parent: the process this one was forked from, 0 when none);
  * returns the totals array inside the mapping, or NULL (nothing published, a verbose message
  * says why). */
 struct np_vmstat_totals *np_vmstat_shm_create(int parent);
+/* Adds the events (not the gauges) of node_totals, the totals of nodes os_id[0..n) that this
+ * process counted before an exec, published in its file then, to its totals now: counts survive
+ * exec, as the kernel's own per-process counters do (np_vmstat_shm_create, with a keeper). */
+void np_vmstat_add_events_before_exec(const struct np_vmstat_totals *node_totals, const int32_t *os_id, int n);
 /* Unmaps and unlinks the file if this process created it. */
 void np_vmstat_shm_remove(void);
 /* In a forked child: forgets the parent's file (not unlinked; unmapped when the child

@@ -62,6 +62,47 @@ static bool other_namespace(const char *file, unsigned uid, uint64_t ns)
 	return ns && np_os_read_own(file, uid, &h, sizeof h, NULL) == (long)sizeof h && np_vmstat_shm_other_ns(&h, ns);
 }
 
+/* The file at our name p (uid, namespace ns, our start time start) that a process with our
+ * pid left, while a keeper that lives is to read it (numapage run --stats). Until this, it was
+ * removed, and the job lost that process without a word: a program that a process of the job
+ * exec'd (`env`, `bash -c`, a driver, a shell's child) removed the file of its process before
+ * the exec. Now:
+ * - our own file before an exec (its start time is ours): its events are added to ours and it
+ *   is removed (counts survive exec, as the kernel's do; the job counts the process once);
+ * - another process's, gone (a pid used again): moved to p.<inode>, where the keeper's end
+ *   finds it (np_vmstat_shm_parse_aside) and a sweep judges it by its pid and keeper.
+ * 0 when it was handled so; -1 (the caller removes it, as before) otherwise. */
+static int take_over(const char *p, unsigned uid, uint64_t ns, uint64_t start, size_t size)
+{
+	union {
+		struct np_vmstat_shm_header h;
+		struct np_vmstat_totals t; /* its alignment: the totals are read in place */
+		char bytes[4096];
+	} old;
+	uint64_t ino = 0;
+	long got = np_os_read_own(p, uid, &old, NP_MIN(size, sizeof old), &ino);
+	const struct np_vmstat_shm_header *h = &old.h;
+	if (got < (long)sizeof *h || h->magic != NP_VMSTAT_SHM_MAGIC || h->version != NP_VMSTAT_SHM_VERSION ||
+	    h->pid_ns != ns || h->keeper <= 0 || np_os_pid_alive(h->keeper) <= 0)
+		return -1;
+	/* Ours before the exec, laid out as ours and read whole: its events added. Past the
+	 * buffer (more than about 16 nodes) it is set aside, and the job counts the process as
+	 * two rather than lose either part. */
+	if (start && h->start == start && h->pid == np_os_pid() && got == (long)size && h->size == size &&
+	    h->nitems == NUMA_PAGE_STAT_NITEMS && h->nnodes > 0 && h->nnodes <= NP_MAX_NODES &&
+	    h->node_stride == sizeof(struct np_vmstat_totals) && h->totals_off % NP_CACHELINE == 0 &&
+	    h->totals_off + (size_t)h->nnodes * h->node_stride <= size) {
+		np_vmstat_add_events_before_exec((const struct np_vmstat_totals *)(old.bytes + h->totals_off), h->os_id,
+						 h->nnodes);
+		return np_os_unlink_own(p, uid, ino);
+	}
+	char aside[sizeof path];
+	size_t n = np_format(aside, sizeof aside, "%s.%llu", p, (unsigned long long)ino);
+	if (n + 1 >= sizeof aside)
+		return -1;
+	return np_os_rename_own(p, aside, uid, ino);
+}
+
 struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 {
 	int n = np_vmstat_nnodes();
@@ -80,6 +121,9 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 		inherited = NULL;
 	}
 	uint64_t ns = np_os_pid_ns();
+	/* Only where a keeper reads the files (three system calls more a start): the one case in
+	 * which a file left at our pid is read rather than removed (take_over). */
+	uint64_t start = np_opt.shm_keeper > 0 ? np_os_start_time() : 0;
 	char p[sizeof path];
 	np_vmstat_shm_path(p, sizeof p, uid, pid, ns);
 	void *m = NULL;
@@ -97,7 +141,7 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 		 * program that execs is far more common (left alone, it was never removed and the
 		 * exec'd program never published: a review); the other process then removes only
 		 * its own file at exit (path_ino). */
-		if (!other_namespace(p, uid, ns) && np_os_unlink(p) == 0)
+		if (!other_namespace(p, uid, ns) && (take_over(p, uid, ns, start, size) == 0 || np_os_unlink(p) == 0))
 			rc = np_os_shm_create(p, size, &m, &ino);
 	}
 	if (rc) {
@@ -119,6 +163,7 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 	h->pid_ns = ns;
 	h->parent = parent;
 	h->keeper = (int32_t)np_opt.shm_keeper;
+	h->start = start;
 	for (int i = 0; i < n; i++) {
 		h->os_id[i] = np_vmstat_os_id(i);
 		h->threshold[i] = np_vmstat_threshold(i);
@@ -222,6 +267,17 @@ bool np_vmstat_shm_parse_name(const char *name, unsigned *uid, int *pid, uint64_
 	return true;
 }
 
+bool np_vmstat_shm_parse_aside(const char *name, unsigned *uid, int *pid, uint64_t *ns)
+{
+	const char *p;
+	unsigned long long i, ino;
+	if (!uid_and_pid(name, '.', uid, pid, &p) || !number(p + 1, '.', UINT64_MAX, &i, &p) ||
+	    !number(p + 1, '\0', UINT64_MAX, &ino, &p))
+		return false;
+	*ns = i;
+	return true;
+}
+
 /* The uid and pid of a name of the library before the pid namespace joined it (before
  * 2026-12-07): numapage.<uid>.<pid>. */
 static bool legacy_name(const char *name, unsigned *uid, int *pid)
@@ -245,12 +301,14 @@ static void sweep_one(const char *name, void *ctx)
 	/* A file of the library before the namespace was in the name, left by a process killed
 	 * before its exit handler: judged as ours when its header says this namespace (the
 	 * sweep after an upgrade left them for good: a hostile test). */
-	bool legacy = false;
+	bool legacy = false, aside = false;
 	if (!np_vmstat_shm_parse_name(name, &uid, &pid, &ns)) {
-		if (!legacy_name(name, &uid, &pid))
+		aside = np_vmstat_shm_parse_aside(name, &uid, &pid, &ns);
+		if (!aside && !legacy_name(name, &uid, &pid))
 			return;
-		legacy = true;
-		ns = sw->ns;
+		legacy = !aside;
+		if (legacy)
+			ns = sw->ns;
 	}
 	if (uid != sw->uid)
 		return; /* another user's: theirs to clean (root's sweep does not judge them) */
@@ -268,7 +326,7 @@ static void sweep_one(const char *name, void *ctx)
 	 * its processes' pids are not ours, and a live one looks gone from here (a review saw a
 	 * process in a new namespace remove the host's live files). */
 	char path_buf[128];
-	if (legacy)
+	if (legacy || aside)
 		np_format(path_buf, sizeof path_buf, "%s/%s", NP_VMSTAT_SHM_DIR, name);
 	else
 		np_vmstat_shm_path(path_buf, sizeof path_buf, sw->uid, pid, ns);

@@ -397,23 +397,25 @@ time.sleep(1)
         shutil.rmtree(sync, ignore_errors=True)
     else:
         print('SKIP pid reuse check: needs root and unshare')
-    # Three processes of one job with the same pid (pids wrap: a long build under pid_max
-    # 32768), two that report and one that ends with _exit: each counts. The second report
-    # wrote over the first's %p.json, and the file left by the third was taken for the file of
-    # a process that had reported: the job lost two of the three without a word.
+    # Four processes of one job with the same pid (pids wrap: a long build under pid_max
+    # 32768), two that report, one that ends with _exit and one more that reports: each counts.
+    # The second report wrote over the first's %p.json, the file left by the third was taken
+    # for the file of a process that had reported, and the fourth's start removed it (no
+    # watcher here, which could have held it): the job lost three of the four without a word.
     if os.geteuid() == 0 and unshare:
         sync = tempfile.mkdtemp(prefix='numapage-pidreport.')
-        job_sh = ('for n in 3000 5000 7000; do echo 499 > /proc/sys/kernel/ns_last_pid; '
+        job_sh = ('for n in 3000 5000 7000 9000; do echo 499 > /proc/sys/kernel/ns_last_pid; '
                   '"$0" -c "import os; a = [bytes(1000) for _ in range($n)]; $n == 7000 and os._exit(0)" & wait; done')
         outer_sh = ': > "$1/in_ns"; exec "$0" run --stats --json "$1/r.json" -- /bin/sh -c "$2" "$3"'
         r = subprocess.run([unshare, '-m', '/bin/sh', '-c', 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"', 'sh',
                             unshare, '-pf', '--mount-proc', '/bin/sh', '-c', outer_sh, EXE, sync, job_sh, PY],
-                           capture_output=True, text=True, env=BASE, timeout=120)
+                           capture_output=True, text=True, env=dict(BASE, LD_PRELOAD=SHIM, NP_SHIM_NO_INOTIFY='1'),
+                           timeout=120)
         if os.path.exists(os.path.join(sync, 'in_ns')):
             assert r.returncode == 0, (r.returncode, r.stderr)
             j = json.load(open(os.path.join(sync, 'r.json')))
             at500 = sorted(requested(x) // 1000000 for x in j['per_process'] if x['pid'] == 500)
-            assert len(at500) == 3 and at500[0] >= 3 and at500[1] >= 5 and at500[2] >= 7, j['per_process']
+            assert len(at500) == 4 and all(a >= b for a, b in zip(at500, (3, 5, 7, 9))), j['per_process']
         else:
             print('SKIP pid reuse report check: cannot make a pid namespace here:', r.stderr.strip()[-200:])
         shutil.rmtree(sync, ignore_errors=True)
@@ -449,6 +451,18 @@ else:
     _, j = run_job('blind_exec_exit', '/bin/sh', '-c',
                    '"$0" -c "import os; a = [bytes(1000) for _ in range(3000)]; os._exit(0)"; /bin/true', PY, env=blind)
     assert j['processes'] == 3, j['processes']
+    # A program that works and then execs another (a wrapper, a driver, `bash -c` running its
+    # last command): one process, whose counts hold what it counted before the exec, as the
+    # kernel's counters do; with the watcher and without it. The second program's start took
+    # the first one's live file for a dead process's and removed it: the job lost the first
+    # part without a word.
+    second = 'b = [bytes(1000) for _ in range(5000)]'
+    _, j = run_job('exec_second', PY, '-c', second)
+    alone = requested(j)
+    chain = 'import os, sys; a = [bytes(1000) for _ in range(3000)]; os.execv(sys.executable, [sys.executable, "-c", %r])' % second
+    for name, env in (('exec_chain', None), ('blind_exec_chain', blind)):
+        _, j = run_job(name, PY, '-c', chain, env=env)
+        assert j['processes'] == 1 and requested(j) >= alone + 3000 * 1000, (name, alone, j['per_process'])
     # A command name with a tab and a byte that is not UTF-8 comes back as it was written:
     # JSON escapes are decoded (the tab came back as 'u0009').
     odd = os.path.join(tmp, 'tab\there')

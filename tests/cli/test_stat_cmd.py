@@ -232,8 +232,8 @@ try:
     r = stat(sleeper.pid, rc=1)
     assert 'does not use libnumapage' in r.stderr, r.stderr
     # A complete file of an earlier process whose pid the sleeper now has: stale, removed.
-    hdr = struct.pack('<QIIiIiiIIII64i64iQii', 0x31544154534e504e, 3, 4096, sleeper.pid, UID, 1, 1, 4096,
-                      576, 640, 64, *([0] * 128), PIDNS, 0, 0)
+    hdr = struct.pack('<QIIiIiiIIII64i64iQiiQ', 0x31544154534e504e, 4, 4096, sleeper.pid, UID, 1, 1, 4096,
+                      584, 640, 64, *([0] * 128), PIDNS, 0, 0, 0)
     fake = shm_path(sleeper.pid)
     with open(fake, 'wb') as f:
         f.write(hdr.ljust(4096, b'\0'))
@@ -248,7 +248,7 @@ try:
     keeper = subprocess.Popen(['sleep', '30'])
     try:
         with open(fake, 'wb') as f:
-            f.write(hdr[:-4] + struct.pack('<i', keeper.pid) + b'\0' * (4096 - len(hdr)))
+            f.write(hdr[:-12] + struct.pack('<i', keeper.pid) + hdr[-8:] + b'\0' * (4096 - len(hdr)))
         os.chmod(fake, 0o600)
         r = stat(sleeper.pid, rc=1)
         assert os.path.exists(fake), 'a kept file was removed'
@@ -339,13 +339,15 @@ NAMES = ['numa_hit', 'numa_miss', 'numa_foreign', 'local_node', 'other_node', 'i
 
 
 def craft(pid, uid=UID, nnodes=1, osid=(0,), thr=28, val=12345, size=4096, pidns=None):
-    """A complete live-view file (struct np_vmstat_shm_header, then names, then totals)."""
-    ni, names_off, totals_off = len(NAMES), 576, 896
+    """A complete live-view file (struct np_vmstat_shm_header of version 4, then names, then
+    totals)."""
+    ni, names_off = len(NAMES), 584
+    totals_off = (names_off + 32 * ni + 63) // 64 * 64
     osids = list(osid) + [0] * (64 - len(osid))
     thrs = [thr] * 64
     buf = bytearray(size)
-    hdr = struct.pack('<QIIiIiiIIII64i64iQii', 0x31544154534e504e, 3, size, pid, uid, nnodes, ni, 4096,
-                      names_off, totals_off, 8 * ni, *thrs, *osids, PIDNS if pidns is None else pidns, 0, 0)
+    hdr = struct.pack('<QIIiIiiIIII64i64iQiiQ', 0x31544154534e504e, 4, size, pid, uid, nnodes, ni, 4096,
+                      names_off, totals_off, 8 * ni, *thrs, *osids, PIDNS if pidns is None else pidns, 0, 0, 0)
     buf[:len(hdr)] = hdr
     for k, n in enumerate(NAMES):
         buf[names_off + 32 * k:names_off + 32 * k + len(n)] = n.encode()

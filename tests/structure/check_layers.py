@@ -22,7 +22,7 @@ sched_getcpu sched_yield sched_setaffinity sched_getaffinity syscall open openat
 write pread pwrite close stat fstat lstat fstatat unlink unlinkat ftruncate fchmod chmod kill
 tgkill getpid gettid geteuid getuid prctl clone fork vfork waitpid wait4 nanosleep clock_gettime
 sysconf getrandom getauxval setrlimit getrlimit access readlink dup dup2 pipe poll ioctl fcntl
-brk sbrk fopen fdopen freopen opendir mkdir rmdir rename socket
+brk sbrk fopen fdopen freopen opendir mkdir rmdir rename renameat2 link socket
 """.split()
 CALL = re.compile(r'(?<![\w.>])(' + '|'.join(SYSCALLS) + r')\s*\(')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1136,6 +1137,88 @@ static void a_file_stays_while_its_keeper_lives(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* A file at our own pid whose keeper lives (`numapage run --stats`): a gone process's (another
+ * start time: a pid used again) is set aside, <name>.<inode>, not removed: the keeper reads it
+ * at the job's end, and a sweep judges it by its pid and keeper; our own before an exec (our
+ * start time) gives its events to our totals and goes. One without a keeper is removed, as
+ * before. Until this, either was removed, and the job lost that process, or the part of it
+ * before the exec (a shell's child, `env`, `bash -c`). */
+static void a_kept_file_at_our_pid_is_taken_over(void **state)
+{
+	(void)state;
+	char aside[400];
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		np_vmstat_shm_forget();
+		char p[128];
+		plant_kept(p, sizeof p, getpid(), 0, getppid()); /* the test process keeps it */
+		struct stat before, after;
+		bool ok = stat(p, &before) == 0;
+		snprintf(aside, sizeof aside, "%s.%llu", p, (unsigned long long)before.st_ino);
+		ok = ok && np_vmstat_shm_create(0) != NULL;
+		ok = ok && access(aside, F_OK) == 0 && stat(p, &after) == 0 && after.st_ino != before.st_ino;
+		unsigned uid;
+		int apid;
+		uint64_t ns;
+		ok = ok && np_vmstat_shm_parse_aside(strrchr(aside, '/') + 1, &uid, &apid, &ns) && apid == getpid() &&
+		     ns == np_os_pid_ns() && !np_vmstat_shm_parse_name(strrchr(aside, '/') + 1, &uid, &apid, &ns);
+		np_vmstat_shm_remove();
+		ok = ok && access(p, F_OK) == -1 && access(aside, F_OK) == 0;
+		/* Our own file before an exec (its start time ours, a keeper named): its events are
+		 * added to ours, its gauges are not (the memory went with the exec), and it goes. */
+		np_vmstat_shm_forget();
+		np_opt.shm_keeper = getppid();
+		struct np_vmstat_totals *t = np_vmstat_shm_create(0);
+		int ev = -1, ga = -1;
+		for (int k = 0; k < NUMA_PAGE_STAT_NITEMS; k++) {
+			if (ev < 0 && !NP_VMSTAT_KIND_IS_GAUGE(np_vmstat_item_kind(k)))
+				ev = k;
+			if (ga < 0 && NP_VMSTAT_KIND_IS_GAUGE(np_vmstat_item_kind(k)))
+				ga = k;
+		}
+		ok = ok && t && ev >= 0 && ga >= 0 && stat(p, &before) == 0;
+		long ev0 = np_vmstat_read(0, ev), ga0 = np_vmstat_read(0, ga);
+		if (t) {
+			t[0].v[ev] += 1234; /* what it counted before the exec */
+			t[0].v[ga] += 99;
+		}
+		np_vmstat_shm_forget(); /* the exec: the file stays, unmapped */
+		ok = ok && np_vmstat_shm_create(0) != NULL && stat(p, &after) == 0 && after.st_ino != before.st_ino;
+		snprintf(aside, sizeof aside, "%s.%llu", p, (unsigned long long)before.st_ino);
+		ok = ok && access(aside, F_OK) == -1 && np_vmstat_read(0, ev) == ev0 + 1234 && np_vmstat_read(0, ga) == ga0;
+		np_vmstat_shm_remove();
+		np_opt.shm_keeper = 0;
+		/* No keeper: removed. */
+		np_vmstat_shm_forget();
+		plant_kept(p, sizeof p, getpid(), 0, 0);
+		ok = ok && stat(p, &before) == 0 && np_vmstat_shm_create(0) != NULL;
+		char other[160];
+		snprintf(other, sizeof other, "%s.%llu", p, (unsigned long long)before.st_ino);
+		ok = ok && access(other, F_OK) == -1;
+		np_vmstat_shm_remove();
+		_exit(ok ? 0 : 1);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char p[128];
+	np_vmstat_shm_path(p, sizeof p, np_os_euid(), pid, np_os_pid_ns());
+	/* The child's copy of aside is not ours: find the set-aside file by its prefix. */
+	DIR *d = opendir(NP_VMSTAT_SHM_DIR);
+	assert_non_null(d);
+	aside[0] = '\0';
+	for (struct dirent *e; (e = readdir(d));)
+		if (strncmp(e->d_name, strrchr(p, '/') + 1, strlen(strrchr(p, '/') + 1)) == 0 &&
+		    e->d_name[strlen(strrchr(p, '/') + 1)] == '.')
+			snprintf(aside, sizeof aside, "%s/%s", NP_VMSTAT_SHM_DIR, e->d_name);
+	closedir(d);
+	assert_true(aside[0]);
+	/* Its process gone and we its keeper: our sweep takes it. */
+	np_vmstat_shm_sweep();
+	assert_int_equal(access(aside, F_OK), -1);
+}
+
 /* A file of the library before the namespace was in the name (numapage.<uid>.<pid>), left by
  * a process that is gone: removed when its header says this namespace (they stayed for good
  * after an upgrade: a hostile test), kept when it says another. */
@@ -1237,6 +1320,7 @@ int main(void)
 		cmocka_unit_test_setup(files_of_other_pid_namespaces_are_left_alone, setup),
 		cmocka_unit_test_setup(live_file_names_parse_only_as_written, setup),
 		cmocka_unit_test_setup(a_file_stays_while_its_keeper_lives, setup),
+		cmocka_unit_test_setup(a_kept_file_at_our_pid_is_taken_over, setup),
 		cmocka_unit_test_setup(sweep_removes_files_of_the_old_name, setup),
 		cmocka_unit_test_setup(exit_table_goes_to_stderr, setup),
 		cmocka_unit_test(json_strings_are_utf8),

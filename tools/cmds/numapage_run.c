@@ -364,13 +364,17 @@ static bool read_leftover_at(pid_t pid, int fd, const struct stat *st, const cha
 	return read;
 }
 
-/* The same for the file named for pid, which is then removed (when read, or for our zombie);
+/* The same for the file named for pid (name NULL), or for the file name in /dev/shm set aside
+ * at pid (np_vmstat_shm_parse_aside), which is then removed (when read, or for our zombie);
  * other files are left alone. */
-static bool read_leftover_file(pid_t pid, const struct job *job)
+static bool read_leftover_file(pid_t pid, const struct job *job, const char *name)
 {
-	char path[128];
+	char path[PATH_MAX];
 	unsigned me = (unsigned)geteuid();
-	np_vmstat_shm_path(path, sizeof path, me, pid, np_os_pid_ns());
+	if (name)
+		snprintf(path, sizeof path, "%s/%s", NP_VMSTAT_SHM_DIR, name);
+	else
+		np_vmstat_shm_path(path, sizeof path, me, pid, np_os_pid_ns());
 	struct stat st;
 	int fd = np_livefile_open(path, me, &st);
 	if (fd < 0)
@@ -392,7 +396,7 @@ static bool read_leftover_file(pid_t pid, const struct job *job)
 
 static void read_leftover(pid_t pid)
 {
-	read_leftover_file(pid, NULL);
+	read_leftover_file(pid, NULL, NULL);
 }
 
 /*
@@ -417,9 +421,12 @@ static void adopt_forked_leftovers(const struct job *j)
 			unsigned uid;
 			int pid;
 			uint64_t ns;
-			if (np_vmstat_shm_parse_name(e->d_name, &uid, &pid, &ns) && uid == me && ns == my_ns &&
-			    kill(pid, 0) != 0 && errno == ESRCH)
-				more |= read_leftover_file(pid, j);
+			/* And the files set aside at a pid that a later process of the job took (a pid
+			 * used again): their process is gone whatever the pid's is. */
+			bool aside = np_vmstat_shm_parse_aside(e->d_name, &uid, &pid, &ns);
+			if ((aside || np_vmstat_shm_parse_name(e->d_name, &uid, &pid, &ns)) && uid == me && ns == my_ns &&
+			    (aside || (kill(pid, 0) != 0 && errno == ESRCH)))
+				more |= read_leftover_file(pid, j, aside ? e->d_name : NULL);
 		}
 		closedir(d);
 		/* The files whose names went before the job ended (another process's sweep): the
