@@ -196,6 +196,9 @@ int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino);
 /* Renames path to to on the same rules, and only where nothing holds to (no file is ever
  * replaced): 0, -EPERM when path is not that file, -EEXIST when to is taken, or -errno. */
 int np_os_rename_own(const char *path, const char *to, unsigned uid, uint64_t ino);
+/* Writes n zero bytes at the start of path, on the same rules (the file opened without
+ * following a link, then checked): 0, -EPERM when it is not that file, or -errno. */
+int np_os_zero_own(const char *path, unsigned uid, uint64_t ino, size_t n);
 /* ---- Process-level facts and isolation ---- */
 /* True when the process runs with elevated privileges it did not get from its caller
  * (setuid/setgid or file capabilities: getauxval(AT_SECURE)); then nothing in the

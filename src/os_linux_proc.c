@@ -152,6 +152,33 @@ int np_os_rename_own(const char *path, const char *to, unsigned uid, uint64_t in
 	return np_os_unlink(path);
 }
 
+int np_os_zero_own(const char *path, unsigned uid, uint64_t ino, size_t n)
+{
+	SAVE_ERRNO;
+	int fd = np_nc_open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+	if (fd < 0)
+		RETURN_ERRNO(-1);
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) != 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || (ino && (uint64_t)st.st_ino != ino))
+		rc = -EPERM;
+	static const char zeros[64];
+	for (size_t off = 0; rc == 0 && off < n;) {
+		ssize_t w = pwrite(fd, zeros, NP_MIN(n - off, sizeof zeros), (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			rc = w < 0 ? -errno : -EIO;
+		else
+			off += (size_t)w;
+	}
+	np_nc_close(fd);
+	errno = saved_errno_;
+	return rc;
+}
+
 long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint64_t *ino)
 {
 	SAVE_ERRNO;

@@ -605,6 +605,25 @@ int np_os_rename_own(const char *path, const char *to, unsigned uid, uint64_t in
 	return rc;
 }
 
+int np_os_zero_own(const char *path, unsigned uid, uint64_t ino, size_t n)
+{
+	int saved = errno, rc = 0;
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || (ino && (uint64_t)st.st_ino != ino))
+		rc = -EPERM;
+	else
+		for (size_t i = 0; i < n && rc == 0; i++)
+			if (pwrite(fd, "", 1, (off_t)i) != 1)
+				rc = -EIO;
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+	return rc;
+}
+
 int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
 {
 	struct stat st;

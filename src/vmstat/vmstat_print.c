@@ -376,27 +376,35 @@ static bool report_path(const char *spec, char *path, size_t size, bool *for_pid
 	return true;
 }
 
-/* The report's file at path, as np_os_create_report makes it. A name that holds the pid is
- * another process's report when it exists already: one that had this pid before (pids wrap: a
- * long build under `numapage run --stats`, which reads them all) or an exec'd predecessor's.
- * It is left as it is, and the report goes under the first free name of <path>.1 to
- * <path>.99 (NP_VMSTAT_REPORT_TAKEN_MAX; path then says which; size: its buffer). Until this, the
- * report emptied and replaced it, and the job lost that process without a word. */
-static FILE *create_report(char *path, size_t size, bool for_pid)
+/* The report's file at path, as np_os_create_report makes it. Where the name holds the pid
+ * and a keeper reads the job's reports (`numapage run --stats`: its own directory, all of whose
+ * reports it counts), an existing file at the name is another process's report, one that had
+ * this pid before (pids wrap in a long job): it is left as it is, and the report goes under
+ * the first free name of <path>.1 to <path>.99 (NP_VMSTAT_REPORT_TAKEN_MAX; size: path's
+ * buffer). Until this, the report emptied and replaced it, and the job lost that process
+ * without a word. Elsewhere the name is emptied and written, as before: a service whose pid
+ * comes back (a container's pid 1) keeps its latest report there. On failure *taken says
+ * whether the first name was taken, and path is the name that failed, or the first one when
+ * every name is taken (EEXIST) or the next one is too long (ENAMETOOLONG). */
+static FILE *create_report(char *path, size_t size, bool for_pid, bool *taken)
 {
-	FILE *f = np_os_create_report(path, for_pid);
+	bool exclusive = for_pid && np_opt.shm_keeper > 0;
+	FILE *f = np_os_create_report(path, exclusive);
 	size_t n = strlen(path);
-	for (int k = 1; !f && for_pid && errno == EEXIST && k <= NP_VMSTAT_REPORT_TAKEN_MAX; k++) {
+	*taken = !f && exclusive && errno == EEXIST;
+	for (int k = 1; !f && *taken && errno == EEXIST && k <= NP_VMSTAT_REPORT_TAKEN_MAX; k++) {
 		char piece[16];
-		path[n] = '\0';
 		size_t m = n;
-		if (!append(path, size, &m, piece, np_format(piece, sizeof piece, ".%d", k)))
-			break; /* errno stays EEXIST */
+		path[n] = '\0';
+		if (!append(path, size, &m, piece, np_format(piece, sizeof piece, ".%d", k))) {
+			errno = ENAMETOOLONG;
+			break;
+		}
 		f = np_os_create_report(path, true);
 	}
-	if (!f) {
+	if (!f && *taken && (errno == EEXIST || errno == ENAMETOOLONG)) {
 		int e = errno;
-		path[n] = '\0'; /* the name the warning gives */
+		path[n] = '\0';
 		errno = e;
 	}
 	return f;
@@ -433,19 +441,22 @@ static NP_NOINLINE void exit_report_write(void)
 		break;
 	case NP_STATS_JSON: {
 		char path[4096];
-		bool for_pid;
+		bool for_pid, taken;
 		if (!report_path(s + 5, path, sizeof path, &for_pid)) {
 			np_warn("NUMAPAGE_STATS: the report's path is longer than %zu bytes; no report written",
 				sizeof path - 1);
 			break;
 		}
-		FILE *f = create_report(path, sizeof path, for_pid);
+		FILE *f = create_report(path, sizeof path, for_pid, &taken);
 		if (!f) {
 			if (errno == ELOOP)
 				np_warn("NUMAPAGE_STATS: %s is a symbolic link; not followed, no report written", path);
-			else if (errno == EEXIST)
+			else if (taken && errno == EEXIST)
 				np_warn("NUMAPAGE_STATS: %s and the names after it up to .%d are taken; no report written",
 					path, NP_VMSTAT_REPORT_TAKEN_MAX);
+			else if (taken && errno == ENAMETOOLONG)
+				np_warn("NUMAPAGE_STATS: %s is taken, and the names after it are too long; no report written",
+					path);
 			else
 				np_warn("NUMAPAGE_STATS: cannot write %s (errno %d)", path, errno);
 			break;

@@ -63,15 +63,21 @@ static bool other_namespace(const char *file, unsigned uid, uint64_t ns)
 }
 
 /* The file at our name p (uid, namespace ns, our start time start) that a process with our
- * pid left, while a keeper that lives is to read it (numapage run --stats). Until this, it was
- * removed, and the job lost that process without a word: a program that a process of the job
- * exec'd (`env`, `bash -c`, a driver, a shell's child) removed the file of its process before
- * the exec. Now:
- * - our own file before an exec (its start time is ours): its events are added to ours and it
- *   is removed (counts survive exec, as the kernel's do; the job counts the process once);
- * - another process's, gone (a pid used again): moved to p.<inode>, where the keeper's end
- *   finds it (np_vmstat_shm_parse_aside) and a sweep judges it by its pid and keeper.
- * 0 when it was handled so; -1 (the caller removes it, as before) otherwise. */
+ * pid left, while a keeper that lives is to read it (numapage run --stats). Until stop 70 it
+ * was removed, and the job lost that process without a word: a program that a process of the
+ * job exec'd (`env`, `bash -c`, a driver, a shell's child) removed the file of its process
+ * from before the exec, and a process that took a gone one's pid removed the gone one's. Now:
+ * - our own file before an exec (its start time is ours, its keeper ours): its events, not its
+ *   gauges, are added to ours (counts survive exec, as the kernel's own counters of a process
+ *   do; the job counts the process once); its magic is zeroed, so that no reader that holds it
+ *   open (numapage run's watcher) counts it again, and it is removed;
+ * - another process's (a pid used again): renamed p.<inode> (another number if a planted file
+ *   holds that name), where the keeper's end finds it (np_vmstat_shm_parse_aside) and a sweep
+ *   judges it by its keeper alone.
+ * 0: done, the name is free; 1: it could be neither, and it stays (we do not publish: its
+ * keeper reads it); -1: not such a file (the caller removes it, as before). The start time
+ * counts in clock ticks (10 ms): a process that took a gone one's pid within the tick the
+ * gone one started in is taken for it (pids come back only after a wrap, or ns_last_pid). */
 static int take_over(const char *p, unsigned uid, uint64_t ns, uint64_t start, size_t size)
 {
 	union {
@@ -85,22 +91,34 @@ static int take_over(const char *p, unsigned uid, uint64_t ns, uint64_t start, s
 	if (got < (long)sizeof *h || h->magic != NP_VMSTAT_SHM_MAGIC || h->version != NP_VMSTAT_SHM_VERSION ||
 	    h->pid_ns != ns || h->keeper <= 0 || np_os_pid_alive(h->keeper) <= 0)
 		return -1;
-	/* Ours before the exec, laid out as ours and read whole: its events added. Past the
-	 * buffer (more than about 16 nodes) it is set aside, and the job counts the process as
-	 * two rather than lose either part. */
-	if (start && h->start == start && h->pid == np_os_pid() && got == (long)size && h->size == size &&
+	/* Ours before the exec, in our job, laid out as ours: what the totals need is read (4 KiB
+	 * hold them for about 16 nodes; past that it is set aside, and the job counts the process
+	 * as two rather than lose either part). */
+	size_t need = (size_t)h->totals_off + (size_t)h->nnodes * h->node_stride;
+	if (start && h->start == start && h->pid == np_os_pid() && h->keeper == np_opt.shm_keeper && h->size == size &&
 	    h->nitems == NUMA_PAGE_STAT_NITEMS && h->nnodes > 0 && h->nnodes <= NP_MAX_NODES &&
 	    h->node_stride == sizeof(struct np_vmstat_totals) && h->totals_off % NP_CACHELINE == 0 &&
-	    h->totals_off + (size_t)h->nnodes * h->node_stride <= size) {
+	    need <= (size_t)got) {
+		if (np_os_zero_own(p, uid, ino, sizeof h->magic) != 0)
+			return 1;
 		np_vmstat_add_events_before_exec((const struct np_vmstat_totals *)(old.bytes + h->totals_off), h->os_id,
 						 h->nnodes);
-		return np_os_unlink_own(p, uid, ino);
+		np_os_unlink_own(p, uid, ino);
+		return 0;
 	}
-	char aside[sizeof path];
-	size_t n = np_format(aside, sizeof aside, "%s.%llu", p, (unsigned long long)ino);
-	if (n + 1 >= sizeof aside)
-		return -1;
-	return np_os_rename_own(p, aside, uid, ino);
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t tag = ino;
+		if (tries)
+			np_os_random(&tag, sizeof tag);
+		char aside[sizeof path];
+		size_t n = np_format(aside, sizeof aside, "%s.%llu", p, (unsigned long long)tag);
+		if (n + 1 >= sizeof aside)
+			return 1;
+		int rc = np_os_rename_own(p, aside, uid, ino);
+		if (rc != -EEXIST)
+			return rc == 0 ? 0 : 1;
+	}
+	return 1;
 }
 
 struct np_vmstat_totals *np_vmstat_shm_create(int parent)
@@ -141,7 +159,8 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 		 * program that execs is far more common (left alone, it was never removed and the
 		 * exec'd program never published: a review); the other process then removes only
 		 * its own file at exit (path_ino). */
-		if (!other_namespace(p, uid, ns) && (take_over(p, uid, ns, start, size) == 0 || np_os_unlink(p) == 0))
+		int taken = other_namespace(p, uid, ns) ? 1 : take_over(p, uid, ns, start, size);
+		if (taken == 0 || (taken < 0 && np_os_unlink(p) == 0))
 			rc = np_os_shm_create(p, size, &m, &ino);
 	}
 	if (rc) {
@@ -314,11 +333,12 @@ static void sweep_one(const char *name, void *ctx)
 		return; /* another user's: theirs to clean (root's sweep does not judge them) */
 	if (ns != sw->ns)
 		return; /* another pid namespace's: its pids are not ours to judge */
-	if (pid == sw->self)
+	if (pid == sw->self && !aside)
 		return;
 	/* Only a pid that no process has is judged: a live one may be a process that has not
-	 * mapped its file yet. (`numapage stat` also catches a pid taken by a newcomer.) */
-	if (np_os_pid_alive(pid) != 0)
+	 * mapped its file yet. (`numapage stat` also catches a pid taken by a newcomer.) A file
+	 * set aside is a gone process's whoever has its pid now: judged by its keeper alone. */
+	if (!aside && np_os_pid_alive(pid) != 0)
 		return;
 	/* Only a regular file of this user's: root's sweep once removed another user's file
 	 * named with uid 0, and symlinks (found by a hostile review). And only one published in
@@ -350,7 +370,7 @@ static void sweep_one(const char *name, void *ctx)
 	/* A process may have taken the pid since the liveness check, and replaced the file with
 	 * its own (a review, with the sweep of a forking parent): asked again after the read,
 	 * and only the file read is removed. */
-	if (np_os_pid_alive(pid) != 0)
+	if (!aside && np_os_pid_alive(pid) != 0)
 		return;
 	if (np_os_unlink_own(path_buf, sw->uid, ino) == 0) {
 		sw->removed++;

@@ -126,9 +126,16 @@ static bool has_report(int pid, ino_t ino)
 		int n = snprintf(report, sizeof report, "%s/%d.json", w.reports, pid);
 		if (k && n > 0 && (size_t)n < sizeof report)
 			snprintf(report + n, sizeof report - (size_t)n, ".%d", k);
-		int fd = open(report, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		/* Not blocking on a FIFO planted there (the watcher holds its lock here): such a
+		 * name was taken, and the report went under the next one. */
+		int fd = open(report, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0)
 			return false;
+		struct stat st;
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			continue;
+		}
 		char text[512]; /* "live" comes before the command */
 		ssize_t got = read(fd, text, sizeof text - 1);
 		close(fd);

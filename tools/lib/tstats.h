@@ -31,8 +31,9 @@ int np_tstats_print(FILE *out, const struct np_tstats *s, const struct np_vmstat
 void np_tstats_json_nodes(FILE *out, const struct np_tstats *s);
 
 /* One process's exit report, as libnumapage writes it for NUMAPAGE_STATS=json:<path>:
- * {"pid":P,"parent":Q,"command":"C","nodes":[{"node":N,"<item>":V,...},...]} (pid, parent and
- * command are absent from reports of older versions: then 0 and ""). 0, or -1 if malformed. */
+ * {"pid":P,"parent":Q,"live":I,"command":"C","nodes":[{"node":N,"<item>":V,...},...]} (pid,
+ * parent and command are absent from reports of older versions: then 0 and ""; live too: then
+ * -1). 0, or -1 if malformed. */
 struct np_treport {
 	int pid, parent;
 	/* The inode of the process's live file ("live"; 0: it published none; -1: the report
