@@ -177,7 +177,8 @@ int np_os_affinity(uint64_t mask[NP_OS_CPU_IDS / 64]);
 int np_os_shm_create(const char *path, size_t size, void **out, uint64_t *ino);
 /* Opens path for writing a report (created, or emptied when it is a regular file), as
  * fopen(path, "w") does but without following a symbolic link at its end (O_NOFOLLOW): a link
- * planted in a shared directory cannot send the report over another file. exclusive: only a
+ * planted in a shared directory cannot send the report over another file; and without waiting
+ * for a FIFO's reader (ENXIO when it has none). exclusive: only a
  * name nothing holds is taken (O_EXCL; EEXIST when something does, a link included). NULL,
  * errno set (ELOOP: a link), on failure. */
 FILE *np_os_create_report(const char *path, bool exclusive);

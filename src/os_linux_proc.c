@@ -27,9 +27,15 @@
 
 FILE *np_os_create_report(const char *path, bool exclusive)
 {
-	int fd = np_nc_open(path, O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0666);
+	/* Not blocking in the open: a FIFO at path with no reader held the exiting program for
+	 * good (ENXIO now); once open, writes block as they should (/dev/stderr, a pipe). */
+	int fd = np_nc_open(path, O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			    0666);
 	if (fd < 0)
 		return NULL;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
 		int e = errno;

@@ -730,6 +730,15 @@ sys.stdin.readline()
     pid = int(p.stdout)
     assert sorted(os.listdir(rdir)) == ['%d.json' % pid, '%d.json.1' % pid], (os.listdir(rdir), p.stderr)
     assert json.load(open(os.path.join(rdir, '%d.json' % pid)))['pid'] == pid
+    # A FIFO at the name, with no reader: a warning, and the program ends (it waited in the
+    # open for good: a review). Nor does numapage run wait on a FIFO a process of its job made
+    # in the report directory (the run's read of the reports hung there).
+    fifo = 'import os, sys; os.mkfifo("%s/%d.json" % (sys.argv[1], os.getpid())); print(os.getpid())'
+    p = subprocess.run([PY, '-c', fifo, rdir], capture_output=True, text=True, check=True, timeout=60,
+                       env=dict(BASE, LD_PRELOAD=LIB, NUMAPAGE_STATS='json:%s/%%p.json' % rdir))
+    assert 'cannot write %s/%d.json' % (rdir, int(p.stdout)) in p.stderr, p.stderr
+    p, j = run_job('fifo_in_reports', PY, '-c', 'import os; os.mkfifo(os.path.dirname(os.environ["NUMAPAGE_STATS"][5:]) + "/x")')
+    assert j['processes'] == 1, (j, p.stderr)
     # A path of 4,080 bytes is written under its own name (paths past 4,071 were cut to a
     # shorter one, silently); one too long for the report's 4,096 is refused with a warning.
     deep = tmp
