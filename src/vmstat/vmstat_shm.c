@@ -92,7 +92,7 @@ static int take_over(const char *p, unsigned uid, uint64_t ns, uint64_t start, s
 	    h->pid_ns != ns || h->keeper <= 0 || np_os_pid_alive(h->keeper) <= 0)
 		return -1;
 	/* Ours before the exec, in our job, laid out as ours: what the totals need is read (4 KiB
-	 * hold them for about 16 nodes; past that it is set aside, and the job counts the process
+	 * hold them for up to 14 nodes; past that it is set aside, and the job counts the process
 	 * as two rather than lose either part). */
 	size_t need = (size_t)h->totals_off + (size_t)h->nnodes * h->node_stride;
 	if (start && h->start == start && h->pid == np_os_pid() && h->keeper == np_opt.shm_keeper && h->size == size &&
