@@ -120,8 +120,14 @@ int np_os_unlink(const char *path)
 	RETURN_ERRNO(unlink(path));
 }
 
-/* 0 when path is, itself, a regular file owned by uid and (ino not 0) the file of inode ino;
- * -EPERM when it is not, or -errno. */
+/* 0 when st is a regular file owned by uid and (ino not 0) the file of inode ino, else -EPERM:
+ * the rule of every *_own call. */
+static int own_status(const struct stat *st, unsigned uid, uint64_t ino)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == (uid_t)uid && (!ino || (uint64_t)st->st_ino == ino) ? 0 : -EPERM;
+}
+
+/* own_status of path itself (a symbolic link is not followed), or -errno. */
 static int own_file(const char *path, unsigned uid, uint64_t ino)
 {
 	SAVE_ERRNO;
@@ -129,9 +135,7 @@ static int own_file(const char *path, unsigned uid, uint64_t ino)
 	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		RETURN_ERRNO(-1);
 	errno = saved_errno_;
-	if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || (ino && (uint64_t)st.st_ino != ino))
-		return -EPERM;
-	return 0;
+	return own_status(&st, uid, ino);
 }
 
 int np_os_unlink_own(const char *path, unsigned uid, uint64_t ino)
@@ -165,11 +169,7 @@ int np_os_zero_own(const char *path, unsigned uid, uint64_t ino, size_t n)
 	if (fd < 0)
 		RETURN_ERRNO(-1);
 	struct stat st;
-	int rc = 0;
-	if (fstat(fd, &st) != 0)
-		rc = -errno;
-	else if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || (ino && (uint64_t)st.st_ino != ino))
-		rc = -EPERM;
+	int rc = fstat(fd, &st) != 0 ? -errno : own_status(&st, uid, ino);
 	static const char zeros[64];
 	for (size_t off = 0; rc == 0 && off < n;) {
 		ssize_t w = pwrite(fd, zeros, NP_MIN(n - off, sizeof zeros), (off_t)off);
@@ -195,9 +195,7 @@ long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint
 	long rc;
 	if (fstat(fd, &st) != 0)
 		rc = -errno;
-	else if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid)
-		rc = -EPERM;
-	else {
+	else if ((rc = own_status(&st, uid, 0)) == 0) {
 		ssize_t n = np_nc_read(fd, buf, size); /* a regular file: all of it that is there */
 		rc = n < 0 ? -errno : (long)n;
 		if (ino)

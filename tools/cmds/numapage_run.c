@@ -195,12 +195,8 @@ static void collect(struct job *j, const char *dir)
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		/* Only regular files: a FIFO a process of the job made here held the run for good
 		 * (a review). */
-		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		struct stat st;
-		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-			close(fd);
-			fd = -1;
-		}
+		int fd = np_open_regular(path, &st);
 		FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 		if (fd >= 0 && !f)
 			close(fd);

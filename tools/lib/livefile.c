@@ -11,13 +11,23 @@
 
 #include "os.h"
 
-int np_livefile_open(const char *path, unsigned uid, struct stat *st)
+int np_open_regular(const char *path, struct stat *st)
 {
 	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer that never comes. */
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != (uid_t)uid) {
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		return -2;
+	}
+	return fd;
+}
+
+int np_livefile_open(const char *path, unsigned uid, struct stat *st)
+{
+	int fd = np_open_regular(path, st);
+	if (fd >= 0 && st->st_uid != (uid_t)uid) {
 		close(fd);
 		return -2;
 	}

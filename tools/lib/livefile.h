@@ -51,8 +51,12 @@ enum np_livefile_err {
 	NP_LIVEFILE_OTHER_NS,   /* published in another pid namespace: its pid is not one here */
 };
 
-/* Opens path as a live file of user uid: never following a link nor blocking (a FIFO planted
- * under the name), and only a regular file owned by uid counts. Returns the descriptor (its
+/* Opens path for reading, never following a link nor blocking (a FIFO planted under the
+ * name), only when it is a regular file: the descriptor (its status in *st), -1 when open
+ * failed (errno), or -2 when it is not a regular file (nothing stays open). Reports, too. */
+int np_open_regular(const char *path, struct stat *st);
+/* Opens path as a live file of user uid: np_open_regular, and only a regular file owned by uid
+ * counts. Returns the descriptor (its
  * status in *st), -1 when open failed (errno), or -2 when it is not a regular file of uid's
  * (nothing stays open; *st says what it is). */
 int np_livefile_open(const char *path, unsigned uid, struct stat *st);

@@ -128,14 +128,12 @@ static bool has_report(int pid, ino_t ino)
 			snprintf(report + n, sizeof report - (size_t)n, ".%d", k);
 		/* Not blocking on a FIFO planted there (the watcher holds its lock here): such a
 		 * name was taken, and the report went under the next one. */
-		int fd = open(report, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-		if (fd < 0)
-			return false;
 		struct stat st;
-		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-			close(fd);
+		int fd = np_open_regular(report, &st);
+		if (fd == -1)
+			return false;
+		if (fd < 0)
 			continue;
-		}
 		char text[512]; /* "live" comes before the command */
 		ssize_t got = read(fd, text, sizeof text - 1);
 		close(fd);
