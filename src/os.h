@@ -138,6 +138,10 @@ struct np_os_node_mem {
 	uint64_t free, inactive_file, mapped, dirty;
 };
 int np_os_node_avail(int node, struct np_os_node_mem *m);
+/* The machine's free memory in bytes (sysinfo's freeram: the kernel's free pages, over all its
+ * nodes), 0 or -errno. On a machine of one memory node it is that node's MemFree, for one
+ * system call where the node's meminfo took 14 us to read (the kernel formats thirty lines). */
+int np_os_mem_free(uint64_t *bytes);
 /* The kernel's zone_reclaim_mode (/proc/sys/vm/zone_reclaim_mode), read at each call: 0 (the
  * default, and when it cannot be read) when a page that prefers a node at its low watermark
  * goes to the next node with free memory, however many file pages the first holds; with any
@@ -249,8 +253,13 @@ uint64_t np_os_memory_bytes(void);
 /* The calling process's id and effective user id. */
 int np_os_pid(void);
 /* The identity of the process's pid namespace (the inode of /proc/self/ns/pid): pids mean
- * something only among processes that share it. 0 when it cannot be read (no /proc). */
+ * something only among processes that share it. 0 when it cannot be read (no /proc). Read
+ * once a process (a stat took 4-12 us, and a start asked three times): a process never leaves
+ * its pid namespace, and the value read is kept with the pid it was read under, so a forked
+ * child reads its own; np_os_pid_ns_forget drops it in a fork's child, whose pid may be the
+ * parent's in a namespace the parent made for its children (pid 1 forking pid 1). */
 uint64_t np_os_pid_ns(void);
+void np_os_pid_ns_forget(void);
 unsigned np_os_euid(void);
 /* When the calling process started, in clock ticks after boot (/proc/self/stat's starttime):
  * the same before and after an exec, another for another process that has the pid later. 0

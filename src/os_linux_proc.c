@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,10 +85,12 @@ int np_os_shm_create(const char *path, size_t size, void **out, uint64_t *ino)
 	int fd = np_nc_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		RETURN_ERRNO(-1);
-	/* The umask may have removed bits: the file is 0600 whatever it says. */
+	/* The umask may have removed bits: the file is 0600 whatever it says (set only where it is
+	 * not, a system call less at most starts). */
 	void *p = MAP_FAILED;
 	struct stat st;
-	int rc = fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0 ? -errno : reserve_space(fd, size);
+	int rc = fstat(fd, &st) < 0 || ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0) ? -errno
+												: reserve_space(fd, size);
 	if (rc == 0) {
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED)
@@ -206,13 +209,34 @@ long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint
 	return rc;
 }
 
+/* The namespace read (0: none yet) and the pid it was read under; relaxed atomics, as two
+ * threads may read it at once (they read the same). The pid is stored last and loaded first. */
+static uint64_t ns_ino;
+static int ns_pid;
+
 uint64_t np_os_pid_ns(void)
 {
+	int pid = np_os_pid();
+	if (__atomic_load_n(&ns_pid, __ATOMIC_ACQUIRE) == pid) {
+		uint64_t ino = __atomic_load_n(&ns_ino, __ATOMIC_RELAXED);
+		if (ino)
+			return ino;
+	}
 	SAVE_ERRNO;
 	struct stat st;
 	uint64_t ino = stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 	errno = saved_errno_;
+	if (ino) {
+		__atomic_store_n(&ns_ino, ino, __ATOMIC_RELAXED);
+		__atomic_store_n(&ns_pid, pid, __ATOMIC_RELEASE);
+	}
 	return ino;
+}
+
+NP_FORK_CHILD void np_os_pid_ns_forget(void)
+{
+	__atomic_store_n(&ns_pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ns_ino, 0, __ATOMIC_RELAXED);
 }
 
 uint64_t np_os_start_time(void)
@@ -447,6 +471,17 @@ uint64_t np_os_memory_bytes(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+}
+
+int np_os_mem_free(uint64_t *bytes)
+{
+	SAVE_ERRNO;
+	struct sysinfo si;
+	int rc = sysinfo(&si) == 0 ? 0 : -errno;
+	errno = saved_errno_;
+	if (rc == 0)
+		*bytes = (uint64_t)si.freeram * (si.mem_unit ? si.mem_unit : 1);
+	return rc;
 }
 
 struct np_dirent64 {

@@ -52,6 +52,7 @@ static int spill_to[1024]; /* the node + 1; 0: none */
 static int policy_mode;
 static unsigned long policy_mask[16];
 static long n_avail_reads;
+static long n_free_reads, n_mode_reads;
 
 void np_fake_os_set_cpu(int cpu) { fake_cpu = cpu; }
 void np_fake_os_set_os_node(int node) { fake_os_node = node; }
@@ -107,6 +108,8 @@ void np_fake_os_reset(void)
 	avail_set = false;
 	reclaim_mode = 0;
 	n_avail_reads = 0;
+	n_free_reads = 0;
+	n_mode_reads = 0;
 	policy_mode = 0;
 	memset(policy_mask, 0, sizeof policy_mask);
 	pthread_mutex_unlock(&lock);
@@ -484,6 +487,20 @@ int np_os_node_avail(int node, struct np_os_node_mem *m)
 	return 0;
 }
 
+/* The machine's free memory: what the nodes set say, together (a test of one memory node
+ * sets that one); plenty when none is set. */
+int np_os_mem_free(uint64_t *bytes)
+{
+	pthread_mutex_lock(&lock);
+	n_free_reads++;
+	int64_t sum = 0;
+	for (int i = 0; avail_set && i < 1024; i++)
+		sum += node_avail[i] > 0 ? node_avail[i] : 0;
+	pthread_mutex_unlock(&lock);
+	*bytes = avail_set ? (uint64_t)sum : (uint64_t)(INT64_MAX / 2);
+	return 0;
+}
+
 void np_fake_os_set_node_file(int node, int64_t inactive, int64_t mapped, int64_t dirty)
 {
 	pthread_mutex_lock(&lock);
@@ -496,7 +513,13 @@ void np_fake_os_set_node_file(int node, int64_t inactive, int64_t mapped, int64_
 }
 
 void np_fake_os_set_reclaim_mode(int mode) { __atomic_store_n(&reclaim_mode, mode, __ATOMIC_SEQ_CST); }
-int np_os_node_reclaim_mode(void) { return __atomic_load_n(&reclaim_mode, __ATOMIC_SEQ_CST); }
+int np_os_node_reclaim_mode(void)
+{
+	__atomic_add_fetch(&n_mode_reads, 1, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&reclaim_mode, __ATOMIC_SEQ_CST);
+}
+long np_fake_os_free_reads(void) { return __atomic_load_n(&n_free_reads, __ATOMIC_SEQ_CST); }
+long np_fake_os_mode_reads(void) { return __atomic_load_n(&n_mode_reads, __ATOMIC_SEQ_CST); }
 
 int np_os_current_cpu(void) { return fake_cpu; }
 int np_os_current_os_node(void) { return fake_os_node; }
@@ -649,6 +672,7 @@ bool np_os_on_signal_stack(void)
 
 void np_fake_os_set_pid_ns(uint64_t ino) { __atomic_store_n(&fake_pid_ns, ino, __ATOMIC_SEQ_CST); }
 uint64_t np_os_pid_ns(void) { return __atomic_load_n(&fake_pid_ns, __ATOMIC_SEQ_CST); }
+void np_os_pid_ns_forget(void) {} /* nothing kept: the fake namespace is read each time */
 
 long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint64_t *ino)
 {

@@ -53,6 +53,10 @@ long np_fake_os_avail_reads(void);
  * until set), and the zone_reclaim_mode np_os_node_reclaim_mode reports (0 until set). */
 void np_fake_os_set_node_file(int node, int64_t inactive, int64_t mapped, int64_t dirty);
 void np_fake_os_set_reclaim_mode(int mode);
+/* How many times np_os_mem_free (the machine's free memory: the nodes set, together) and
+ * np_os_node_reclaim_mode were called. */
+long np_fake_os_free_reads(void);
+long np_fake_os_mode_reads(void);
 /* Bytes np_os_populate was asked to fault in (the fake faults nothing). */
 long np_fake_os_populated(void);
 /* Binds to OS node `node` land on node `to` (a full node whose pages the kernel put

@@ -44,6 +44,8 @@ struct room {
 };
 static struct room room[NP_MAX_NODES];
 static size_t node_pages[NP_MAX_NODES]; /* this machine's nodes only: 0 in a rehearsal */
+/* This machine's only node with memory (its free memory is the machine's), else -1. */
+static int only_memory_node = -1;
 #define ROOM_SKIP 64
 /* What other processes took of a node is seen by reading it again: at the latest when the last
  * read is this old (a helper's guest: another process filled a node after the library's read,
@@ -97,6 +99,10 @@ void np_node_init(const struct np_topo *t)
 		primary[n] = group[n][primary_at[n]];
 		dealt[first]++;
 	}
+	only_memory_node = -1;
+	for (int n = 0, count = 0; t->is_system && n < t->nnodes; n++)
+		if (t->node[n].has_memory)
+			only_memory_node = ++count == 1 ? n : -1;
 	for (int c = 0; c < t->ncpus; c++) {
 		int n = t->cpu[c].node;
 		if (n >= 0 && t->cpu[c].allowed && np_pools[primary[n]].exists)
@@ -242,11 +248,16 @@ void np_node_note_full(int node)
 #define RECLAIM_UNMAP 4
 #define RECLAIM_LEAVES_DIV 100
 
-/* Reads the node's available memory again. False when it cannot be read (no room check). */
-static bool reread(int node)
+/* Reads the node's available memory again, for a question of `pages` pages. False when it
+ * cannot be read (no room check). */
+static bool reread(int node, size_t pages)
 {
-	struct np_os_node_mem m;
-	if (np_os_node_avail(topo->node[node].os_id, &m) < 0)
+	/* On a machine of one memory node its free memory is the kernel's free memory: one
+	 * sysinfo, where the node's meminfo took 14 us to read at every process start (the
+	 * kernel formats thirty lines; docs/perf-issue15.md, section 49). */
+	struct np_os_node_mem m = {0};
+	bool whole = node == only_memory_node;
+	if ((whole ? np_os_mem_free(&m.free) : np_os_node_avail(topo->node[node].os_id, &m)) < 0)
 		return false;
 	/* Inactive file pages make room for our pages only where the kernel reclaims a node's
 	 * own memory first (zone_reclaim_mode, any of its bits): by default a page that prefers
@@ -255,9 +266,16 @@ static bool reread(int node)
 	 * the library hand out fresh pages of a node of page cache, which faulted in elsewhere.
 	 * Where it does reclaim, only what node reclaim may take counts. Under strict binding a
 	 * node whose file pages are in use (the running programs' own) leaves the kernel nothing
-	 * to reclaim but to kill: only free memory counts there either. */
+	 * to reclaim but to kill: only free memory counts there either. The setting is read only
+	 * where it can change an answer: while free memory alone leaves the node's reserve, the
+	 * question and the low mark (np_pool_set_low) all free, file pages change none of them
+	 * (5 us a read, at every process start before). */
 	uint64_t file = 0;
-	int mode = np_opt_load(bind) == NP_BIND_STRICT ? 0 : np_os_node_reclaim_mode();
+	size_t free_pages_now = (size_t)(m.free >> NP_PAGE_SHIFT), reserve = reserve_of(node);
+	bool short_of_free = free_pages_now < reserve + NP_MAX(pages, LOW_RESERVES * reserve);
+	int mode = !short_of_free || np_opt_load(bind) == NP_BIND_STRICT ? 0 : np_os_node_reclaim_mode();
+	if ((mode & 7) && whole && np_os_node_avail(topo->node[node].os_id, &m) < 0)
+		mode = 0; /* the file pages unknown: free memory only */
 	if (mode & 7) {
 		file = m.inactive_file;
 		uint64_t held = (mode & RECLAIM_UNMAP ? 0 : m.mapped) + (mode & RECLAIM_WRITE ? 0 : m.dirty) +
@@ -308,7 +326,7 @@ bool np_node_has_room(int node, size_t pages)
 	if (rehearsed()) /* the fixture's size, against what the node holds */
 		return in_use(node) + (long)pages <= (long)p->limit_pages;
 	struct room *r = &room[node];
-	if (!__atomic_load_n(&r->known, __ATOMIC_RELAXED) && !reread(node))
+	if (!__atomic_load_n(&r->known, __ATOMIC_RELAXED) && !reread(node, pages))
 		return true; /* nothing to go by (no /sys): as before, the kernel decides */
 	long have = left(node);
 	size_t avail = __atomic_load_n(&r->avail, __ATOMIC_RELAXED);
@@ -327,7 +345,7 @@ bool np_node_has_room(int node, size_t pages)
 			__atomic_store_n(&r->skip, skip - 1, __ATOMIC_RELAXED);
 			return false;
 		}
-		if (reread(node))
+		if (reread(node, pages))
 			have = left(node);
 		__atomic_store_n(&r->skip, have < (long)pages ? ROOM_SKIP : 0, __ATOMIC_RELAXED);
 	}

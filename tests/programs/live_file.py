@@ -28,6 +28,12 @@ small file of /dev/shm, and so does every child it forks. Scenarios (a hostile r
           567. Both must publish, each its own file, each removed at exit. Root and
           `unshare -p`.
 
+  nested  A container's pid 1 that makes a pid namespace for its children (a container
+          runtime, a sandbox inside one) and forks: the child is pid 1 too, of the new
+          namespace. The library keeps the namespace it read with the pid it read it under,
+          and the child must not take its parent's: its live file names its own namespace.
+          Root and `unshare -p`.
+
   containers_noproc  The same with /proc hidden (a tmpfs over it): the namespace is unknown,
           and two pid 1 have one name. The second took the first's file, and the first
           removed the second's at its exit (a hostile test); and a start-up sweep removed
@@ -130,6 +136,30 @@ import os, sys
 files = sorted({l.split()[-1] for l in open('/proc/self/maps') if '/dev/shm/numapage.' in l})
 print(os.getpid(), ' '.join(files) or '-', flush=True)
 sys.stdin.readline()
+'''
+
+# Pid 1 of a namespace: allocates (its live file is made at start), makes a new pid namespace
+# for its children and forks one, which allocates past any cache (it publishes) and prints its
+# pid, its namespace, the live files it maps; then the parent prints its own.
+NESTED = r'''
+import ctypes, os, sys
+blocks = [bytearray(n) for n in range(1, 5000, 7)]
+if ctypes.CDLL(None, use_errno=True).unshare(0x20000000) != 0:  # CLONE_NEWPID
+    print('unshare failed', ctypes.get_errno())
+    sys.exit(77)
+def mine():
+    files = sorted({l.split()[-1] for l in open('/proc/self/maps') if '/dev/shm/numapage.' in l})
+    return ' '.join(files) or '-'
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    big = bytearray(4 << 20)
+    os.write(w, ('%d %d %s' % (os.getpid(), os.stat('/proc/self/ns/pid').st_ino, mine())).encode())
+    os._exit(0)
+said = os.read(r, 4096).decode()
+os.waitpid(pid, 0)
+print(said)
+print(os.getpid(), os.stat('/proc/self/ns/pid').st_ino, mine())
 '''
 
 # A child forks, a parent's sweep runs every this many forks (src/vmstat/vmstat_shm.c); the
@@ -296,6 +326,30 @@ def containers(lib, py):
         kill_all(procs)
 
 
+def nested(lib, py):
+    unshare, env = namespace_tools(lib, 'a pid namespace')
+    if not unshare:
+        return SKIP
+    script = 'exec env LD_PRELOAD="$NP_LIB" "$@"'
+    p = subprocess.run([unshare, '-pf', '--mount-proc', 'sh', '-c', script, 'sh', py, '-c', NESTED],
+                       env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode == SKIP or (p.returncode != 0 and 'unshare' in p.stderr and not p.stdout):
+        print('skipped: no pid namespace here (%s)' % (p.stderr + p.stdout).strip()[-200:])
+        return SKIP
+    lines = [l.split() for l in p.stdout.splitlines()]
+    print('child, parent: %s' % lines)
+    if p.returncode != 0 or p.stderr or len(lines) != 2 or any(len(l) != 3 for l in lines):
+        print('exit %d, stderr %r' % (p.returncode, p.stderr[-2000:]))
+        return False
+    uid = os.geteuid()
+    for (pid, ns, f), who in zip(lines, ('child', 'parent')):
+        want = '/dev/shm/numapage.%d.%s.%s' % (uid, pid, ns)
+        if pid != '1' or f != want:
+            print('the %s (pid %s of namespace %s) maps %s, not its own %s' % (who, pid, ns, f, want))
+            return False
+    return True
+
+
 def containers_noproc(lib, py):
     unshare, env = namespace_tools(lib, 'a pid namespace')
     if not unshare:
@@ -370,11 +424,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--lib', required=True)
     ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork', 'fork_quiet', 'containers',
-                                        'containers_noproc'])
+                                        'nested', 'containers_noproc'])
     a = ap.parse_args()
     py = shutil.which('python3') or sys.executable
     r = {'fsize': fsize, 'full': full, 'fork': fork, 'full_fork': full_fork,
-         'fork_quiet': fork_quiet, 'containers': containers,
+         'fork_quiet': fork_quiet, 'containers': containers, 'nested': nested,
          'containers_noproc': containers_noproc}[a.scenario](os.path.abspath(a.lib), py)
     if r is SKIP:
         return SKIP

@@ -453,6 +453,75 @@ static void file_pages_are_room_only_where_the_kernel_reclaims_first(void **stat
 	np_topo_table.is_system = false;
 }
 
+/* On a machine of one memory node (memoryless CPU nodes beside it, or one node in all) that
+ * node's free memory is the machine's: one sysinfo, where reading the node's meminfo took
+ * 14 us at every process start (docs/perf-issue15.md, section 49). With two memory nodes each
+ * is read on its own. */
+static void one_memory_node_is_read_as_the_machines_free_memory(void **state)
+{
+	(void)state;
+	np_test_start("2node", NULL);
+	np_topo_table.is_system = true;
+	np_topo_table.node[1].has_memory = false; /* node 1 as a memoryless node */
+	int os0 = np_topo_table.node[0].os_id;
+	np_fake_os_set_node_avail(os0, (int64_t)512 << 20);
+	np_node_init(&np_topo_table);
+	long nodes = np_fake_os_avail_reads(), machine = np_fake_os_free_reads();
+	assert_true(np_node_has_room(0, 256));
+	assert_int_equal(np_fake_os_free_reads() - machine, 1);
+	assert_int_equal(np_fake_os_avail_reads() - nodes, 0);
+	/* What it says is the node's room: 12 MiB is below the reserve. */
+	np_fake_os_set_node_avail(os0, (int64_t)12 << 20);
+	np_node_init(&np_topo_table);
+	assert_false(np_node_has_room(0, 256));
+	assert_int_equal(np_fake_os_avail_reads() - nodes, 0);
+	/* Two nodes of memory: the node itself is read. */
+	np_topo_table.node[1].has_memory = true;
+	np_fake_os_set_node_avail(os0, (int64_t)512 << 20);
+	np_node_init(&np_topo_table);
+	machine = np_fake_os_free_reads();
+	assert_true(np_node_has_room(0, 256));
+	assert_int_equal(np_fake_os_avail_reads() - nodes, 1);
+	assert_int_equal(np_fake_os_free_reads() - machine, 0);
+	np_topo_table.is_system = false;
+}
+
+/* zone_reclaim_mode decides whether file pages count, which matters only where free memory
+ * alone would answer "no room" or mark the node low: read then, not at every read of the node
+ * (5 us at every process start). The answers are those of reading it each time
+ * (file_pages_are_room_only_where_the_kernel_reclaims_first): a question larger than the free
+ * memory reads it too. */
+static void reclaim_mode_is_read_only_where_free_memory_is_short(void **state)
+{
+	(void)state;
+	np_test_start("2node", NULL);
+	np_topo_table.is_system = true;
+	int os0 = np_topo_table.node[0].os_id;
+	const int64_t MiB_ = (int64_t)1 << 20;
+	np_fake_os_set_node_file(os0, 4096 * MiB_, 0, 0);
+	np_fake_os_set_reclaim_mode(1);
+	np_fake_os_set_node_avail(os0, 64 * 1024 * MiB_); /* plenty free */
+	np_node_init(&np_topo_table);
+	long modes = np_fake_os_mode_reads();
+	assert_true(np_node_has_room(0, 256));
+	assert_int_equal(np_fake_os_mode_reads() - modes, 0);
+	/* 12 MiB free, 4 GiB of clean unmapped file pages the kernel reclaims first: room. */
+	np_fake_os_set_node_avail(os0, 12 * MiB_);
+	np_node_init(&np_topo_table);
+	assert_true(np_node_has_room(0, 256));
+	assert_int_equal(np_fake_os_mode_reads() - modes, 1);
+	/* 3 GiB asked of 2 GiB free: the file pages make the room. */
+	np_fake_os_set_node_avail(os0, 2048 * MiB_);
+	np_node_init(&np_topo_table);
+	assert_true(np_node_has_room(0, (size_t)3072 << 8));
+	assert_int_equal(np_fake_os_mode_reads() - modes, 2);
+	/* Mode 0: free memory only, whatever the file pages. */
+	np_fake_os_set_reclaim_mode(0);
+	np_node_init(&np_topo_table);
+	assert_false(np_node_has_room(0, (size_t)3072 << 8));
+	np_topo_table.is_system = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +536,10 @@ int main(void)
 		cmocka_unit_test_teardown(policy_targets, np_test_teardown_pools),
 		cmocka_unit_test_teardown(room_from_the_kernel, np_test_teardown_pools),
 		cmocka_unit_test_teardown(file_pages_are_room_only_where_the_kernel_reclaims_first,
+					  np_test_teardown_pools),
+		cmocka_unit_test_teardown(one_memory_node_is_read_as_the_machines_free_memory,
+					  np_test_teardown_pools),
+		cmocka_unit_test_teardown(reclaim_mode_is_read_only_where_free_memory_is_short,
 					  np_test_teardown_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
