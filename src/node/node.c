@@ -22,7 +22,9 @@
 /* Per node: where its threads go first, and the equidistant group it shares. */
 static int primary[NP_MAX_NODES];
 static int primary_at[NP_MAX_NODES]; /* its index in the group: a thread's first pick */
-static uint8_t group[NP_MAX_NODES][NP_MAX_NODES] NP_LARGE_BSS;
+/* A node's group is the start of its fallback list (the nearest nodes with memory, equidistant,
+ * OS id order), group_n[n] entries long: read there, not copied (a copy was a table of 4 KiB,
+ * a page written at every process start). */
 static int group_n[NP_MAX_NODES];
 static uint64_t near[NP_MAX_NODES];
 static size_t cpus_served[NP_MAX_NODES];
@@ -83,20 +85,21 @@ void np_node_init(const struct np_topo *t)
 	}
 	for (int n = 0; n < t->nnodes; n++) {
 		const struct np_topo_node *nd = &t->node[n];
-		for (int k = 0; k < nd->nfallback && nd->fallback_dist[k] == nd->fallback_dist[0]; k++)
-			group[n][group_n[n]++] = nd->fallback[k];
+		const uint8_t *group = nd->fallback;
+		while (group_n[n] < nd->nfallback && nd->fallback_dist[group_n[n]] == nd->fallback_dist[0])
+			group_n[n]++;
 		near[n] = nd->mem_allowed ? 1ULL << n : 0;
 		for (int k = 0; !nd->mem_allowed && k < group_n[n]; k++)
-			near[n] |= 1ULL << group[n][k];
+			near[n] |= 1ULL << group[k];
 		if (t->is_system && nd->mem_allowed)
 			node_pages[n] = nd->mem_bytes >> NP_PAGE_SHIFT;
 		if (nd->mem_allowed || group_n[n] <= 1) {
-			primary[n] = group_n[n] ? group[n][0] : n;
+			primary[n] = group_n[n] ? group[0] : n;
 			continue;
 		}
-		int first = group[n][0];
+		int first = group[0];
 		primary_at[n] = dealt[first] % group_n[n];
-		primary[n] = group[n][primary_at[n]];
+		primary[n] = group[primary_at[n]];
 		dealt[first]++;
 	}
 	only_memory_node = -1;
@@ -136,8 +139,9 @@ int np_node_pick(int home, unsigned *rotor, size_t pages, bool *shared)
 	*shared = false;
 	if (group_n[home] <= 1)
 		return first;
+	const uint8_t *group = topo->node[home].fallback;
 	for (int k = 0; k < group_n[home]; k++) {
-		int cand = group[home][((unsigned)primary_at[home] + *rotor + (unsigned)k) % (unsigned)group_n[home]];
+		int cand = group[((unsigned)primary_at[home] + *rotor + (unsigned)k) % (unsigned)group_n[home]];
 		if (np_node_can_serve(cand, pages)) {
 			*rotor += (unsigned)k + 1;
 			*shared = cand != first;
