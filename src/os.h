@@ -253,13 +253,12 @@ uint64_t np_os_memory_bytes(void);
 /* The calling process's id and effective user id. */
 int np_os_pid(void);
 /* The identity of the process's pid namespace (the inode of /proc/self/ns/pid): pids mean
- * something only among processes that share it. 0 when it cannot be read (no /proc). Read
- * once a process (a stat took 4-12 us, and a start asked three times): a process never leaves
- * its pid namespace, and the value read is kept with the pid it was read under, so a forked
- * child reads its own; np_os_pid_ns_forget drops it in a fork's child, whose pid may be the
- * parent's in a namespace the parent made for its children (pid 1 forking pid 1). */
+ * something only among processes that share it. 0 when it cannot be read (no /proc). Read at
+ * each call (a stat, 4-12 us): not kept, since a child that no fork handler reached (a raw
+ * clone, glibc's _Fork) into a namespace of its own can have its parent's pid (pid 1 of each),
+ * and the parent's namespace, kept by pid, made its sweep remove live files of the parent's
+ * namespace (a review). A caller that needs it twice at once reads it once. */
 uint64_t np_os_pid_ns(void);
-void np_os_pid_ns_forget(void);
 unsigned np_os_euid(void);
 /* When the calling process started, in clock ticks after boot (/proc/self/stat's starttime):
  * the same before and after an exec, another for another process that has the pid later. 0

@@ -209,34 +209,13 @@ long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint
 	return rc;
 }
 
-/* The namespace read (0: none yet) and the pid it was read under; relaxed atomics, as two
- * threads may read it at once (they read the same). The pid is stored last and loaded first. */
-static uint64_t ns_ino;
-static int ns_pid;
-
 uint64_t np_os_pid_ns(void)
 {
-	int pid = np_os_pid();
-	if (__atomic_load_n(&ns_pid, __ATOMIC_ACQUIRE) == pid) {
-		uint64_t ino = __atomic_load_n(&ns_ino, __ATOMIC_RELAXED);
-		if (ino)
-			return ino;
-	}
 	SAVE_ERRNO;
 	struct stat st;
 	uint64_t ino = stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 	errno = saved_errno_;
-	if (ino) {
-		__atomic_store_n(&ns_ino, ino, __ATOMIC_RELAXED);
-		__atomic_store_n(&ns_pid, pid, __ATOMIC_RELEASE);
-	}
 	return ino;
-}
-
-NP_FORK_CHILD void np_os_pid_ns_forget(void)
-{
-	__atomic_store_n(&ns_pid, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ns_ino, 0, __ATOMIC_RELAXED);
 }
 
 uint64_t np_os_start_time(void)

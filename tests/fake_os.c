@@ -53,6 +53,7 @@ static int policy_mode;
 static unsigned long policy_mask[16];
 static long n_avail_reads;
 static long n_free_reads, n_mode_reads;
+static bool mem_free_fails;
 
 void np_fake_os_set_cpu(int cpu) { fake_cpu = cpu; }
 void np_fake_os_set_os_node(int node) { fake_os_node = node; }
@@ -109,6 +110,7 @@ void np_fake_os_reset(void)
 	reclaim_mode = 0;
 	n_avail_reads = 0;
 	n_free_reads = 0;
+	mem_free_fails = false;
 	n_mode_reads = 0;
 	policy_mode = 0;
 	memset(policy_mask, 0, sizeof policy_mask);
@@ -489,8 +491,12 @@ int np_os_node_avail(int node, struct np_os_node_mem *m)
 
 /* The machine's free memory: what the nodes set say, together (a test of one memory node
  * sets that one); plenty when none is set. */
+void np_fake_os_fail_mem_free(bool fail) { __atomic_store_n(&mem_free_fails, fail, __ATOMIC_SEQ_CST); }
+
 int np_os_mem_free(uint64_t *bytes)
 {
+	if (__atomic_load_n(&mem_free_fails, __ATOMIC_SEQ_CST))
+		return -EPERM;
 	pthread_mutex_lock(&lock);
 	n_free_reads++;
 	int64_t sum = 0;
@@ -672,7 +678,6 @@ bool np_os_on_signal_stack(void)
 
 void np_fake_os_set_pid_ns(uint64_t ino) { __atomic_store_n(&fake_pid_ns, ino, __ATOMIC_SEQ_CST); }
 uint64_t np_os_pid_ns(void) { return __atomic_load_n(&fake_pid_ns, __ATOMIC_SEQ_CST); }
-void np_os_pid_ns_forget(void) {} /* nothing kept: the fake namespace is read each time */
 
 long np_os_read_own(const char *path, unsigned uid, void *buf, size_t size, uint64_t *ino)
 {

@@ -56,6 +56,8 @@ void np_fake_os_set_reclaim_mode(int mode);
 /* How many times np_os_mem_free (the machine's free memory: the nodes set, together) and
  * np_os_node_reclaim_mode were called. */
 long np_fake_os_free_reads(void);
+/* np_os_mem_free fails with -EPERM (a seccomp filter) while set. */
+void np_fake_os_fail_mem_free(bool fail);
 long np_fake_os_mode_reads(void);
 /* Bytes np_os_populate was asked to fault in (the fake faults nothing). */
 long np_fake_os_populated(void);

@@ -91,7 +91,6 @@ NP_FORK_CHILD static void fork_child(void)
 	if (fork_locked)
 		NP_RESET(&np_lock_depth, 0);
 	np_lock_forget_all(); /* every lock is re-created below; none is held any more */
-	np_os_pid_ns_forget();
 	np_options_atfork_child();
 	np_bootstrap_atfork_child();
 	np_vmstat_atfork_child(np_tls.self ? &np_tls.self->st : NULL);

@@ -258,10 +258,11 @@ static bool reread(int node, size_t pages)
 {
 	/* On a machine of one memory node its free memory is the kernel's free memory: one
 	 * sysinfo, where the node's meminfo took 14 us to read at every process start (the
-	 * kernel formats thirty lines; docs/perf-issue15.md, section 49). */
+	 * kernel formats thirty lines; docs/perf-issue15.md, section 49).
+	 * Where sysinfo is refused (a seccomp filter), the node's file as before. */
 	struct np_os_node_mem m = {0};
-	bool whole = node == only_memory_node;
-	if ((whole ? np_os_mem_free(&m.free) : np_os_node_avail(topo->node[node].os_id, &m)) < 0)
+	bool whole = node == only_memory_node && np_os_mem_free(&m.free) == 0;
+	if (!whole && np_os_node_avail(topo->node[node].os_id, &m) < 0)
 		return false;
 	/* Inactive file pages make room for our pages only where the kernel reclaims a node's
 	 * own memory first (zone_reclaim_mode, any of its bits): by default a page that prefers
@@ -272,11 +273,14 @@ static bool reread(int node, size_t pages)
 	 * node whose file pages are in use (the running programs' own) leaves the kernel nothing
 	 * to reclaim but to kill: only free memory counts there either. The setting is read only
 	 * where it can change an answer: while free memory alone leaves the node's reserve, the
-	 * question and the low mark (np_pool_set_low) all free, file pages change none of them
-	 * (5 us a read, at every process start before). */
+	 * question, the low mark (np_pool_set_low) and what np_node_has_room lets the library take
+	 * before it reads again (an eighth of the read, or a chunk) all free, file pages change
+	 * none of them (5 us a read, at every process start before; without that last term, a
+	 * review saw a node of 4 GiB of page cache marked low). */
 	uint64_t file = 0;
 	size_t free_pages_now = (size_t)(m.free >> NP_PAGE_SHIFT), reserve = reserve_of(node);
-	bool short_of_free = free_pages_now < reserve + NP_MAX(pages, LOW_RESERVES * reserve);
+	bool short_of_free = free_pages_now < reserve + NP_MAX(pages, LOW_RESERVES * reserve) +
+						      NP_MAX(free_pages_now / 8, (size_t)NP_CHUNK_PAGES);
 	int mode = !short_of_free || np_opt_load(bind) == NP_BIND_STRICT ? 0 : np_os_node_reclaim_mode();
 	if ((mode & 7) && whole && np_os_node_avail(topo->node[node].os_id, &m) < 0)
 		mode = 0; /* the file pages unknown: free memory only */

@@ -272,6 +272,9 @@ bool np_vmstat_shm_parse_aside(const char *name, unsigned *uid, int *pid, uint64
  * returns the totals array inside the mapping, or NULL (nothing published, a verbose message
  * says why). */
 struct np_vmstat_totals *np_vmstat_shm_create(int parent);
+/* The same in pid namespace ns (np_os_pid_ns, read by the caller: a start reads it once for
+ * its sweep and its file). */
+struct np_vmstat_totals *np_vmstat_shm_create_in(int parent, uint64_t ns);
 /* Adds the events (not the gauges) of node_totals, the totals of nodes os_id[0..n) that this
  * process counted before an exec, published in its file then, to its totals now: counts survive
  * exec, as the kernel's own per-process counters do (np_vmstat_shm_create, with a keeper). */
@@ -288,6 +291,8 @@ void np_vmstat_shm_forget(void);
  * stays, unless the caller is that keeper.
  * Returns how many were removed. Does not allocate. */
 int np_vmstat_shm_sweep(void);
+/* The same, ns being np_os_pid_ns() read by the caller just before. */
+int np_vmstat_shm_sweep_in(uint64_t ns);
 /* Whether this process publishes, and the path (NULL when not). */
 const char *np_vmstat_shm_published(void);
 /* The inode number of the file this process publishes in (0 when none): with the pid, it tells

@@ -237,9 +237,9 @@ static void at_exit(void)
 	np_vmstat_exit_report();
 }
 
-static void publish(void)
+static void publish(uint64_t ns)
 {
-	struct np_vmstat_totals *t = np_vmstat_shm_create(parent_pid);
+	struct np_vmstat_totals *t = np_vmstat_shm_create_in(parent_pid, ns);
 	if (t)
 		np_vmstat_use_totals(t);
 }
@@ -255,9 +255,11 @@ void np_vmstat_start_output(void)
 	memcpy(command, name ? name : "", len);
 	command[len] = '\0';
 	if (np_opt.shm) {
-		/* Before adding our own: the files of our processes that died without cleaning up. */
-		np_vmstat_shm_sweep();
-		publish();
+		/* Before adding our own: the files of our processes that died without cleaning up.
+		 * The pid namespace read once for both (a stat). */
+		uint64_t ns = np_os_pid_ns();
+		np_vmstat_shm_sweep_in(ns);
+		publish(ns);
 	}
 	int kind = report_kind(np_opt.stats);
 	if (kind == NP_STATS_TABLE)
@@ -310,7 +312,7 @@ void np_vmstat_output_run_due(void)
 		return;
 	}
 	if ((due & NP_VMSTAT_DUE_PUBLISH) && np_opt.shm && !np_vmstat_shm_published())
-		publish();
+		publish(np_os_pid_ns());
 	if (due & NP_VMSTAT_DUE_SWEEP)
 		np_vmstat_shm_sweep();
 }

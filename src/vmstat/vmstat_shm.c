@@ -123,6 +123,11 @@ static int take_over(const char *p, unsigned uid, uint64_t ns, uint64_t start, s
 
 struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 {
+	return np_vmstat_shm_create_in(parent, np_os_pid_ns());
+}
+
+struct np_vmstat_totals *np_vmstat_shm_create_in(int parent, uint64_t ns)
+{
 	int n = np_vmstat_nnodes();
 	if (n <= 0 || map)
 		return NULL;
@@ -138,7 +143,6 @@ struct np_vmstat_totals *np_vmstat_shm_create(int parent)
 		np_os_unmap(inherited, inherited_size);
 		inherited = NULL;
 	}
-	uint64_t ns = np_os_pid_ns();
 	/* Only where a keeper reads the files (three system calls more a start): the one case in
 	 * which a file left at our pid is read rather than removed (take_over). */
 	uint64_t start = np_opt.shm_keeper > 0 ? np_os_start_time() : 0;
@@ -380,7 +384,12 @@ static void sweep_one(const char *name, void *ctx)
 
 int np_vmstat_shm_sweep(void)
 {
-	struct sweep sw = {np_os_euid(), np_os_pid(), 0, np_os_pid_ns()};
+	return np_vmstat_shm_sweep_in(np_os_pid_ns());
+}
+
+int np_vmstat_shm_sweep_in(uint64_t ns)
+{
+	struct sweep sw = {np_os_euid(), np_os_pid(), 0, ns};
 	/* Where the namespace is unknown (no /proc), a pid no process here has may be a live
 	 * process of another such namespace: nothing is judged (a review saw one container's
 	 * start remove another's live file). */

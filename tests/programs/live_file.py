@@ -33,6 +33,12 @@ small file of /dev/shm, and so does every child it forks. Scenarios (a hostile r
           namespace. The library keeps the namespace it read with the pid it read it under,
           and the child must not take its parent's: its live file names its own namespace.
           Root and `unshare -p`.
+  nested_nohooks  The same pid 1 starts a sibling (publishing), makes a namespace for its
+          children and forks one with _Fork, which runs no fork handler (as a raw clone), and
+          that child forks 130 children of its own: its sweeps must judge the files of its own
+          namespace only. A namespace kept by pid alone made it take its parent's, find no
+          process of the sibling's pid there and remove the sibling's live file while the sibling ran (a review).
+          Root and `unshare -p`.
 
   containers_noproc  The same with /proc hidden (a tmpfs over it): the namespace is unknown,
           and two pid 1 have one name. The second took the first's file, and the first
@@ -160,6 +166,37 @@ said = os.read(r, 4096).decode()
 os.waitpid(pid, 0)
 print(said)
 print(os.getpid(), os.stat('/proc/self/ns/pid').st_ino, mine())
+'''
+
+# Pid 1 of a namespace: starts a sibling that publishes and waits, makes a new pid namespace
+# for its children, forks one with _Fork (no fork handlers run), which forks and reaps 130
+# children (its sweeps run) and leaves; prints whether the sibling's live file is still there.
+NESTED_NOHOOKS = r'''
+import ctypes, os, subprocess, sys, time
+sib = subprocess.Popen([sys.executable, '-c', 'x = bytearray(1 << 20); print(1, flush=True); input()'],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+sib.stdout.readline()
+uid, ns = os.geteuid(), os.stat('/proc/self/ns/pid').st_ino
+theirs = '/dev/shm/numapage.%d.%d.%d' % (uid, sib.pid, ns)
+before = os.path.exists(theirs)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x20000000) != 0:  # CLONE_NEWPID
+    print('unshare failed', ctypes.get_errno())
+    sys.exit(77)
+pid = libc._Fork()
+if pid == 0:
+    for i in range(130):
+        k = os.fork()
+        if k == 0:
+            os._exit(0)
+        os.waitpid(k, 0)
+    os._exit(0)
+os.waitpid(pid, 0)
+after = os.path.exists(theirs)
+sib.stdin.write('\n')
+sib.stdin.flush()
+sib.wait()
+print('sibling file before', before, 'after', after)
 '''
 
 # A child forks, a parent's sweep runs every this many forks (src/vmstat/vmstat_shm.c); the
@@ -350,6 +387,20 @@ def nested(lib, py):
     return True
 
 
+def nested_nohooks(lib, py):
+    unshare, env = namespace_tools(lib, 'a pid namespace')
+    if not unshare:
+        return SKIP
+    script = 'exec env LD_PRELOAD="$NP_LIB" "$@"'
+    p = subprocess.run([unshare, '-pf', '--mount-proc', 'sh', '-c', script, 'sh', py, '-c', NESTED_NOHOOKS],
+                       env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode == SKIP or (p.returncode != 0 and 'unshare' in p.stderr and not p.stdout):
+        print('skipped: no pid namespace here (%s)' % (p.stderr + p.stdout).strip()[-200:])
+        return SKIP
+    return check(p, 'sibling file before True after True\n',
+                 'a child forked without fork handlers into a namespace of its own, sweeping')
+
+
 def containers_noproc(lib, py):
     unshare, env = namespace_tools(lib, 'a pid namespace')
     if not unshare:
@@ -424,11 +475,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--lib', required=True)
     ap.add_argument('scenario', choices=['fsize', 'full', 'fork', 'full_fork', 'fork_quiet', 'containers',
-                                        'nested', 'containers_noproc'])
+                                        'nested', 'nested_nohooks', 'containers_noproc'])
     a = ap.parse_args()
     py = shutil.which('python3') or sys.executable
     r = {'fsize': fsize, 'full': full, 'fork': fork, 'full_fork': full_fork,
          'fork_quiet': fork_quiet, 'containers': containers, 'nested': nested,
+         'nested_nohooks': nested_nohooks,
          'containers_noproc': containers_noproc}[a.scenario](os.path.abspath(a.lib), py)
     if r is SKIP:
         return SKIP

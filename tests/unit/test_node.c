@@ -475,6 +475,13 @@ static void one_memory_node_is_read_as_the_machines_free_memory(void **state)
 	np_node_init(&np_topo_table);
 	assert_false(np_node_has_room(0, 256));
 	assert_int_equal(np_fake_os_avail_reads() - nodes, 0);
+	/* sysinfo refused (a seccomp filter): the node's own file, as before. */
+	np_fake_os_fail_mem_free(true);
+	np_node_init(&np_topo_table);
+	assert_false(np_node_has_room(0, 256));
+	assert_true(np_fake_os_avail_reads() - nodes >= 1);
+	np_fake_os_fail_mem_free(false);
+	nodes = np_fake_os_avail_reads();
 	/* Two nodes of memory: the node itself is read. */
 	np_topo_table.node[1].has_memory = true;
 	np_fake_os_set_node_avail(os0, (int64_t)512 << 20);
@@ -522,6 +529,35 @@ static void reclaim_mode_is_read_only_where_free_memory_is_short(void **state)
 	np_topo_table.is_system = false;
 }
 
+/* The setting is also read where free memory would fall short before the next read: what the
+ * library takes until then (up to an eighth of the read) counts off the room, and with the file
+ * pages left out the node was marked low (new chunks verified page by page) where, counting
+ * them, it had gigabytes to spare (a review: free memory just over five reserves). */
+static void reclaim_mode_is_read_where_taking_until_the_next_read_falls_short(void **state)
+{
+	(void)state;
+	np_test_start("2node", NULL);
+	np_topo_table.is_system = true;
+	np_fake_os_stop_clock(true);
+	int os0 = np_topo_table.node[0].os_id;
+	const int64_t MiB_ = (int64_t)1 << 20;
+	np_fake_os_set_node_file(os0, 4096 * MiB_, 0, 0);
+	np_fake_os_set_reclaim_mode(1);
+	size_t reserve = 2 * NP_CHUNK_PAGES + (size_t)(np_topo_table.node[0].mem_bytes >> NP_PAGE_SHIFT) / 64;
+	size_t free_pages = 5 * reserve + 1;
+	np_fake_os_set_node_avail(os0, (int64_t)free_pages << NP_PAGE_SHIFT);
+	np_node_init(&np_topo_table);
+	assert_true(np_node_has_room(0, 16));
+	assert_false(np_pool_is_low(0));
+	long take = (long)(free_pages / 8);
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, take);
+	assert_true(np_node_has_room(0, 16));
+	assert_false(np_pool_is_low(0)); /* 4 GiB of page cache the kernel reclaims first */
+	np_vmstat_add(NULL, 0, NUMA_PAGE_STAT_pages_in_use, -take);
+	np_fake_os_stop_clock(false);
+	np_topo_table.is_system = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,6 +576,8 @@ int main(void)
 		cmocka_unit_test_teardown(one_memory_node_is_read_as_the_machines_free_memory,
 					  np_test_teardown_pools),
 		cmocka_unit_test_teardown(reclaim_mode_is_read_only_where_free_memory_is_short,
+					  np_test_teardown_pools),
+		cmocka_unit_test_teardown(reclaim_mode_is_read_where_taking_until_the_next_read_falls_short,
 					  np_test_teardown_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
