@@ -363,15 +363,24 @@ def containers(lib, py):
         kill_all(procs)
 
 
-def nested(lib, py):
+def as_pid_1(lib, py, program):
+    """Runs program under LD_PRELOAD=lib as pid 1 of a new pid namespace (its own /proc):
+    the finished process, or SKIP where no pid namespace can be made here."""
     unshare, env = namespace_tools(lib, 'a pid namespace')
     if not unshare:
         return SKIP
     script = 'exec env LD_PRELOAD="$NP_LIB" "$@"'
-    p = subprocess.run([unshare, '-pf', '--mount-proc', 'sh', '-c', script, 'sh', py, '-c', NESTED],
+    p = subprocess.run([unshare, '-pf', '--mount-proc', 'sh', '-c', script, 'sh', py, '-c', program],
                        env=env, capture_output=True, text=True, timeout=120)
     if p.returncode == SKIP or (p.returncode != 0 and 'unshare' in p.stderr and not p.stdout):
         print('skipped: no pid namespace here (%s)' % (p.stderr + p.stdout).strip()[-200:])
+        return SKIP
+    return p
+
+
+def nested(lib, py):
+    p = as_pid_1(lib, py, NESTED)
+    if p is SKIP:
         return SKIP
     lines = [l.split() for l in p.stdout.splitlines()]
     print('child, parent: %s' % lines)
@@ -388,14 +397,8 @@ def nested(lib, py):
 
 
 def nested_nohooks(lib, py):
-    unshare, env = namespace_tools(lib, 'a pid namespace')
-    if not unshare:
-        return SKIP
-    script = 'exec env LD_PRELOAD="$NP_LIB" "$@"'
-    p = subprocess.run([unshare, '-pf', '--mount-proc', 'sh', '-c', script, 'sh', py, '-c', NESTED_NOHOOKS],
-                       env=env, capture_output=True, text=True, timeout=120)
-    if p.returncode == SKIP or (p.returncode != 0 and 'unshare' in p.stderr and not p.stdout):
-        print('skipped: no pid namespace here (%s)' % (p.stderr + p.stdout).strip()[-200:])
+    p = as_pid_1(lib, py, NESTED_NOHOOKS)
+    if p is SKIP:
         return SKIP
     return check(p, 'sibling file before True after True\n',
                  'a child forked without fork handlers into a namespace of its own, sweeping')
