@@ -248,6 +248,10 @@ int np_os_cpu_count(void);
  * but only once its constructor has run, and that constructor's opendir() is often a process's
  * first malloc: the one that starts this library. */
 int np_os_node_max(void);
+/* Whether the kernel lists its nodes (/sys/devices/system/node exists and was read: their
+ * meminfo files are there), as the last np_os_node_max found, which every start calls; listed
+ * now if none did. False on a kernel without NUMA. */
+bool np_os_lists_nodes(void);
 uint64_t np_os_memory_bytes(void);
 
 /* The calling process's id and effective user id. */

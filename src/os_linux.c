@@ -534,10 +534,21 @@ static void node_entry(const char *name, void *ctx)
 		*max = NP_MAX(*max, NP_MIN(id, NP_OS_NODE_IDS));
 }
 
+/* What the last np_os_node_max found: 1 the kernel lists its nodes, 0 not, -1 not looked. */
+static int lists_nodes = -1;
+
+bool np_os_lists_nodes(void)
+{
+	if (__atomic_load_n(&lists_nodes, __ATOMIC_RELAXED) < 0)
+		np_os_node_max();
+	return __atomic_load_n(&lists_nodes, __ATOMIC_RELAXED) == 1;
+}
+
 int np_os_node_max(void)
 {
 	int max = -1;
 	int rc = np_os_list_dir("/sys/devices/system/node", node_entry, &max);
+	__atomic_store_n(&lists_nodes, rc >= 0 && max >= 0, __ATOMIC_RELAXED);
 	if (rc == -ENOENT)
 		return 0; /* a kernel without NUMA */
 	if (rc < 0)

@@ -54,6 +54,7 @@ static unsigned long policy_mask[16];
 static long n_avail_reads;
 static long n_free_reads, n_mode_reads;
 static bool mem_free_fails;
+static bool lists_nodes = true; /* np_os_lists_nodes */
 
 void np_fake_os_set_cpu(int cpu) { fake_cpu = cpu; }
 void np_fake_os_set_os_node(int node) { fake_os_node = node; }
@@ -111,6 +112,7 @@ void np_fake_os_reset(void)
 	n_avail_reads = 0;
 	n_free_reads = 0;
 	mem_free_fails = false;
+	lists_nodes = true;
 	n_mode_reads = 0;
 	policy_mode = 0;
 	memset(policy_mask, 0, sizeof policy_mask);
@@ -813,6 +815,9 @@ static int node_max = -1;
 void np_fake_os_set_node_max(int node) { node_max = node; }
 
 int np_os_node_max(void) { return node_max; }
+
+void np_fake_os_set_lists_nodes(bool lists) { lists_nodes = lists; }
+bool np_os_lists_nodes(void) { return lists_nodes; }
 
 int np_os_cpu_count(void) { return (int)sysconf(_SC_NPROCESSORS_CONF); }
 

@@ -95,6 +95,8 @@ void np_fake_os_fail_isolate(int neg_errno);
 /* The highest node id np_os_node_max reports (default -1: the node directory unreadable, so this
  * machine is discovered with hwloc, as before the one-node shortcut). */
 void np_fake_os_set_node_max(int node);
+/* What np_os_lists_nodes answers (true until set: a NUMA kernel). */
+void np_fake_os_set_lists_nodes(bool lists);
 /* on: np_os_library_open fails as where a library is not installed. */
 void np_fake_os_fail_library(bool fail);
 /* Non-zero: the library's hwloc_get_api_version answers this (0: the real one). */

@@ -102,8 +102,10 @@ void np_node_init(const struct np_topo *t)
 		primary[n] = group[primary_at[n]];
 		dealt[first]++;
 	}
+	/* Only where the kernel has node files to read: on a kernel without NUMA no room was ever
+	 * judged (the kernel decides), and that stays so. */
 	only_memory_node = -1;
-	for (int n = 0, count = 0; t->is_system && n < t->nnodes; n++)
+	for (int n = 0, count = 0; t->is_system && np_os_lists_nodes() && n < t->nnodes; n++)
 		if (t->node[n].has_memory)
 			only_memory_node = ++count == 1 ? n : -1;
 	for (int c = 0; c < t->ncpus; c++) {

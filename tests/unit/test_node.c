@@ -481,6 +481,19 @@ static void one_memory_node_is_read_as_the_machines_free_memory(void **state)
 	assert_false(np_node_has_room(0, 256));
 	assert_true(np_fake_os_avail_reads() - nodes >= 1);
 	np_fake_os_fail_mem_free(false);
+	/* A kernel without NUMA (no /sys/devices/system/node, its one node made up): no node
+	 * file to read, and the room is not judged at all, as before (the kernel decides); the
+	 * machine's free memory is not read in its place (a review: it marked a machine of page
+	 * cache low, which makes the purge follow the current use). */
+	np_fake_os_set_lists_nodes(false);
+	np_fake_os_set_node_avail(os0, -1);
+	np_node_init(&np_topo_table);
+	np_pool_set_low(0, false); /* as a process starts (the 12 MiB above marked it) */
+	machine = np_fake_os_free_reads();
+	assert_true(np_node_has_room(0, 256));
+	assert_false(np_pool_is_low(0));
+	assert_int_equal(np_fake_os_free_reads() - machine, 0);
+	np_fake_os_set_lists_nodes(true);
 	nodes = np_fake_os_avail_reads();
 	/* Two nodes of memory: the node itself is read. */
 	np_topo_table.node[1].has_memory = true;
