@@ -71,4 +71,8 @@ static inline pid_t np_nc_waitpid(pid_t pid, int *status, int options)
 	return (pid_t)syscall(SYS_wait4, pid, status, options, NULL);
 }
 
+/* Reads the file at path into buf (NUL-terminated): its first size - 1 bytes, with open and
+ * read (no stdio, which allocates): /sys and /proc files. 0 or -errno. In os_linux_proc.c. */
+int np_os_read_small_file(const char *path, char *buf, size_t size);
+
 #endif /* NP_OS_ERRNO_H */

@@ -556,29 +556,6 @@ int np_os_node_max(void)
 	return max < 0 ? -ENOENT : max;
 }
 
-/* Reads the file at path into buf (NUL-terminated): its first size - 1 bytes. 0 or -errno. */
-static int read_small_file(const char *path, char *buf, size_t size)
-{
-	SAVE_ERRNO;
-	int fd = np_nc_open(path, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		RETURN_ERRNO(-1);
-	size_t have = 0;
-	long n;
-	while (have < size - 1 && (n = np_nc_read(fd, buf + have, size - 1 - have)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		have += (size_t)n;
-	}
-	np_nc_close(fd);
-	errno = saved_errno_;
-	buf[have] = 0;
-	return 0;
-}
-
 /* Reads OS node `node`'s meminfo into buf (NUL-terminated): the first size - 1 bytes, which hold
  * MemTotal (line 1), MemFree (2), Inactive(file) (9), Dirty (13) and Mapped (16). 0 or -errno.
  * No stdio. */
@@ -596,7 +573,7 @@ static int read_node_meminfo(int node, char *buf, size_t size)
 	while (nd > 0)
 		path[len++] = digits[--nd];
 	memcpy(path + len, "/meminfo", sizeof "/meminfo");
-	return read_small_file(path, buf, size);
+	return np_os_read_small_file(path, buf, size);
 }
 
 /* A meminfo field in bytes, 0 when absent. */
@@ -625,7 +602,7 @@ int np_os_node_avail(int node, struct np_os_node_mem *m)
 int np_os_node_reclaim_mode(void)
 {
 	char buf[16];
-	if (read_small_file("/proc/sys/vm/zone_reclaim_mode", buf, sizeof buf) != 0)
+	if (np_os_read_small_file("/proc/sys/vm/zone_reclaim_mode", buf, sizeof buf) != 0)
 		return 0;
 	int mode = 0;
 	for (const char *d = buf; *d >= '0' && *d <= '9' && mode < 1000; d++)

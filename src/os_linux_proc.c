@@ -218,18 +218,33 @@ uint64_t np_os_pid_ns(void)
 	return ino;
 }
 
-uint64_t np_os_start_time(void)
+int np_os_read_small_file(const char *path, char *buf, size_t size)
 {
 	SAVE_ERRNO;
-	char buf[1024];
-	int fd = np_nc_open("/proc/self/stat", O_RDONLY | O_CLOEXEC, 0);
-	ssize_t n = fd >= 0 ? np_nc_read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		np_nc_close(fd);
+	int fd = np_nc_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		RETURN_ERRNO(-1);
+	size_t have = 0;
+	long n;
+	while (have < size - 1 && (n = np_nc_read(fd, buf + have, size - 1 - have)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		have += (size_t)n;
+	}
+	np_nc_close(fd);
 	errno = saved_errno_;
-	if (n <= 0)
+	buf[have] = 0;
+	return 0;
+}
+
+uint64_t np_os_start_time(void)
+{
+	char buf[1024];
+	if (np_os_read_small_file("/proc/self/stat", buf, sizeof buf) != 0)
 		return 0;
-	buf[n] = '\0';
 	/* After the command in parentheses (which may hold both and spaces): the state is field
 	 * 3, the start time field 22. */
 	char *p = strrchr(buf, ')');
